@@ -1,0 +1,31 @@
+# Shared settings for every headwise target, applied per target (no global flags).
+
+# Warnings and sanitizers travel through this interface target.
+add_library(headwise_options INTERFACE)
+add_library(headwise::options ALIAS headwise_options)
+target_compile_features(headwise_options INTERFACE cxx_std_20)
+target_compile_options(headwise_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_WERROR}>>:-Werror>)
+if(HEADWISE_SANITIZE)
+  target_compile_options(headwise_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+  target_link_options(headwise_options INTERFACE -fsanitize=address,undefined)
+endif()
+
+# Tests are built only when asked for (./headwise test builds this target first),
+# so the first command reaches lesson 01 as fast as possible.
+add_custom_target(headwise_tests)
+
+# headwise_add_test(NAME SOURCES... [LIBS ...]): one Catch2 test executable, discovered by ctest.
+function(headwise_add_test name)
+  cmake_parse_arguments(arg "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} EXCLUDE_FROM_ALL ${arg_SOURCES})
+  target_link_libraries(${name} PRIVATE headwise::core headwise::catch_main ${arg_LIBS})
+  target_precompile_headers(${name} REUSE_FROM headwise_pch)
+  add_dependencies(headwise_tests ${name})
+  catch_discover_tests(${name}
+    TEST_PREFIX "${name}: "
+    PROPERTIES LABELS "unit"
+    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+endfunction()

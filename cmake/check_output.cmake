@@ -1,0 +1,21 @@
+# cmake -DPROGRAM=exe -DEXPECTED=file [-DARGS="a;b"] -P check_output.cmake
+# Runs PROGRAM and fails unless it exits 0 and every line of EXPECTED (a regular expression
+# each; blank lines and lines starting with # are skipped) matches some line of its output.
+execute_process(COMMAND ${PROGRAM} ${ARGS}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} exited with ${rc}\n${err}\n${out}")
+endif()
+file(STRINGS "${EXPECTED}" patterns)
+set(missing "")
+foreach(p IN LISTS patterns)
+  if(p STREQUAL "" OR p MATCHES "^#")
+    continue()
+  endif()
+  if(NOT out MATCHES "${p}")
+    string(APPEND missing "\n  ${p}")
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "${PROGRAM}: output lacks lines matching:${missing}\n--- output ---\n${out}")
+endif()

@@ -1,0 +1,54 @@
+// headwise/cli.hpp -- command-line handling shared by every lesson and tool.
+//
+// The contract for bad input: exactly one line on stderr that names the flag and what it
+// accepts, and exit code 2. Never a crash, never a stack trace, never a NaN table.
+#pragma once
+
+#include "headwise/tensor.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace headwise::cli {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;  // the program found something wrong (e.g. a check failed)
+inline constexpr int exit_usage = 2;    // the input was wrong
+
+// Options every lesson accepts.
+struct LessonOptions {
+    Dims dims;
+    std::uint64_t seed = 0;
+    bool quiet = false;  // no shape lines (used when timing)
+};
+
+// Adds --batch --seq --d-model --heads --seed (each only if its flag name is listed in `which`,
+// e.g. "batch,seq,d-model,seed"), with ranges that keep every tensor printable and in memory.
+void add_lesson_options(CLI::App& app, LessonOptions& options, std::string_view which);
+
+// Parses argv. Returns -1 when the program should go on, otherwise the exit code to return
+// (0 after --help, 2 after an error, which has already been printed as one line).
+int parse(CLI::App& app, int argc, char** argv);
+
+// Runs `body`, turning usage_error into one line + exit 2 and any other exception into one
+// line + exit 1. Every lesson's main() is `return cli::guard(argv[0], [&] { ... });`.
+int guard(std::string_view program, const std::function<int()>& body);
+
+// Throws usage_error when `bytes` is more than this machine's available memory allows.
+void require_memory(std::size_t bytes, std::string_view what);
+
+// Throws usage_error when a lesson would run for more than a few seconds: lessons are for
+// looking at shapes and numbers, and a learner's typo (an extra zero) must not look like a hang.
+void require_work(double flops, std::string_view what);
+
+// Product of sizes, throwing usage_error instead of overflowing.
+std::size_t checked_product(std::initializer_list<std::size_t> sizes, std::string_view what);
+
+// d_model must split evenly into heads: otherwise a usage_error that prints the would-be d_head.
+void require_divisible(std::size_t d_model, std::size_t heads);
+
+}  // namespace headwise::cli

@@ -1,0 +1,143 @@
+#include "headwise/attention.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace headwise;
+
+namespace {
+Tensor4 one_head(std::initializer_list<std::initializer_list<float>> rows) {
+    Tensor2 m = rows;
+    Tensor4 t = Tensor4::from_shape({1, 1, m.shape()[0], m.shape()[1]});
+    std::copy(m.begin(), m.end(), t.begin());
+    return t;
+}
+}  // namespace
+
+TEST_CASE("attention: a hand-worked one-query example", "[attention]") {
+    // With scale ln 3 the scores are (ln 3, 0) -> weights (3/4, 1/4) -> out = 3/4 v0 + 1/4 v1.
+    const Tensor4 q = one_head({{1.0f, 0.0f}});
+    const Tensor4 k = one_head({{1.0f, 0.0f}, {0.0f, 1.0f}});
+    const Tensor4 v = one_head({{1.0f, 2.0f}, {3.0f, 4.0f}});
+    AttentionOptions o;
+    o.scale = std::log(3.0f);
+    Tensor4 w;
+    const Tensor4 out = scaled_dot_product_attention(q, k, v, o, &w);
+    CHECK(w(0, 0, 0, 0) == Approx(0.75));
+    CHECK(w(0, 0, 0, 1) == Approx(0.25));
+    CHECK(out(0, 0, 0, 0) == Approx(1.5));
+    CHECK(out(0, 0, 0, 1) == Approx(2.5));
+}
+
+TEST_CASE("attention: the default scale is 1/sqrt(d_head)", "[attention]") {
+    // scores (1/sqrt 2 * 2, 0) = (sqrt 2, 0)
+    const Tensor4 q = one_head({{2.0f, 0.0f}});
+    const Tensor4 k = one_head({{1.0f, 0.0f}, {0.0f, 1.0f}});
+    const Tensor4 v = one_head({{1.0f, 0.0f}, {0.0f, 1.0f}});
+    Tensor4 w;
+    scaled_dot_product_attention(q, k, v, {}, &w);
+    const double e = std::exp(std::sqrt(2.0));
+    CHECK(w(0, 0, 0, 0) == Approx(e / (e + 1.0)));
+}
+
+TEST_CASE("attention: causal rows with equal scores are 1, 1/2, 1/3", "[attention]") {
+    Tensor4 q = Tensor4::from_shape({1, 1, 3, 2});
+    q.fill(0.0f);  // every score is 0, so weights are uniform over what is visible
+    AttentionOptions o;
+    o.causal = true;
+    Tensor4 w;
+    scaled_dot_product_attention(q, q, q, o, &w);
+    CHECK(w(0, 0, 0, 0) == 1.0f);
+    CHECK(w(0, 0, 0, 1) == 0.0f);
+    CHECK(w(0, 0, 1, 0) == Approx(0.5));
+    CHECK(w(0, 0, 1, 1) == Approx(0.5));
+    CHECK(w(0, 0, 1, 2) == 0.0f);
+    for (int j = 0; j < 3; ++j) CHECK(w(0, 0, 2, j) == Approx(1.0 / 3));
+}
+
+TEST_CASE("attention: a query whose keys are all padded gets zeros, not NaN", "[attention]") {
+    Random rng(3);
+    const Tensor4 q = rng.normal<4>({2, 2, 3, 4});
+    Mask2 pad = Mask2::from_shape({2, 3});
+    pad.fill(false);
+    for (int j = 0; j < 3; ++j) pad(1, j) = true;  // batch 1: every key is padding
+    AttentionOptions o;
+    o.key_padding_mask = &pad;
+    Tensor4 w;
+    const Tensor4 out = scaled_dot_product_attention(q, q, q, o, &w);
+    for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t c = 0; c < 4; ++c) CHECK(out(1, h, i, c) == 0.0f);
+    const Tensor4 ref = attention_reference(q, q, q, o);
+    CHECK(max_abs_diff(out, ref) < 1e-5);
+}
+
+TEST_CASE("attention: BLAS path equals the double-precision reference", "[attention]") {
+    Random rng(11);
+    for (bool causal : {false, true}) {
+        const Tensor4 q = rng.normal<4>({2, 3, 7, 5});
+        const Tensor4 k = rng.normal<4>({2, 3, 9, 5});  // cross-attention: N_k != N_q
+        const Tensor4 v = rng.normal<4>({2, 3, 9, 5});
+        AttentionOptions o;
+        o.causal = causal;
+        Tensor4 w1, w2;
+        const Tensor4 fast = scaled_dot_product_attention(q, k, v, o, &w1);
+        const Tensor4 ref = attention_reference(q, k, v, o, &w2);
+        CHECK(max_abs_diff(fast, ref) < 1e-5);
+        CHECK(max_abs_diff(w1, w2) < 1e-6);
+    }
+}
+
+TEST_CASE("attention: split_heads then merge_heads is exact", "[attention]") {
+    Random rng(5);
+    const Tensor3 x = rng.normal<3>({2, 5, 64});
+    const Tensor4 h = split_heads(x, 8);
+    CHECK(h.shape() == std::array<std::size_t, 4>{2, 8, 5, 8});
+    // head 1 of token 3 holds columns 8..15 of token 3
+    for (std::size_t c = 0; c < 8; ++c) CHECK(h(1, 1, 3, c) == x(1, 3, 8 + c));
+    CHECK(max_abs_diff(merge_heads(h), x) == 0.0);  // bit-exact round trip
+}
+
+TEST_CASE("attention: linear computes x . W^T + b", "[attention]") {
+    Tensor3 x = Tensor3::from_shape({1, 1, 2});
+    x(0, 0, 0) = 1.0f;
+    x(0, 0, 1) = 2.0f;
+    const Tensor2 w = {{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};  // (out=3, in=2)
+    const Tensor1 b = {10.0f, 20.0f, 30.0f};
+    const Tensor3 y = linear(x, w, b);
+    CHECK(y(0, 0, 0) == 11.0f);
+    CHECK(y(0, 0, 1) == 22.0f);
+    CHECK(y(0, 0, 2) == 33.0f);
+}
+
+TEST_CASE("attention: multi-head forward equals its steps composed by hand", "[attention]") {
+    Random rng(9);
+    const auto mha = MultiHeadAttention::random(16, 4, true, rng);
+    const Tensor3 x = rng.normal<3>({2, 6, 16});
+    Tensor4 w;
+    const Tensor3 y = mha.forward(x, {}, &w);
+    CHECK(w.shape() == std::array<std::size_t, 4>{2, 4, 6, 6});
+
+    auto rows = [&](std::size_t i) { return Tensor2(xt::view(mha.in_proj_weight, xt::range(16 * i, 16 * (i + 1)))); };
+    auto bias = [&](std::size_t i) { return Tensor1(xt::view(mha.in_proj_bias, xt::range(16 * i, 16 * (i + 1)))); };
+    const Tensor4 q = split_heads(linear(x, rows(0), bias(0)), 4);
+    const Tensor4 k = split_heads(linear(x, rows(1), bias(1)), 4);
+    const Tensor4 v = split_heads(linear(x, rows(2), bias(2)), 4);
+    const Tensor3 expect = linear(merge_heads(attention_reference(q, k, v)), mha.out_proj_weight, mha.out_proj_bias);
+    CHECK(max_abs_diff(y, expect) < 1e-5);
+}
+
+TEST_CASE("attention: mismatched shapes are refused with a usage_error", "[attention]") {
+    Random rng(1);
+    const auto mha = MultiHeadAttention::random(16, 4, false, rng);
+    const Tensor3 x = rng.normal<3>({2, 6, 12});
+    CHECK_THROWS_AS(mha.forward(x), usage_error);
+    CHECK_THROWS_AS(split_heads(rng.normal<3>({1, 2, 10}), 3), usage_error);
+}
+
+TEST_CASE("attention: max_abs_diff does not hide a NaN", "[attention]") {
+    Tensor1 a = {1.0f, 2.0f};
+    Tensor1 b = {1.0f, std::nanf("")};
+    CHECK(std::isnan(max_abs_diff(a, b)));
+}

@@ -1,0 +1,60 @@
+#include "headwise/softmax.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace headwise;
+
+TEST_CASE("softmax: a hand-worked 3x3 example", "[softmax]") {
+    // Row 0: exp(0), exp(ln 2), exp(ln 3) = 1, 2, 3 -> 1/6, 2/6, 3/6.
+    // Row 1: equal logits -> 1/3 each.  Row 2: a gap of 1e4 -> one-hot.
+    Tensor2 x = {{0.0f, std::log(2.0f), std::log(3.0f)}, {5.0f, 5.0f, 5.0f}, {1e4f, 0.0f, -1e4f}};
+    const Tensor2 p = softmax(x);
+    CHECK(p(0, 0) == Approx(1.0 / 6));
+    CHECK(p(0, 1) == Approx(2.0 / 6));
+    CHECK(p(0, 2) == Approx(3.0 / 6));
+    for (int j = 0; j < 3; ++j) CHECK(p(1, j) == Approx(1.0 / 3));
+    CHECK(p(2, 0) == 1.0f);
+    CHECK(p(2, 1) == 0.0f);
+    CHECK(p(2, 2) == 0.0f);
+}
+
+TEST_CASE("softmax: every row sums to one", "[softmax]") {
+    Tensor3 x = Tensor3::from_shape({2, 4, 7});
+    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = std::sin(float(i)) * 10.0f;
+    const Tensor3 p = softmax(x);
+    for (std::size_t r = 0; r < 8; ++r) {
+        double s = 0;
+        for (std::size_t j = 0; j < 7; ++j) s += p.data()[r * 7 + j];
+        CHECK(s == Approx(1.0).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("softmax: stays finite for logits of +-1e4", "[softmax]") {
+    Tensor2 x = {{1e4f, 1e4f - 1.0f}, {-1e4f, -1e4f - 1.0f}};
+    const Tensor2 p = softmax(x);
+    const double e = std::exp(-1.0);
+    for (int r = 0; r < 2; ++r) {
+        CHECK(std::isfinite(p(r, 0)));
+        CHECK(p(r, 0) == Approx(1.0 / (1.0 + e)));
+        CHECK(p(r, 1) == Approx(e / (1.0 + e)));
+    }
+}
+
+TEST_CASE("softmax: a fully masked row becomes zeros, not NaN", "[softmax]") {
+    const float inf = std::numeric_limits<float>::infinity();
+    Tensor2 x = {{-inf, -inf, -inf}, {0.0f, -inf, 0.0f}};
+    const Tensor2 p = softmax(x);
+    for (int j = 0; j < 3; ++j) CHECK(p(0, j) == 0.0f);
+    CHECK(p(1, 0) == Approx(0.5));
+    CHECK(p(1, 1) == 0.0f);
+}
+
+TEST_CASE("softmax: entropy is ln(n) for uniform rows and 0 for one-hot rows", "[softmax]") {
+    Tensor2 p = {{0.25f, 0.25f, 0.25f, 0.25f}, {1.0f, 0.0f, 0.0f, 0.0f}};
+    const auto h = row_entropy(p);
+    CHECK(h(0) == Approx(std::log(4.0)));
+    CHECK(h(1) == 0.0f);
+}
