@@ -1,0 +1,76 @@
+#include "common.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace headwise::runner {
+
+fs::path source_dir() { return HEADWISE_SOURCE_DIR; }
+fs::path binary_dir() { return HEADWISE_BINARY_DIR; }
+
+std::vector<Lesson> load_course() {
+    const fs::path file = source_dir() / "course.json";
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error(fmt::format("cannot read the course catalogue {}", file.string()));
+    const auto j = nlohmann::json::parse(in);
+    std::vector<Lesson> lessons;
+    for (const auto& l : j.at("lessons")) {
+        Lesson lesson{l.at("number").get<int>(), l.at("name").get<std::string>(), l.at("title").get<std::string>(),
+                      l.value("doc", std::string()), std::nullopt};
+        if (l.contains("exercise")) {
+            const auto& e = l.at("exercise");
+            lesson.exercise = Exercise{e.at("id").get<std::string>(), e.at("dir").get<std::string>(),
+                                       e.at("files").get<std::vector<std::string>>()};
+        }
+        lessons.push_back(std::move(lesson));
+    }
+    return lessons;
+}
+
+const Lesson& find_lesson(const std::vector<Lesson>& course, const std::string& which) {
+    int n = -1;
+    try {
+        std::size_t used = 0;
+        n = std::stoi(which, &used);
+        if (used != which.size()) n = -1;
+    } catch (const std::exception&) {
+        n = -1;
+    }
+    for (const auto& l : course)
+        if (l.number == n || l.name == which) return l;
+    std::string known;
+    for (const auto& l : course) known += fmt::format("{}{}", known.empty() ? "" : ", ", l.number);
+    throw usage_error(fmt::format("no lesson '{}' (the lessons are {})", which, known));
+}
+
+int run_program(const std::vector<std::string>& args, const fs::path& cwd) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+    if (pid == 0) {
+        if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+        std::vector<char*> argv;
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "headwise: cannot start %s: %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) throw std::runtime_error("waitpid failed");
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 1;
+}
+
+}  // namespace headwise::runner

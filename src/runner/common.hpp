@@ -1,0 +1,58 @@
+// runner/common.hpp -- what every `headwise` command shares: paths, the course catalogue,
+// starting programs, and the error type for bad input (one line, exit 2).
+//
+// Each command lives in its own cmd_<name>.cpp and registers itself with add_<name>_command();
+// main.cpp only lists them. The runner never includes xtensor: it starts other programs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headwise::runner {
+
+namespace fs = std::filesystem;
+
+inline constexpr int exit_usage = 2;
+
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The repository and the build tree this runner was built from.
+fs::path source_dir();
+fs::path binary_dir();
+
+// One entry of course.json.
+struct Exercise {
+    std::string id;                  // "ex01" (also the ctest label)
+    std::string dir;                 // "01_softmax_attention" under exercises/ and solutions/
+    std::vector<std::string> files;  // the files a learner edits, relative to that directory
+};
+struct Lesson {
+    int number = 0;
+    std::string name;   // "01_single_head": lessons/<name>.cpp, build/lessons/<name>
+    std::string title;
+    std::string doc;    // docs/<name>.md
+    std::optional<Exercise> exercise;
+};
+
+std::vector<Lesson> load_course();
+// Finds a lesson by number ("3", "03") or name; usage_error listing the valid ones otherwise.
+const Lesson& find_lesson(const std::vector<Lesson>& course, const std::string& which);
+
+// Runs args[0] with args (PATH is searched), waits, returns its exit code (128 + signal if killed).
+int run_program(const std::vector<std::string>& args, const fs::path& cwd = {});
+
+// The action the parsed command line selected; set by a subcommand's callback.
+using Action = std::function<int()>;
+
+void add_run_command(CLI::App& app, Action& action);
+void add_test_command(CLI::App& app, Action& action);
+
+}  // namespace headwise::runner
