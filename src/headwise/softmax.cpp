@@ -1,5 +1,7 @@
 #include "headwise/softmax.hpp"
 
+#include "headwise/vexp.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,11 +16,7 @@ void softmax_rows(float* data, std::size_t rows, std::size_t cols) {
             std::fill(row, row + cols, 0.0f);
             continue;
         }
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < cols; ++j) {
-            row[j] = std::exp(row[j] - m);
-            sum += row[j];
-        }
+        const float sum = detail::exp_shifted_sum(row, cols, m);
         const float inv = 1.0f / sum;
         for (std::size_t j = 0; j < cols; ++j) row[j] *= inv;
     }

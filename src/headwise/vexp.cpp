@@ -1,0 +1,51 @@
+#include "headwise/vexp.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+namespace headwise::detail {
+
+namespace {
+
+[[gnu::always_inline]] inline float exp_one(float x) {
+    // exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2].
+    constexpr float log2e = 1.44269504088896341f;
+    constexpr float ln2_hi = 0.693359375f;  // ln 2 split in two so n * ln2_hi is exact
+    constexpr float ln2_lo = -2.12194440e-4f;
+    const float keep = x < -87.0f ? 0.0f : 1.0f;  // 0 below the float range, also for -inf (masked)
+    x = std::min(std::max(x, -87.0f), 88.0f);
+    // round(x / ln 2) without calling floor(): the +127 bias keeps the value positive after the
+    // clamp, so truncation towards zero is floor; k - 127 is then n and k is 2^n's exponent field.
+    const std::int32_t k = static_cast<std::int32_t>(x * log2e + 127.5f);
+    const float n = static_cast<float>(k - 127);
+    const float r = x - n * ln2_hi - n * ln2_lo;
+    // Cephes expf minimax polynomial for exp(r) - 1 - r.
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float e = p * (r * r) + r + 1.0f;
+    const float scale = std::bit_cast<float>(k << 23);  // 2^n
+    return keep * e * scale;
+}
+
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+float exp_shifted_sum(float* x, std::size_t n, float shift) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = exp_one(x[i] - shift);
+    // Sixteen partial sums: vectorisable, and more accurate than one running sum.
+    float partial[16] = {};
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (std::size_t l = 0; l < 16; ++l) partial[l] += x[i + l];
+    float sum = 0.0f;
+    for (; i < n; ++i) sum += x[i];
+    for (float p : partial) sum += p;
+    return sum;
+}
+
+}  // namespace headwise::detail

@@ -1,0 +1,17 @@
+// headwise/vexp.hpp -- a vectorised exp for softmax rows.
+//
+// std::exp is called one float at a time; softmax over (B, H, N, N) calls it millions of times
+// and spent about half the forward pass there. This is the classic Cephes range reduction and
+// polynomial (relative error ~1e-7, i.e. float precision), written as a plain loop that the
+// compiler vectorises, built for AVX-512, AVX2 and baseline x86-64 and picked at run time.
+#pragma once
+
+#include <cstddef>
+
+namespace headwise::detail {
+
+// x[i] = exp(x[i] - shift) for i < n; returns the sum of the results.
+// Inputs below about -87 (including -inf, a masked position) give exactly 0.
+float exp_shifted_sum(float* x, std::size_t n, float shift);
+
+}  // namespace headwise::detail
