@@ -1,0 +1,84 @@
+// headwise/npy.hpp -- NumPy .npy files in and out, trusting nothing in the file.
+//
+// Reading checks everything before it allocates or converts: the magic string, the format
+// version (1.0, 2.0, 3.0), the header (a Python dict literal with exactly 'descr',
+// 'fortran_order' and 'shape'), the dtype (float32, float64 or bool, either byte order), the
+// shape (no overflow), and that the data is exactly as long as the shape says. Fortran-order
+// arrays are converted to C order. Every problem is a headwise::usage_error whose one-line
+// message starts with the file name, so a command can print it and exit 2.
+//
+// Writing produces float32 C-order files (xtensor's xnpy writes the header) atomically: the
+// data goes to a temporary file next to the target, which is renamed over it only on commit.
+#pragma once
+
+#include "headwise/tensor.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace headwise::npy {
+
+enum class DType { float32, float64, boolean };
+
+// A whole .npy file after validation, values converted to double, in C (row-major) order.
+struct Array {
+    std::filesystem::path file;
+    DType dtype = DType::float32;
+    std::string descr;               // as written in the header, e.g. "<f4"
+    bool fortran_order = false;      // how the file stored it (values are C order regardless)
+    std::vector<std::size_t> shape;
+    std::vector<double> values;
+};
+
+// "float32", "float64", "bool"
+std::string to_string(DType dtype);
+// "(2, 5, 32)"
+std::string shape_string(const std::vector<std::size_t>& shape);
+
+// Reads and validates a file (see the top of this header). `bytes` is the file content.
+Array read(const std::filesystem::path& file);
+Array parse(const std::string& bytes, const std::filesystem::path& file);
+
+// The array as a float tensor of rank R: refuses bool arrays, another rank, a zero-length
+// dimension, and NaN/Inf (naming the first bad element's index). `what` names the array's
+// role in messages, e.g. "--query" or "(B, N_q, d_model)".
+template <std::size_t R>
+Tensor<R> to_tensor(const Array& a, const std::string& what);
+
+// The array as a boolean mask of rank 2 (true = masked out, PyTorch's convention). Only bool
+// files are accepted: PyTorch reads a float key_padding_mask as additive, not as true/false.
+Mask2 to_mask(const Array& a, const std::string& what);
+
+// The bytes of a float32 C-order .npy file holding `t`.
+template <std::size_t R>
+std::string encode(const Tensor<R>& t);
+
+// A file written under a temporary name beside `target`; commit() renames it into place.
+// Destroyed without commit() (an error happened before all outputs were ready), it removes
+// the temporary file: a failed command leaves no partial output behind.
+class PendingFile {
+public:
+    PendingFile(const std::filesystem::path& target, const std::string& bytes);
+    PendingFile(PendingFile&& other) noexcept;
+    PendingFile(const PendingFile&) = delete;
+    PendingFile& operator=(const PendingFile&) = delete;
+    PendingFile& operator=(PendingFile&&) = delete;
+    ~PendingFile();
+
+    void commit();
+    const std::filesystem::path& target() const { return target_; }
+
+private:
+    std::filesystem::path target_;
+    std::filesystem::path temp_;
+};
+
+// Writes `t` to `target` atomically (PendingFile + commit).
+template <std::size_t R>
+void save(const std::filesystem::path& target, const Tensor<R>& t) {
+    PendingFile(target, encode(t)).commit();
+}
+
+}  // namespace headwise::npy
