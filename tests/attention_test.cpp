@@ -141,3 +141,44 @@ TEST_CASE("attention: max_abs_diff does not hide a NaN", "[attention]") {
     Tensor1 b = {1.0f, std::nanf("")};
     CHECK(std::isnan(max_abs_diff(a, b)));
 }
+
+TEST_CASE("attention: the fused path equals the reference on awkward sizes and masks", "[attention][fused]") {
+    // Sizes straddle the 64-query tile; cross-attention has N_k != N_q; every mask kind is used.
+    Random rng(21);
+    for (std::size_t nq : {1u, 63u, 64u, 65u, 130u}) {
+        for (bool causal : {false, true}) {
+            const std::size_t nk = causal ? nq : nq + 3;
+            const Tensor4 q = rng.normal<4>({2, 3, nq, 8});
+            const Tensor4 k = rng.normal<4>({2, 3, nk, 8});
+            const Tensor4 v = rng.normal<4>({2, 3, nk, 8});
+            Mask2 pad = Mask2::from_shape({2, nk});
+            pad.fill(false);
+            pad(1, nk - 1) = true;
+            AttentionOptions o;
+            o.causal = causal;
+            o.key_padding_mask = &pad;
+            const Tensor4 fused = scaled_dot_product_attention(q, k, v, o);  // no weights: fused path
+            const Tensor4 ref = attention_reference(q, k, v, o);
+            INFO("N_q = " << nq << ", causal = " << causal);
+            CHECK(max_abs_diff(fused, ref) < 1e-5);
+        }
+    }
+}
+
+TEST_CASE("attention: multi-head fast path equals the weights path for self- and cross-attention", "[attention][fused]") {
+    Random rng(22);
+    const auto mha = MultiHeadAttention::random(32, 4, true, rng);
+    const Tensor3 x = rng.normal<3>({2, 70, 32});
+    const Tensor3 mem = rng.normal<3>({2, 33, 32});
+    const Tensor3 other = rng.normal<3>({2, 33, 32});
+    for (bool causal : {false, true}) {
+        AttentionOptions o;
+        o.causal = causal;
+        Tensor4 w;
+        CHECK(max_abs_diff(mha.forward(x, o), mha.forward(x, o, &w)) < 1e-5);                          // self
+        if (!causal) {
+            CHECK(max_abs_diff(mha.forward(x, mem, mem, o), mha.forward(x, mem, mem, o, &w)) < 1e-5);      // K = V
+            CHECK(max_abs_diff(mha.forward(x, mem, other, o), mha.forward(x, mem, other, o, &w)) < 1e-5);  // K != V
+        }
+    }
+}

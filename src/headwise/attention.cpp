@@ -1,6 +1,7 @@
 #include "headwise/attention.hpp"
 
 #include "headwise/blas.hpp"
+#include "headwise/fused_attention.hpp"
 #include "headwise/softmax.hpp"
 
 #include <fmt/format.h>
@@ -108,6 +109,14 @@ Tensor4 scaled_dot_product_attention(const Tensor4& q, const Tensor4& k, const T
     const bool any_mask = options.causal || options.attn_mask || options.key_padding_mask;
 
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
+    if (weights == nullptr) {  // nobody wants the (B, H, N_q, N_k) weights: never materialise them
+        auto view = [&](auto* data, std::size_t n) {
+            return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, heads * n * d_head, n * d_head, d_head};
+        };
+        detail::fused_attention({batch, heads, nq, nk, d_head}, view(q.data(), nq), view(k.data(), nk),
+                                view(v.data(), nk), view(out.data(), nq), scale, options);
+        return out;
+    }
     Tensor4 local;
     Tensor4& w = weights != nullptr ? *weights : local;
     w = Tensor4::from_shape({batch, heads, nq, nk});
@@ -225,6 +234,8 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
                                       key.shape()[0]));
     }
     const float* bias = in_proj_bias.size() ? in_proj_bias.data() : nullptr;
+    if (weights == nullptr) return forward_fused(query, key, value, options);
+
     auto project = [&](const Tensor3& x, std::size_t which) {
         // rows [which * d, (which + 1) * d) of in_proj_weight are W_q, W_k or W_v
         Tensor3 y = Tensor3::from_shape({x.shape()[0], x.shape()[1], d});
@@ -237,6 +248,61 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
     const Tensor4 v = project(value, 2);  // (B, H, N_k, d_head)
     const Tensor4 heads_out = scaled_dot_product_attention(q, k, v, options, weights);  // (B, H, N_q, d_head)
     return linear(merge_heads(heads_out), out_proj_weight, out_proj_bias);             // (B, N_q, d_model)
+}
+
+Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                                          const AttentionOptions& options) const {
+    const std::size_t d = d_model(), batch = query.shape()[0], nq = query.shape()[1], nk = key.shape()[1];
+    const std::size_t d_head = d / heads;
+    check_masks(options, batch, nq, nk);
+    const float* w = in_proj_weight.data();
+    const float* bias = in_proj_bias.size() ? in_proj_bias.data() : nullptr;
+    auto bias_at = [&](std::size_t which) { return bias ? bias + which * d : nullptr; };
+
+    // Projections straight into row-major (B * N, k * d) buffers; the heads are never copied
+    // out: head h of q is columns h * d_head ... of each row, read in place through strides.
+    std::vector<float> qkv, kv_buf;
+    const float *qp, *kp, *vp;
+    std::size_t q_ld, k_ld;
+    const bool self = query.data() == key.data() && key.data() == value.data() && query.shape() == key.shape();
+    if (self) {  // one GEMM: x (B*N, d) . [W_q; W_k; W_v]^T (d, 3d)
+        qkv.resize(batch * nq * 3 * d);
+        linear_rows(query.data(), batch * nq, d, w, 3 * d, bias, qkv.data());
+        qp = qkv.data();
+        kp = qp + d;
+        vp = qp + 2 * d;
+        q_ld = k_ld = 3 * d;
+    } else {
+        qkv.resize(batch * nq * d);
+        linear_rows(query.data(), batch * nq, d, w, d, bias_at(0), qkv.data());
+        qp = qkv.data();
+        q_ld = d;
+        kv_buf.resize(batch * nk * 2 * d);
+        if (key.data() == value.data()) {  // one GEMM for K and V: rows d..3d of in_proj_weight
+            linear_rows(key.data(), batch * nk, d, w + d * d, 2 * d, bias_at(1), kv_buf.data());
+        } else {  // two GEMMs into the two halves of each row
+            std::vector<float> tmp(batch * nk * d);
+            for (std::size_t which : {1u, 2u}) {
+                linear_rows((which == 1 ? key : value).data(), batch * nk, d, w + which * d * d, d, bias_at(which), tmp.data());
+                for (std::size_t r = 0; r < batch * nk; ++r)
+                    std::copy(tmp.begin() + r * d, tmp.begin() + (r + 1) * d, kv_buf.begin() + r * 2 * d + (which - 1) * d);
+            }
+        }
+        kp = kv_buf.data();
+        vp = kp + d;
+        k_ld = 2 * d;
+    }
+
+    // merged (B, N_q, d_model): each head writes its d_head columns, so no merge step is needed.
+    std::vector<float> merged(batch * nq * d);
+    const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
+    detail::fused_attention({batch, heads, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld}, {kp, nk * k_ld, d_head, k_ld},
+                            {vp, nk * k_ld, d_head, k_ld}, {merged.data(), nq * d, d_head, d}, scale, options);
+
+    Tensor3 out = Tensor3::from_shape({batch, nq, d});
+    linear_rows(merged.data(), batch * nq, d, out_proj_weight.data(), d,
+                out_proj_bias.size() ? out_proj_bias.data() : nullptr, out.data());
+    return out;
 }
 
 }  // namespace headwise

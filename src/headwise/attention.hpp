@@ -67,6 +67,11 @@ struct MultiHeadAttention {
     Tensor3 forward(const Tensor3& x, const AttentionOptions& options = {}, Tensor4* weights = nullptr) const {
         return forward(x, x, x, options, weights);
     }
+
+private:
+    // The fast path (no weights requested): packed projections, fused tiles, no head copies.
+    Tensor3 forward_fused(const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                          const AttentionOptions& options) const;
 };
 
 // Largest absolute difference between two tensors of the same shape (throws otherwise).
