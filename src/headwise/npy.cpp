@@ -49,10 +49,7 @@ public:
     void parse(std::string& descr, bool& fortran_order, std::vector<std::size_t>& shape) {
         bool seen_descr = false, seen_fortran = false, seen_shape = false;
         skip_space();
-        expect('{');
-        for (;;) {
-            skip_space();
-            if (peek() == '}') break;
+        sequence('{', '}', "the header dict", [&] {
             const std::string key = string_literal();
             skip_space();
             expect(':');
@@ -70,15 +67,7 @@ public:
             } else {
                 bad(fmt::format("unexpected key '{}' in the header", key));
             }
-            skip_space();
-            if (peek() == ',') {
-                ++pos_;
-                continue;
-            }
-            skip_space();
-            if (peek() != '}') bad("expected ',' or '}' in the header dict");
-        }
-        ++pos_;
+        });
         skip_space();
         if (pos_ != s_.size()) bad("unexpected text after the header dict");
         if (!seen_descr || !seen_fortran || !seen_shape) {
@@ -94,6 +83,24 @@ private:
     }
     void expect(char c) {
         if (peek() != c) bad(fmt::format("expected '{}' at byte {}", c, pos_));
+        ++pos_;
+    }
+    // open element (',' element)* [','] close -- a Python dict or tuple literal.
+    template <class Element>
+    void sequence(char open, char close, const char* what, Element element) {
+        expect(open);
+        for (;;) {
+            skip_space();
+            if (peek() == close) break;
+            if (pos_ == s_.size()) bad(fmt::format("{} is not closed with '{}'", what, close));
+            element();
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() != close) bad(fmt::format("expected ',' or '{}' in {}", close, what));
+        }
         ++pos_;
     }
     void once(bool& seen, const std::string& key) const {
@@ -122,10 +129,7 @@ private:
     }
     std::vector<std::size_t> tuple() {
         std::vector<std::size_t> dims;
-        expect('(');
-        for (;;) {
-            skip_space();
-            if (peek() == ')') break;
+        sequence('(', ')', "the shape", [&] {
             if (peek() < '0' || peek() > '9') bad(fmt::format("the shape must be a tuple of non-negative integers (byte {})", pos_));
             std::size_t v = 0;
             while (peek() >= '0' && peek() <= '9') {
@@ -136,15 +140,7 @@ private:
             }
             if (peek() == 'L') ++pos_;  // Python 2 long literals, as old numpy wrote them
             dims.push_back(v);
-            skip_space();
-            if (peek() == ',') {
-                ++pos_;
-                continue;
-            }
-            skip_space();
-            if (peek() != ')') bad("expected ',' or ')' in the shape");
-        }
-        ++pos_;
+        });
         return dims;
     }
 
