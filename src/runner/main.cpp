@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     Action action;
     add_run_command(app, action);
     add_test_command(app, action);
+    add_bench_command(app, action);
 
     try {
         app.parse(argc, argv);

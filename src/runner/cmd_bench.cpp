@@ -1,0 +1,30 @@
+// `headwise bench` -- build the benchmarks and put headwise, PyTorch and NumPy side by side
+// (scripts/bench-compare). Benchmarks are measured here, never asserted in timed tests.
+#include "common.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace headwise::runner {
+
+void add_bench_command(CLI::App& app, Action& action) {
+    auto extra = std::make_shared<std::vector<std::string>>();
+    auto* cmd = app.add_subcommand("bench", "benchmark the attention forward against PyTorch and NumPy (minutes)");
+    cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
+    cmd->callback([&action, extra] {
+        action = [extra] {
+            fmt::print("headwise: building the benchmarks\n");
+            if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
+                                           source_dir());
+                rc != 0)
+                return rc;
+            std::vector<std::string> args{(source_dir() / "scripts" / "bench-compare").string(), "--bench",
+                                          (binary_dir() / "bench" / "headwise_bench").string()};
+            args.insert(args.end(), extra->begin(), extra->end());
+            return run_program(args);
+        };
+    });
+}
+
+}  // namespace headwise::runner
