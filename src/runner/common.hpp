@@ -55,5 +55,6 @@ using Action = std::function<int()>;
 void add_run_command(CLI::App& app, Action& action);
 void add_test_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
+void add_attend_command(CLI::App& app, Action& action);
 
 }  // namespace headwise::runner

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
     add_run_command(app, action);
     add_test_command(app, action);
     add_bench_command(app, action);
+    add_attend_command(app, action);
 
     try {
         app.parse(argc, argv);

@@ -1,0 +1,247 @@
+// `headwise attend` -- the course's multi-head attention on your own .npy arrays, with
+// torch.nn.MultiheadAttention(batch_first=True)'s conventions, so the numbers can be compared
+// with a PyTorch model:
+//
+//   query (B, N_q, d_model)   key, value (B, N_k, d_model)   (omitted: self-attention)
+//   in_proj_weight (3 * d_model, d_model) = [W_q; W_k; W_v]   in_proj_bias (3 * d_model)
+//   out_proj_weight (d_model, d_model) = W_o                  out_proj_bias (d_model)
+//   key_padding_mask (B, N_k) bool, True = ignore that key     --causal: query i sees keys 0..i
+//   -> output (B, N_q, d_model); weights (B, H, N_q, N_k), or (B, N_q, N_k) averaged over heads
+//
+// Every input is validated before anything is computed (headwise/npy.hpp reads the files);
+// outputs are float32 and appear only when everything succeeded (temporary file + rename).
+// This is the one runner command that computes, so it alone links headwise::core (xtensor).
+#include "common.hpp"
+
+#include "headwise/attention.hpp"
+#include "headwise/cli.hpp"
+#include "headwise/npy.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
+namespace headwise::runner {
+
+namespace {
+
+struct AttendArgs {
+    std::string query, key, value;
+    std::string in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;
+    std::string key_padding_mask;
+    std::string output, weights;
+    long long heads = 0;
+    bool causal = false;
+    bool average_weights = false;
+};
+
+using Shape = std::vector<std::size_t>;
+constexpr std::size_t any = 0;  // in an expected shape: this dimension may be anything
+
+template <class T>
+Shape shape_of(const T& t) {
+    return Shape(t.shape().begin(), t.shape().end());
+}
+
+// Throws unless `got` fits `want` (same rank; each dimension equal unless `any`), naming both
+// shapes and the first dimension that disagrees, e.g.
+//   --key has shape (3, 7, 32) but must be (B, N_k, d_model) = (2, N_k, 32) to fit --query (2, 5, 32):
+//   dimension 0 (B) is 3, not 2
+void require_shape(const std::string& flag, const Shape& got, const Shape& want, const std::vector<std::string>& names,
+                   const std::string& reason) {
+    std::size_t bad = want.size();
+    for (std::size_t k = 0; k < want.size() && bad == want.size(); ++k)
+        if (want[k] != any && got[k] != want[k]) bad = k;
+    if (bad == want.size()) return;
+    std::vector<std::string> wanted;
+    for (std::size_t k = 0; k < want.size(); ++k) wanted.push_back(want[k] == any ? names[k] : std::to_string(want[k]));
+    throw usage_error(fmt::format("{} has shape {} but must be ({}) = ({}) {}: dimension {} ({}) is {}, not {}", flag,
+                                  npy::shape_string(got), fmt::join(names, ", "), fmt::join(wanted, ", "), reason, bad,
+                                  names[bad], got[bad], want[bad]));
+}
+
+template <std::size_t R>
+Tensor<R> load(const std::string& file, const std::string& flag) {
+    return npy::to_tensor<R>(npy::read(file), flag);
+}
+
+bool all_finite(const float* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(p[i])) return false;
+    return true;
+}
+
+// Outputs must not clobber an input or each other, and their directory must exist: checked
+// before any work, so a typo costs nothing.
+void check_output_paths(const AttendArgs& a) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    auto same = [&](const std::string& x, const std::string& y) {
+        return !x.empty() && !y.empty() && fs::weakly_canonical(x, ec) == fs::weakly_canonical(y, ec);
+    };
+    for (const auto* out : {&a.output, &a.weights}) {
+        if (out->empty()) continue;
+        const std::string flag = out == &a.output ? "--output" : "--weights";
+        const fs::path dir = fs::path(*out).has_parent_path() ? fs::path(*out).parent_path() : fs::path(".");
+        if (!fs::is_directory(dir, ec)) throw usage_error(fmt::format("{} {}: the directory {} does not exist", flag, *out, dir.string()));
+        if (fs::is_directory(*out, ec)) throw usage_error(fmt::format("{} {}: is a directory", flag, *out));
+        const std::pair<const char*, const std::string*> inputs[] = {
+            {"--query", &a.query}, {"--key", &a.key}, {"--value", &a.value}, {"--in-proj-weight", &a.in_proj_weight},
+            {"--in-proj-bias", &a.in_proj_bias}, {"--out-proj-weight", &a.out_proj_weight},
+            {"--out-proj-bias", &a.out_proj_bias}, {"--key-padding-mask", &a.key_padding_mask}};
+        for (const auto& [in_flag, in_file] : inputs)
+            if (same(*out, *in_file)) throw usage_error(fmt::format("{} {} is also the {} input: write the result to another file", flag, *out, in_flag));
+    }
+    if (same(a.output, a.weights)) throw usage_error(fmt::format("--output and --weights are the same file ({})", a.output));
+}
+
+int attend(const AttendArgs& a) {
+    check_output_paths(a);
+    const auto heads = static_cast<std::size_t>(a.heads);
+
+    // Inputs, each checked for rank, empty dimensions and NaN/Inf as it is read.
+    const Tensor3 query = load<3>(a.query, "--query (B, N_q, d_model)");  // (B, N_q, d_model)
+    const std::size_t batch = query.shape()[0], n_q = query.shape()[1], d_model = query.shape()[2];
+    const bool self_attention = a.key.empty();
+    std::optional<Tensor3> key_file, value_file;
+    if (!self_attention) {
+        key_file = load<3>(a.key, "--key (B, N_k, d_model)");        // (B, N_k, d_model)
+        value_file = load<3>(a.value, "--value (B, N_k, d_model)");  // (B, N_k, d_model)
+    }
+    const Tensor3& key = self_attention ? query : *key_file;
+    const Tensor3& value = self_attention ? query : *value_file;
+    const std::size_t n_k = key.shape()[1];
+
+    const std::string fit_query = fmt::format("to fit --query {}", npy::shape_string(shape_of(query)));
+    if (!self_attention) {
+        require_shape("--key", shape_of(key), {batch, any, d_model}, {"B", "N_k", "d_model"}, fit_query);
+        require_shape("--value", shape_of(value), {batch, n_k, d_model}, {"B", "N_k", "d_model"},
+                      fmt::format("to fit --key {}", npy::shape_string(shape_of(key))));
+    }
+    if (d_model % heads != 0) {
+        throw usage_error(fmt::format("d_model = {} (dimension 2 of --query) is not divisible by --heads {}: d_head would be {:g}",
+                                      d_model, heads, double(d_model) / double(heads)));
+    }
+
+    MultiHeadAttention mha;
+    mha.heads = heads;
+    mha.in_proj_weight = load<2>(a.in_proj_weight, "--in-proj-weight (3 * d_model, d_model)");
+    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {3 * d_model, d_model}, {"3 * d_model", "d_model"}, fit_query);
+    mha.out_proj_weight = load<2>(a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
+    require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {d_model, d_model}, {"d_model", "d_model"}, fit_query);
+    if (!a.in_proj_bias.empty()) {
+        mha.in_proj_bias = load<1>(a.in_proj_bias, "--in-proj-bias (3 * d_model)");
+        require_shape("--in-proj-bias", shape_of(mha.in_proj_bias), {3 * d_model}, {"3 * d_model"}, fit_query);
+    }
+    if (!a.out_proj_bias.empty()) {
+        mha.out_proj_bias = load<1>(a.out_proj_bias, "--out-proj-bias (d_model)");
+        require_shape("--out-proj-bias", shape_of(mha.out_proj_bias), {d_model}, {"d_model"}, fit_query);
+    }
+
+    AttentionOptions options;
+    options.causal = a.causal;
+    Mask2 padding;
+    if (!a.key_padding_mask.empty()) {
+        padding = npy::to_mask(npy::read(a.key_padding_mask), "--key-padding-mask (B, N_k)");
+        require_shape("--key-padding-mask", shape_of(padding), {batch, n_k}, {"B", "N_k"},
+                      fmt::format("to fit --{} {}", self_attention ? "query" : "key", npy::shape_string(shape_of(key))));
+        options.key_padding_mask = &padding;
+    }
+
+    // The (B, H, N_q, N_k) weights dominate memory: refuse sizes this machine cannot hold.
+    const std::size_t weight_count = cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
+    cli::require_memory(cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights"),
+                        fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
+
+    Tensor4 weights;                                                           // (B, H, N_q, N_k)
+    const Tensor3 output = mha.forward(query, key, value, options, &weights);  // (B, N_q, d_model)
+    if (!all_finite(output.data(), output.size()) || !all_finite(weights.data(), weights.size())) {
+        throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
+    }
+
+    // Every output is written to a temporary file first; renamed into place only when all are ready.
+    std::vector<npy::PendingFile> pending;
+    pending.emplace_back(a.output, npy::encode(output));
+    std::string weights_note;
+    if (!a.weights.empty()) {
+        if (a.average_weights) {
+            Tensor3 averaged = Tensor3::from_shape({batch, n_q, n_k});  // (B, N_q, N_k): mean over H
+            for (std::size_t b = 0; b < batch; ++b)
+                for (std::size_t i = 0; i < n_q; ++i)
+                    for (std::size_t j = 0; j < n_k; ++j) {
+                        double sum = 0.0;
+                        for (std::size_t h = 0; h < heads; ++h) sum += weights(b, h, i, j);
+                        averaged(b, i, j) = static_cast<float>(sum / double(heads));
+                    }
+            pending.emplace_back(a.weights, npy::encode(averaged));
+            weights_note = fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}", npy::shape_string(shape_of(averaged)), a.weights);
+        } else {
+            pending.emplace_back(a.weights, npy::encode(weights));
+            weights_note = fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
+        }
+    }
+    for (auto& p : pending) p.commit();
+
+    fmt::print("attend: {} attention, H = {} heads of d_head = {}{}{}\n", self_attention ? "self" : "cross", heads,
+               d_model / heads, a.causal ? ", causal" : "", options.key_padding_mask ? ", key padding mask" : "");
+    fmt::print("  query    {:<16} [B, N_q, d_model]\n", npy::shape_string(shape_of(query)));
+    if (!self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(key)));
+    fmt::print("  output   {:<16} [B, N_q, d_model] -> {}\n", npy::shape_string(shape_of(output)), a.output);
+    if (!weights_note.empty()) fmt::print("  {}\n", weights_note);
+
+    // PyTorch returns NaN for a query whose keys are all masked; headwise defines it as zeros.
+    std::size_t empty_rows = 0;
+    for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t i = 0; i < n_q; ++i) {
+            bool all_masked = true;
+            for (std::size_t j = 0; j < n_k && all_masked; ++j)
+                all_masked = (a.causal && j > i) || (options.key_padding_mask && padding(b, j));
+            empty_rows += all_masked;
+        }
+    if (empty_rows > 0) {
+        fmt::print(stderr, "attend: note: {} query row(s) have every key masked: their weights are 0 and their attention "
+                           "output is 0 before out_proj (PyTorch gives NaN there)\n", empty_rows);
+    }
+    return 0;
+}
+
+}  // namespace
+
+void add_attend_command(CLI::App& app, Action& action) {
+    auto a = std::make_shared<AttendArgs>();
+    auto* cmd = app.add_subcommand(
+        "attend", "multi-head attention on .npy arrays, with torch.nn.MultiheadAttention(batch_first=True) conventions");
+    cmd->footer("Example (self-attention, 4 heads):\n"
+                "  ./headwise attend --query x.npy --heads 4 --in-proj-weight w_in.npy --out-proj-weight w_o.npy \\\n"
+                "                    --output y.npy --weights a.npy\n"
+                "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.");
+    cmd->add_option("--query", a->query, "query (B, N_q, d_model) .npy")->required();
+    auto* key = cmd->add_option("--key", a->key, "key (B, N_k, d_model) .npy; omit key and value for self-attention");
+    auto* value = cmd->add_option("--value", a->value, "value (B, N_k, d_model) .npy");
+    key->needs(value);
+    value->needs(key);
+    cmd->add_option("--heads", a->heads, "number of heads H (d_model must be divisible by H)")
+        ->required()
+        ->check(CLI::Range(1LL, 1LL << 20));
+    cmd->add_option("--in-proj-weight", a->in_proj_weight, "in_proj_weight (3 * d_model, d_model): [W_q; W_k; W_v]")->required();
+    cmd->add_option("--in-proj-bias", a->in_proj_bias, "in_proj_bias (3 * d_model); omitted = no bias");
+    cmd->add_option("--out-proj-weight", a->out_proj_weight, "out_proj.weight (d_model, d_model): W_o")->required();
+    cmd->add_option("--out-proj-bias", a->out_proj_bias, "out_proj.bias (d_model); omitted = no bias");
+    cmd->add_flag("--causal", a->causal, "query i attends to keys 0..i only (attn_mask = triu(ones, 1))");
+    cmd->add_option("--key-padding-mask", a->key_padding_mask, "key_padding_mask (B, N_k) bool .npy, True = ignore that key");
+    cmd->add_option("--output", a->output, "where to write the output (B, N_q, d_model), float32")->required();
+    auto* weights = cmd->add_option("--weights", a->weights, "also write the attention weights (B, H, N_q, N_k)");
+    cmd->add_flag("--average-weights", a->average_weights, "write weights averaged over heads: (B, N_q, N_k)")->needs(weights);
+    cmd->callback([&action, a] {
+        action = [a] {
+            try {
+                return attend(*a);
+            } catch (const headwise::usage_error& e) {  // the library's bad-input error: one line, exit 2
+                throw usage_error(e.what());
+            }
+        };
+    });
+}
+
+}  // namespace headwise::runner
