@@ -6,7 +6,8 @@ add_library(headwise::options ALIAS headwise_options)
 target_compile_features(headwise_options INTERFACE cxx_std_20)
 target_compile_options(headwise_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
-  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_WERROR}>>:-Werror>)
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_WERROR}>>:-Werror>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_CCACHE_PROGRAM}>>:-fpch-preprocess>)
 if(HEADWISE_SANITIZE)
   target_compile_options(headwise_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
