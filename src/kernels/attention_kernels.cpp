@@ -1,0 +1,121 @@
+// kernels/attention_kernels.cpp -- launch configurations, and the kernels compiled by g++ for the
+// CPU emulator (the same .cuh files nvcc compiles in device.cu).
+#include "kernels/attention_kernels.hpp"
+
+#include "kernels/dispatch.hpp"
+#include "kernels/naive.cuh"
+#include "kernels/online.cuh"
+#include "kernels/tiled.cuh"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headwise::kernels {
+
+std::string_view name(Version v) {
+    switch (v) {
+        case Version::naive: return "naive";
+        case Version::online: return "online";
+        case Version::tiled: return "tiled";
+    }
+    return "?";
+}
+
+bool supports(Version v, int d_head) {
+    if (d_head < 1) return false;
+    if (v == Version::naive) return true;
+    for (int d : compiled_d_heads)
+        if (d == d_head) return true;
+    return false;
+}
+
+float Problem::effective_scale() const {
+    return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(d_head));
+}
+
+std::size_t qkv_elements(const Problem& p) {
+    return std::size_t(p.batch) * std::size_t(p.heads) * std::size_t(p.seq) * std::size_t(p.d_head);
+}
+
+std::size_t scores_elements(const Problem& p) {
+    return std::size_t(p.batch) * std::size_t(p.heads) * std::size_t(p.seq) * std::size_t(p.seq);
+}
+
+void validate(Version v, const Problem& p, const int* key_len) {
+    if (p.batch < 1 || p.heads < 1 || p.seq < 1 || p.d_head < 1)
+        throw std::invalid_argument("attention kernels: every size must be at least 1");
+    if (p.heads > 65535 || p.batch > 65535)
+        throw std::invalid_argument("attention kernels: at most 65535 heads and 65535 sequences (grid y and z)");
+    if (std::size_t(p.seq) * std::size_t(p.seq) > std::size_t(std::numeric_limits<int>::max()) / std::size_t(p.d_head))
+        throw std::invalid_argument("attention kernels: N * N * d_head must fit in a 32-bit int index");
+    if (!supports(v, p.d_head))
+        throw std::invalid_argument("the " + std::string(name(v)) + " kernel has no build for d_head " +
+                                    std::to_string(p.d_head) + " (8, 16, 32, 64 or 128)");
+    for (int b = 0; key_len != nullptr && b < p.batch; ++b) {
+        if (key_len[b] < 0 || key_len[b] > p.seq)
+            throw std::invalid_argument("key_len[" + std::to_string(b) + "] = " + std::to_string(key_len[b]) +
+                                        " is outside [0, N = " + std::to_string(p.seq) + "]");
+    }
+}
+
+namespace {
+
+unsigned blocks_for(int rows, int per_block) { return static_cast<unsigned>((rows + per_block - 1) / per_block); }
+
+AttentionArgs args(const Problem& p) {
+    return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal};
+}
+
+}  // namespace
+
+LaunchConfig launch_config(Version v, const Problem& p) {
+    validate(v, p);
+    const auto H = static_cast<unsigned>(p.heads), B = static_cast<unsigned>(p.batch);
+    switch (v) {
+        case Version::naive:
+            return {{blocks_for(p.seq, NaiveShape::threads), H, B}, {NaiveShape::threads, 1, 1}, 0, scores_elements(p)};
+        case Version::online:
+            return {{blocks_for(p.seq, OnlineShape::threads), H, B}, {OnlineShape::threads, 1, 1}, 0, 0};
+        case Version::tiled:
+            return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
+                using Shape = TiledShape<decltype(d)::value>;
+                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0};
+            });
+    }
+    throw std::invalid_argument("unknown kernel version");
+}
+
+emulator::LaunchStats emulate(Version v, const Problem& p, const Inputs& in, float* out, emulator::Schedule schedule) {
+    validate(v, p, in.key_len);
+    const LaunchConfig cfg = launch_config(v, p);
+    const dim3 grid(cfg.grid[0], cfg.grid[1], cfg.grid[2]);
+    const dim3 block(cfg.block[0], cfg.block[1], cfg.block[2]);
+    const std::size_t n = qkv_elements(p);
+    // Global memory as the kernels see it: every buffer with its extent, so indexing is checked.
+    const global_ptr<const float> q(in.q, n), k(in.k, n), vv(in.v, n);
+    const global_ptr<const int> key_len(in.key_len, static_cast<std::size_t>(p.batch));
+    const global_ptr<float> o(out, n);
+    const AttentionArgs a = args(p);
+
+    switch (v) {
+        case Version::naive: {
+            std::vector<float> scratch(cfg.scratch_floats);  // (B, H, N, N)
+            const global_ptr<float> s(scratch.data(), scratch.size());
+            return emulator::launch(schedule, grid, block, attention_naive, q, k, vv, key_len, s, o, a);
+        }
+        case Version::online:
+            return with_d_head(p.d_head, [&](auto d) {
+                return emulator::launch(schedule, grid, block, attention_online<decltype(d)::value>, q, k, vv, key_len, o, a);
+            });
+        case Version::tiled:
+            return with_d_head(p.d_head, [&](auto d) {
+                return emulator::launch(schedule, grid, block, attention_tiled<decltype(d)::value>, q, k, vv, key_len, o, a);
+            });
+    }
+    throw std::invalid_argument("unknown kernel version");
+}
+
+}  // namespace headwise::kernels

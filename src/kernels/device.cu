@@ -1,0 +1,163 @@
+// kernels/device.cu -- kernels/device.hpp with nvcc: the .cuh kernels launched on a real GPU.
+#include "kernels/device.hpp"
+
+#include "kernels/dispatch.hpp"
+#include "kernels/naive.cuh"
+#include "kernels/online.cuh"
+#include "kernels/tiled.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headwise::kernels::device {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        throw std::runtime_error(std::string(what) + ": CUDA error " + std::to_string(static_cast<int>(e)) + " (" +
+                                 cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")");
+    }
+}
+
+// One device allocation, freed on every path out.
+template <class T>
+class Buffer {
+public:
+    explicit Buffer(std::size_t n) : n_(n) { check(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+    Buffer(const T* host, std::size_t n) : Buffer(n) {
+        check(cudaMemcpy(p_, host, n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { cudaFree(p_); }
+    T* get() const { return p_; }
+    void copy_to(T* host) const {
+        check(cudaMemcpy(host, p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+    }
+
+private:
+    T* p_ = nullptr;
+    std::size_t n_;
+};
+
+struct Event {
+    Event() { check(cudaEventCreate(&e), "cudaEventCreate"); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event() { cudaEventDestroy(e); }
+    cudaEvent_t e{};
+};
+
+// The problem's buffers on the device, ready to launch any version on.
+struct Problem_on_device {
+    Problem_on_device(Version v, const Problem& p, const Inputs& in)
+        : cfg(launch_config(v, p)),
+          n(qkv_elements(p)),
+          q(in.q, n), k(in.k, n), v(in.v, n),
+          key_len(in.key_len, static_cast<std::size_t>(p.batch)),
+          scratch(cfg.scratch_floats),
+          out(n),
+          args{p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal} {}
+
+    LaunchConfig cfg;
+    std::size_t n;
+    Buffer<float> q, k, v;
+    Buffer<int> key_len;
+    Buffer<float> scratch, out;
+    AttentionArgs args;
+};
+
+// Calls f(kernel) with the kernel function for `v` at this d_head, so callers can both launch it
+// and ask the runtime about it.
+template <class F>
+void with_kernel(Version v, int d_head, F&& f) {
+    if (v == Version::naive) return f(&attention_naive);
+    with_d_head(d_head, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        if (v == Version::online) f(&attention_online<D>);
+        else f(&attention_tiled<D>);
+    });
+}
+
+void launch(Version v, const Problem& p, Problem_on_device& dev) {
+    const dim3 grid(dev.cfg.grid[0], dev.cfg.grid[1], dev.cfg.grid[2]);
+    const dim3 block(dev.cfg.block[0], dev.cfg.block[1], dev.cfg.block[2]);
+    if (v == Version::naive) {
+        attention_naive<<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(), dev.scratch.get(),
+                                         dev.out.get(), dev.args);
+    } else {
+        with_d_head(p.d_head, [&](auto d) {
+            constexpr int D = decltype(d)::value;
+            if (v == Version::online)
+                attention_online<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
+                                                     dev.out.get(), dev.args);
+            else
+                attention_tiled<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
+                                                    dev.out.get(), dev.args);
+        });
+    }
+    check(cudaGetLastError(), "kernel launch");
+}
+
+}  // namespace
+
+bool built_with_nvcc() { return true; }
+
+Status status() {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        return {false, std::string("cudaGetDeviceCount failed with error ") + std::to_string(static_cast<int>(e)) +
+                           " (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")"};
+    }
+    if (count == 0) return {false, "the CUDA driver reports 0 devices"};
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {false, "cannot read the properties of device 0"};
+    return {true, "CUDA device 0: " + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                      std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) + " SMs)"};
+}
+
+void run(Version v, const Problem& p, const Inputs& in, float* out) {
+    validate(v, p, in.key_len);
+    Problem_on_device dev(v, p, in);
+    launch(v, p, dev);
+    check(cudaDeviceSynchronize(), "kernel execution");
+    dev.out.copy_to(out);
+}
+
+Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repeats) {
+    validate(v, p, in.key_len);
+    Problem_on_device dev(v, p, in);
+    for (int r = 0; r < warmup; ++r) launch(v, p, dev);
+    check(cudaDeviceSynchronize(), "warm-up launches");
+
+    std::vector<double> ms;
+    Event start, stop;
+    for (int r = 0; r < std::max(repeats, 1); ++r) {
+        check(cudaEventRecord(start.e), "cudaEventRecord");
+        launch(v, p, dev);
+        check(cudaEventRecord(stop.e), "cudaEventRecord");
+        check(cudaEventSynchronize(stop.e), "kernel execution");
+        float t = 0.0f;
+        check(cudaEventElapsedTime(&t, start.e, stop.e), "cudaEventElapsedTime");
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    Timing timing;
+    timing.median_ms = ms[ms.size() / 2];
+    timing.min_ms = ms.front();
+    with_kernel(v, p.d_head, [&](auto kernel) {
+        cudaFuncAttributes attr{};
+        check(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
+        timing.shared_bytes = attr.sharedSizeBytes;
+        timing.registers = attr.numRegs;
+    });
+    return timing;
+}
+
+}  // namespace headwise::kernels::device

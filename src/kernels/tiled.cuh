@@ -1,0 +1,105 @@
+// kernels/tiled.cuh -- version 3: flash-style tiling, K and V staged in shared memory.
+//
+// Version 2 still reads every key and value row from global memory once *per query*: N times.
+// Here a block of Br threads owns Br consecutive query rows (one each, as before) and the block
+// walks the keys in tiles of Bc rows. For each tile, the Br threads first copy K and V rows
+// k0 .. k0+Bc-1 into __shared__ memory together, wait for each other (__syncthreads), and then
+// every thread reads the whole tile from there. Each key and value row now leaves global memory
+// once per *block* of Br queries: Br times less traffic than version 2.
+//
+// The loop order is FlashAttention-2's: queries outside (one block each, all in parallel), keys
+// inside; the running maximum, normaliser and unnormalised output stay in registers, get rescaled
+// once per tile (not once per key) and are divided by the normaliser only at the very end.
+// With the causal mask, a tile whose first key lies beyond the block's last query row is masked
+// for every row in the block: those tiles are never loaded.
+#pragma once
+
+#include "kernels/portable.cuh"
+
+namespace headwise::kernels {
+
+template <int D>
+struct TiledShape {
+    static constexpr int rows = 64;                 // Br: query rows per block = threads per block
+    static constexpr int cols = D <= 64 ? 64 : 32;  // Bc: key rows per tile (2 tiles stay at 32 KiB)
+    static constexpr std::size_t shared_bytes = 2 * sizeof(float) * cols * D;  // k_tile + v_tile
+};
+
+// grid (ceil(N / Br), H, B), block (Br): thread x of block (bx, h, b) is query row bx * Br + x.
+//   q, k, v, out  (B, H, N, D)
+//   key_len       (B)
+template <int D>
+__global__ void attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                                global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+    constexpr int Br = TiledShape<D>::rows;
+    constexpr int Bc = TiledShape<D>::cols;
+    __shared__ float k_tile[Bc][D];  // (Bc, D): key rows k0 .. k0 + Bc - 1
+    __shared__ float v_tile[Bc][D];  // (Bc, D): the matching value rows
+    static_assert(sizeof(k_tile) + sizeof(v_tile) == TiledShape<D>::shared_bytes);
+
+    const int N = a.seq;
+    const int q0 = static_cast<int>(blockIdx.x) * Br;  // this block's first query row
+    const int i = q0 + static_cast<int>(threadIdx.x);   // this thread's query row
+    const int h = static_cast<int>(blockIdx.y);
+    const int b = static_cast<int>(blockIdx.z);
+    const bool has_row = i < N;  // the last block may have spare threads: they still help load tiles
+
+    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
+    const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const int n_keys = key_len[b];
+    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);  // keys any row here may see
+    const int end = has_row ? key_end(i, n_keys, a.causal) : 0;              // keys this row may see
+
+    float q_i[D];  // (D), this thread's query row, pre-scaled
+    float acc[D];  // (D), unnormalised output
+    float m = -INFINITY, l = 0.0f;
+    for (int c = 0; c < D; ++c) q_i[c] = 0.0f, acc[c] = 0.0f;
+    if (has_row) {
+        const global_ptr<const float> q_row = slice(q, (head + i) * D, D);  // (D), row i
+        for (int c = 0; c < D; ++c) q_i[c] = q_row[c] * a.scale;
+    }
+
+    for (int k0 = 0; k0 < block_end; k0 += Bc) {
+        // All Br threads copy the tile together: consecutive threads take consecutive elements,
+        // so each warp's loads fall on neighbouring addresses (coalesced on a GPU).
+        for (int e = static_cast<int>(threadIdx.x); e < Bc * D; e += Br) {
+            const int r = e / D, c = e % D;
+            if (k0 + r < block_end) {
+                k_tile[r][c] = k_bh[(k0 + r) * D + c];
+                v_tile[r][c] = v_bh[(k0 + r) * D + c];
+            }
+        }
+        __syncthreads();  // the whole tile is in shared memory before anyone reads it
+
+        const int cols = imin(Bc, end - k0);  // this row's visible keys in the tile (<= 0: none)
+        if (cols > 0) {
+            float s[Bc];  // (Bc), this row's scores against the tile
+            float m_tile = -INFINITY;
+            for (int j = 0; j < cols; ++j) {
+                float dot = 0.0f;
+                for (int c = 0; c < D; ++c) dot += q_i[c] * k_tile[j][c];
+                s[j] = dot;
+                m_tile = fmaxf(m_tile, dot);
+            }
+            const float m_new = fmaxf(m, m_tile);
+            const float rescale = expf(m - m_new);  // once per tile; 0 on the first one
+            l *= rescale;
+            for (int c = 0; c < D; ++c) acc[c] *= rescale;
+            for (int j = 0; j < cols; ++j) {
+                const float p = expf(s[j] - m_new);
+                l += p;
+                for (int c = 0; c < D; ++c) acc[c] += p * v_tile[j][c];
+            }
+            m = m_new;
+        }
+        __syncthreads();  // nobody overwrites the tile with the next one while others still read it
+    }
+
+    if (has_row) {
+        const global_ptr<float> out_i = slice(out, (head + i) * D, D);  // (D)
+        for (int c = 0; c < D; ++c) out_i[c] = end > 0 ? acc[c] / l : 0.0f;
+    }
+}
+
+}  // namespace headwise::kernels
