@@ -1,0 +1,55 @@
+// tests/grade/registry.hpp -- the implementations a grader binary knows about.
+//
+// A grader binary knows one *subject* (the code being graded: the learner's exercise, or in the
+// meta-tests the solution, the pristine stub or a planted mistake) and a *catalogue* of known
+// mistakes (tests/grade/mistakes/exNN_*.cpp). Both are tables of function pointers of the
+// exercise's Api struct (tests/grade/NN_topic.hpp), registered before main() by small generated
+// files (see cmake/HeadwiseExercises.cmake), so one compiled grader serves every subject.
+// Light on purpose: those generated files include it, and they should compile in a blink.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headwise::grade {
+
+template <class Api>
+struct Mistake {
+    std::string name;         // "softmax over the wrong axis" (from the file name)
+    std::string explanation;  // two lines (the first two comment lines of the file)
+    Api api;
+};
+
+template <class Api>
+std::vector<Mistake<Api>>& catalogue() {
+    static std::vector<Mistake<Api>> mistakes;
+    return mistakes;
+}
+
+template <class Api>
+std::optional<Api>& subject_slot() {
+    static std::optional<Api> subject;
+    return subject;
+}
+
+template <class Api>
+bool add_subject(Api api) {
+    subject_slot<Api>() = api;
+    return true;
+}
+
+template <class Api>
+bool add_mistake(Api api, std::string name, std::string explanation) {
+    catalogue<Api>().push_back({std::move(name), std::move(explanation), api});
+    return true;
+}
+
+template <class Api>
+const Api& subject() {
+    if (!subject_slot<Api>()) throw std::logic_error("this grader was built without a subject to grade");
+    return *subject_slot<Api>();
+}
+
+}  // namespace headwise::grade
