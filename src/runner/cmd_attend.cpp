@@ -215,7 +215,7 @@ void add_attend_command(CLI::App& app, Action& action) {
     cmd->footer("Example (self-attention, 4 heads):\n"
                 "  ./headwise attend --query x.npy --heads 4 --in-proj-weight w_in.npy --out-proj-weight w_o.npy \\\n"
                 "                    --output y.npy --weights a.npy\n"
-                "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.");
+                "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.\n");
     cmd->add_option("--query", a->query, "query (B, N_q, d_model) .npy")->required();
     auto* key = cmd->add_option("--key", a->key, "key (B, N_k, d_model) .npy; omit key and value for self-attention");
     auto* value = cmd->add_option("--value", a->value, "value (B, N_k, d_model) .npy");

@@ -1,0 +1,314 @@
+// tests for `headwise attend`, run as the real binary: it matches torch.nn.MultiheadAttention on
+// every committed fixture (tests/fixtures/attend, written by scripts/make-fixtures), and each
+// kind of bad input gets one line on stderr, exit code 2 and no output file.
+#include "runner_test.hpp"
+
+#include "headwise/attention.hpp"
+#include "headwise/npy.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+using namespace headwise;
+using namespace headwise::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const fs::path fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "attend";
+constexpr double tolerance = 1e-5;
+
+nlohmann::json manifest() {
+    std::ifstream in(fixtures / "manifest.json");
+    return nlohmann::json::parse(in);
+}
+
+// The attend command line for one manifest case, writing into `out`.
+std::vector<std::string> attend_args(const nlohmann::json& c, const fs::path& out, bool weights) {
+    const fs::path dir = fixtures / c.at("name").get<std::string>();
+    std::vector<std::string> args{"attend", "--heads", std::to_string(c.at("heads").get<int>()), "--output",
+                                  (out / "y.npy").string()};
+    const std::pair<const char*, const char*> flags[] = {
+        {"query", "--query"}, {"key", "--key"}, {"value", "--value"},
+        {"in_proj_weight", "--in-proj-weight"}, {"in_proj_bias", "--in-proj-bias"},
+        {"out_proj_weight", "--out-proj-weight"}, {"out_proj_bias", "--out-proj-bias"},
+        {"key_padding_mask", "--key-padding-mask"}};
+    for (const auto& [name, flag] : flags) {
+        if (c.at("inputs").contains(name)) {
+            args.push_back(flag);
+            args.push_back((dir / c.at("inputs").at(name).get<std::string>()).string());
+        }
+    }
+    if (c.at("causal").get<bool>()) args.push_back("--causal");
+    if (weights) {
+        args.push_back("--weights");
+        args.push_back((out / "a.npy").string());
+        if (c.at("average_weights").get<bool>()) args.push_back("--average-weights");
+    }
+    return args;
+}
+
+template <std::size_t R>
+Tensor<R> load(const fs::path& file) {
+    return npy::to_tensor<R>(npy::read(file), file.filename().string());
+}
+
+std::size_t files_in(const fs::path& dir) {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+// A valid self-attention problem (d_model 32, 4 heads) whose files a test may replace one by one.
+struct Problem {
+    TempDir dir;
+    std::map<std::string, std::string> files;  // flag -> path
+    std::vector<std::string> extra{"--heads", "4"};
+
+    Problem() {
+        const fs::path src = fixtures / "self_d32_h4_bias";
+        for (const auto& [flag, name] : std::vector<std::pair<std::string, std::string>>{
+                 {"--query", "query.npy"}, {"--in-proj-weight", "in_proj_weight.npy"},
+                 {"--in-proj-bias", "in_proj_bias.npy"}, {"--out-proj-weight", "out_proj_weight.npy"},
+                 {"--out-proj-bias", "out_proj_bias.npy"}}) {
+            fs::copy_file(src / name, dir / name);
+            files[flag] = (dir / name).string();
+        }
+        fs::create_directory(dir / "out");
+    }
+    fs::path out() const { return dir / "out"; }
+    // Writes `bytes` as a new input file for `flag`.
+    void replace(const std::string& flag, const std::string& bytes) {
+        const fs::path p = dir / ("replaced" + flag + ".npy");
+        write_text(p, bytes);
+        files[flag] = p.string();
+    }
+    template <std::size_t R>
+    void replace(const std::string& flag, const Tensor<R>& t) {
+        replace(flag, npy::encode(t));
+    }
+    Result run(std::vector<std::string> more = {}) const {
+        std::vector<std::string> args{"attend", "--output", (out() / "y.npy").string(), "--weights",
+                                      (out() / "a.npy").string()};
+        for (const auto& [flag, file] : files) {
+            args.push_back(flag);
+            args.push_back(file);
+        }
+        args.insert(args.end(), extra.begin(), extra.end());
+        args.insert(args.end(), more.begin(), more.end());
+        return run_headwise(args);
+    }
+};
+
+// Bad input: exit 2, exactly one line on stderr containing `expect`, nothing in the output dir.
+void require_refused(const Problem& p, const Result& r, const std::string& expect) {
+    INFO("stderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err_lines() == 1);
+    CHECK_THAT(r.err, Contains(expect));
+    CHECK(files_in(p.out()) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("attend matches torch.nn.MultiheadAttention on every fixture", "[attend]") {
+    const auto cases = manifest().at("cases");
+    REQUIRE(cases.size() >= 10);
+    double worst = 0.0;
+    for (const auto& c : cases) {
+        const std::string name = c.at("name").get<std::string>();
+        INFO("case " << name);
+        TempDir out;
+        const Result r = run_headwise(attend_args(c, out.path, true));
+        INFO("stderr: " << r.err);
+        REQUIRE(r.code == 0);
+
+        const Tensor3 y = load<3>(out / "y.npy");
+        const Tensor3 y_torch = load<3>(fixtures / name / "output.npy");
+        REQUIRE(std::equal(y.shape().begin(), y.shape().end(), y_torch.shape().begin()));
+        const double dy = max_abs_diff(y, y_torch);
+        CHECK(dy <= tolerance);
+
+        double dw = 0.0;
+        if (c.at("average_weights").get<bool>()) {
+            const Tensor3 a = load<3>(out / "a.npy");  // (B, N_q, N_k)
+            const Tensor3 a_torch = load<3>(fixtures / name / "weights.npy");
+            REQUIRE(std::equal(a.shape().begin(), a.shape().end(), a_torch.shape().begin()));
+            dw = max_abs_diff(a, a_torch);
+        } else {
+            const Tensor4 a = load<4>(out / "a.npy");  // (B, H, N_q, N_k)
+            const Tensor4 a_torch = load<4>(fixtures / name / "weights.npy");
+            REQUIRE(std::equal(a.shape().begin(), a.shape().end(), a_torch.shape().begin()));
+            dw = max_abs_diff(a, a_torch);
+        }
+        CHECK(dw <= tolerance);
+        worst = std::max({worst, dy, dw});
+    }
+    INFO("largest difference from PyTorch over all fixtures: " << worst);
+    CHECK(worst <= tolerance);
+}
+
+TEST_CASE("attend writes float32 output only, and no weights file unless asked", "[attend]") {
+    const auto c = manifest().at("cases").at(0);
+    TempDir out;
+    const Result r = run_headwise(attend_args(c, out.path, false));
+    REQUIRE(r.code == 0);
+    CHECK(files_in(out.path) == 1);
+    CHECK(npy::read(out / "y.npy").dtype == npy::DType::float32);
+    CHECK_THAT(r.out, Contains("(2, 5, 32)"));
+}
+
+TEST_CASE("attend refuses unreadable and malformed npy files", "[attend][bad input]") {
+    SECTION("missing file") {
+        Problem p;
+        p.files["--query"] = (p.dir / "nope.npy").string();
+        require_refused(p, p.run(), "nope.npy: no such file");
+    }
+    SECTION("not a npy file") {
+        Problem p;
+        p.replace("--query", "just some text\n");
+        require_refused(p, p.run(), "not a .npy file");
+    }
+    SECTION("empty file") {
+        Problem p;
+        p.replace("--in-proj-weight", "");
+        require_refused(p, p.run(), "is empty");
+    }
+    SECTION("truncated data") {
+        Problem p;
+        const std::string good = read_text(p.files["--query"]);
+        p.replace("--query", good.substr(0, good.size() - 10));
+        require_refused(p, p.run(), "truncated");
+    }
+    SECTION("wrong dtype") {
+        Problem p;
+        p.files["--query"] = (fs::path(HEADWISE_FIXTURES_DIR) / "npy" / "arange_2x3_int64.npy").string();
+        require_refused(p, p.run(), "int64");
+    }
+    SECTION("wrong rank") {
+        Problem p;
+        p.replace("--query", Tensor2::from_shape({5, 32}));
+        require_refused(p, p.run(), "must have 3 dimensions");
+    }
+}
+
+TEST_CASE("attend refuses NaN and Inf inputs naming file and position", "[attend][bad input]") {
+    Problem p;
+    Tensor3 q = load<3>(p.files["--query"]);
+    SECTION("NaN in the query") {
+        q(1, 2, 3) = std::numeric_limits<float>::quiet_NaN();
+        p.replace("--query", q);
+        require_refused(p, p.run(), "nan at (1, 2, 3)");
+    }
+    SECTION("Inf in a weight") {
+        Tensor2 w = load<2>(p.files["--out-proj-weight"]);
+        w(0, 5) = std::numeric_limits<float>::infinity();
+        p.replace("--out-proj-weight", w);
+        require_refused(p, p.run(), "inf at (0, 5)");
+    }
+    SECTION("finite inputs whose scores overflow float32") {
+        q.fill(1e30f);
+        p.replace("--query", q);
+        require_refused(p, p.run(), "overflowed");
+    }
+}
+
+TEST_CASE("attend refuses shapes that do not fit, naming both shapes and the dimension", "[attend][bad input]") {
+    Problem p;
+    SECTION("d_model not divisible by heads") {
+        p.extra = {"--heads", "5"};
+        require_refused(p, p.run(), "d_model = 32 (dimension 2 of --query) is not divisible by --heads 5: d_head would be 6.4");
+    }
+    SECTION("in_proj_weight transposed") {
+        p.replace("--in-proj-weight", Tensor2::from_shape({32, 96}));
+        const Result r = p.run();
+        require_refused(p, r, "--in-proj-weight has shape (32, 96) but must be (3 * d_model, d_model) = (96, 32)");
+        CHECK_THAT(r.err, Contains("--query (2, 5, 32)") && Contains("dimension 0 (3 * d_model) is 32, not 96"));
+    }
+    SECTION("key batch differs from the query's") {
+        p.replace("--key", Tensor3::from_shape({3, 7, 32}));
+        p.replace("--value", Tensor3::from_shape({3, 7, 32}));
+        require_refused(p, p.run(), "--key has shape (3, 7, 32) but must be (B, N_k, d_model) = (2, N_k, 32) to fit --query (2, 5, 32): dimension 0 (B) is 3, not 2");
+    }
+    SECTION("value length differs from the key's") {
+        Tensor3 k = Tensor3::from_shape({2, 7, 32});
+        k.fill(0.5f);
+        Tensor3 v = Tensor3::from_shape({2, 6, 32});
+        v.fill(0.5f);
+        p.replace("--key", k);
+        p.replace("--value", v);
+        require_refused(p, p.run(), "dimension 1 (N_k) is 6, not 7");
+    }
+    SECTION("bias of the wrong length") {
+        p.replace("--out-proj-bias", Tensor1::from_shape({33}));
+        require_refused(p, p.run(), "--out-proj-bias has shape (33,) but must be (d_model) = (32)");
+    }
+    SECTION("key padding mask of the wrong shape") {
+        p.files["--key-padding-mask"] = (fs::path(HEADWISE_FIXTURES_DIR) / "npy" / "mask_2x3_bool.npy").string();
+        require_refused(p, p.run(), "dimension 1 (N_k) is 3, not 5");
+    }
+    SECTION("float key padding mask") {
+        p.replace("--key-padding-mask", Tensor2::from_shape({2, 5}));
+        require_refused(p, p.run(), "must be a bool array");
+    }
+}
+
+TEST_CASE("attend refuses bad flags and output paths without writing anything", "[attend][bad input]") {
+    Problem p;
+    SECTION("heads zero") {
+        p.extra = {"--heads", "0"};
+        require_refused(p, p.run(), "--heads");
+    }
+    SECTION("heads negative") {
+        p.extra = {"--heads", "-4"};
+        require_refused(p, p.run(), "--heads");
+    }
+    SECTION("heads not a number") {
+        p.extra = {"--heads", "four"};
+        require_refused(p, p.run(), "--heads");
+    }
+    SECTION("key without value") {
+        p.files["--key"] = p.files["--query"];
+        require_refused(p, p.run(), "--value");
+    }
+    SECTION("average weights without weights") {
+        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
+                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
+                                       "--output", (p.out() / "y.npy").string(), "--average-weights"});
+        require_refused(p, r, "--weights");
+    }
+    SECTION("unknown flag") {
+        require_refused(p, p.run({"--bias-kv"}), "--bias-kv");
+    }
+    SECTION("output directory missing") {
+        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
+                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
+                                       "--output", (p.out() / "no" / "y.npy").string()});
+        require_refused(p, r, "does not exist");
+    }
+    SECTION("output over an input") {
+        const std::string before = read_text(p.files["--query"]);
+        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
+                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
+                                       "--output", p.files["--query"]});
+        require_refused(p, r, "is also the --query input");
+        CHECK(read_text(p.files["--query"]) == before);
+    }
+    SECTION("output and weights the same file") {
+        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
+                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
+                                       "--output", (p.out() / "y.npy").string(), "--weights", (p.out() / "y.npy").string()});
+        require_refused(p, r, "the same file");
+    }
+}
+
+TEST_CASE("attend leaves an existing output untouched when it fails", "[attend][bad input]") {
+    Problem p;
+    write_text(p.out() / "y.npy", "previous result");
+    p.extra = {"--heads", "3"};
+    const Result r = p.run();
+    CHECK(r.code == 2);
+    CHECK(read_text(p.out() / "y.npy") == "previous result");
+    CHECK(files_in(p.out()) == 1);  // and no temporary file beside it
+}

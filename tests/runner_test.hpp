@@ -1,0 +1,146 @@
+// tests/runner_test.hpp -- run the real `headwise` binary from a test: arguments, environment
+// and stdin in; exit code, stdout and stderr out. Used by runner_test.cpp and attend_test.cpp.
+//
+// The binary's path comes from the build (HEADWISE_RUNNER_EXE). Output goes through files, not
+// pipes, so a chatty child can never block; a child that runs too long is killed (and the test
+// then fails on its exit code instead of hanging ctest).
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace headwise::test {
+
+namespace fs = std::filesystem;
+
+inline std::string read_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_text(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+// A fresh directory under /tmp, removed with everything in it at the end of the scope.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string templ = (fs::temp_directory_path() / "headwise-test-XXXXXX").string();
+        if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path = templ;
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+struct Result {
+    int code = -1;  // exit code, or 128 + signal
+    std::string out, err;
+    // stderr as lines (without the trailing newline)
+    std::size_t err_lines() const {
+        std::size_t n = 0;
+        for (char c : err) n += c == '\n';
+        return n + (!err.empty() && err.back() != '\n');
+    }
+};
+
+using Env = std::map<std::string, std::string>;
+
+// A started headwise process whose output goes to files in `dir`.
+class Process {
+public:
+    Process(const std::vector<std::string>& args, const Env& env, const fs::path& dir, const std::optional<std::string>& input)
+        : out_(dir / "stdout"), err_(dir / "stderr") {
+        const fs::path in = dir / "stdin";
+        if (input) write_text(in, *input);
+        pid_ = fork();
+        if (pid_ < 0) throw std::runtime_error("fork failed");
+        if (pid_ == 0) {
+            const int fin = ::open(input ? in.c_str() : "/dev/null", O_RDONLY);
+            const int fout = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int ferr = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fin < 0 || fout < 0 || ferr < 0) _exit(126);
+            dup2(fin, 0);
+            dup2(fout, 1);
+            dup2(ferr, 2);
+            setpgid(0, 0);  // its own process group: a signal to it reaches its children too
+            for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+            std::vector<std::string> all{HEADWISE_RUNNER_EXE};
+            all.insert(all.end(), args.begin(), args.end());
+            std::vector<char*> argv;
+            for (auto& a : all) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            execv(argv[0], argv.data());
+            _exit(127);
+        }
+    }
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+    ~Process() {
+        if (pid_ > 0) {
+            ::kill(-pid_, SIGKILL);
+            int status = 0;
+            waitpid(pid_, &status, 0);
+        }
+    }
+
+    // Sends `sig` to the process group (as a terminal's Ctrl-C does).
+    void signal(int sig) const { ::kill(-pid_, sig); }
+
+    // Waits for the exit; after `timeout` the process is killed (exit code 128 + SIGKILL).
+    Result wait(std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        int status = 0;
+        for (;;) {
+            const pid_t r = waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) break;
+            if (std::chrono::steady_clock::now() > deadline) {
+                ::kill(-pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        pid_ = -1;
+        Result r;
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+        r.out = read_text(out_);
+        r.err = read_text(err_);
+        return r;
+    }
+
+    std::string output_so_far() const { return read_text(out_); }
+
+private:
+    fs::path out_, err_;
+    pid_t pid_ = -1;
+};
+
+// Runs headwise to completion. `input` is its stdin (std::nullopt: /dev/null, i.e. EOF at once).
+inline Result run_headwise(const std::vector<std::string>& args, const Env& env = {},
+                           const std::optional<std::string>& input = std::nullopt) {
+    TempDir io;
+    Process p(args, env, io.path, input);
+    return p.wait();
+}
+
+}  // namespace headwise::test
