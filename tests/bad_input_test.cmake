@@ -10,6 +10,12 @@ set(cases
   "01_single_head|--seq"
   "01_single_head|--batch 64 --seq 4096 --d-model 8192"
   "01_single_head|--batch 64 --seq 4096 --d-model 1024"
+  "06_cuda_kernel|--d-head 12"
+  "06_cuda_kernel|--seq 0"
+  "06_cuda_kernel|--heads -2"
+  "06_cuda_kernel|--schedule warps"
+  "06_cuda_kernel|--repeats 0"
+  "06_cuda_kernel|--seq 4096 --heads 8"
 )
 set(failures "")
 set(count 0)
