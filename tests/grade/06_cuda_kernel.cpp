@@ -1,0 +1,135 @@
+// Grader for exercise 06: the online-softmax and tiled attention kernels, run on the CPU emulator.
+//
+// Oracles: hand-worked rows and the library's double-precision attention_reference
+// (tests/attention_test.cpp). Tolerance: grade::Tolerance (1e-4 + 1e-4 |expected|). A race-free
+// kernel must also give bit-identical answers whichever order the emulator runs its threads in.
+#include "06_cuda_kernel.hpp"
+#include "grade.hpp"
+
+#include "headwise/attention.hpp"
+#include "headwise/random.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+using namespace headwise;
+using emulator::Schedule;
+using grade::Ex06;
+
+namespace {
+
+constexpr std::string_view bhnd = "B, H, N, d_head";
+
+enum class Kernel { online, tiled };
+
+Tensor4 run(const Ex06& ex, Kernel kernel, const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal,
+            Schedule schedule = Schedule::fibers) {
+    return kernel == Kernel::online ? ex.online(q, k, v, causal, schedule) : ex.tiled(q, k, v, causal, schedule);
+}
+
+std::string call_text(Kernel kernel, const Tensor4& q, bool causal, const std::string& extra = "") {
+    return fmt::format("{}_attention(q, k, v {}{}){}", kernel == Kernel::online ? "online" : "tiled", grade::shape_of(q),
+                       causal ? ", causal" : "", extra);
+}
+
+// Random q, k, v of the given sizes against attention_reference.
+void expect_reference(Kernel kernel, const std::vector<int>& seqs, const std::vector<int>& d_heads, bool causal,
+                      float spread = 1.0f) {
+    for (int n : seqs)
+        for (int d : d_heads) {
+            Random rng(std::uint64_t(100 * n + d));
+            const std::array<std::size_t, 4> shape{2, 2, std::size_t(n), std::size_t(d)};
+            const Tensor4 q = rng.normal<4>(shape, spread), k = rng.normal<4>(shape, spread), v = rng.normal<4>(shape);
+            AttentionOptions o;
+            o.causal = causal;
+            grade::expect<Ex06>(
+                call_text(kernel, q, causal), [&](const Ex06& ex) { return run(ex, kernel, q, k, v, causal); },
+                attention_reference(q, k, v, o), bhnd);
+        }
+}
+
+// Two keys and two queries, d_head = 8. Query 0 scores ln 3 against key 0 and 0 against key 1
+// (softmax 3/4, 1/4); query 1 scores 0 against both (1/2, 1/2). v_0 is all 1s, v_1 all 5s.
+void expect_hand_worked(Kernel kernel) {
+    Tensor4 q = Tensor4::from_shape({1, 1, 2, 8}), k = Tensor4::from_shape({1, 1, 2, 8}),
+            v = Tensor4::from_shape({1, 1, 2, 8});
+    q.fill(0.0f), k.fill(0.0f);
+    q(0, 0, 0, 0) = std::sqrt(8.0f) * std::log(3.0f);  // times the scale 1/sqrt(8): ln 3
+    k(0, 0, 0, 0) = 1.0f, k(0, 0, 1, 1) = 1.0f;
+    for (std::size_t c = 0; c < 8; ++c) v(0, 0, 0, c) = 1.0f, v(0, 0, 1, c) = 5.0f;
+    Tensor4 full = Tensor4::from_shape({1, 1, 2, 8}), causal = Tensor4::from_shape({1, 1, 2, 8});
+    for (std::size_t c = 0; c < 8; ++c) {
+        full(0, 0, 0, c) = 0.75f * 1 + 0.25f * 5, full(0, 0, 1, c) = 0.5f * 1 + 0.5f * 5;
+        causal(0, 0, 0, c) = 1.0f, causal(0, 0, 1, c) = 0.5f * 1 + 0.5f * 5;  // query 0 sees key 0 only
+    }
+    grade::expect<Ex06>(
+        call_text(kernel, q, false, " worked by hand"), [&](const Ex06& ex) { return run(ex, kernel, q, k, v, false); },
+        full, bhnd);
+    grade::expect<Ex06>(
+        call_text(kernel, q, true, " worked by hand"), [&](const Ex06& ex) { return run(ex, kernel, q, k, v, true); },
+        causal, bhnd);
+}
+
+}  // namespace
+
+TEST_CASE("online: two queries and two keys worked by hand, causal and not", "[ex06]") { expect_hand_worked(Kernel::online); }
+
+TEST_CASE("online: matches the reference for N = 1, 17, 100 and d_head = 8, 64", "[ex06]") {
+    expect_reference(Kernel::online, {1, 17, 100}, {8, 64}, false);
+}
+
+TEST_CASE("online: a maximum that grows at every key is rescaled", "[ex06]") {
+    // Key j scores 0.5 j: every key raises the running maximum, so what was summed before has to
+    // be rescaled every time -- the accumulator as much as the normaliser.
+    Tensor4 q = Tensor4::from_shape({1, 1, 20, 8}), k = Tensor4::from_shape({1, 1, 20, 8});
+    q.fill(0.0f), k.fill(0.0f);
+    for (std::size_t i = 0; i < 20; ++i) q(0, 0, i, 0) = 0.5f * std::sqrt(8.0f), k(0, 0, i, 0) = float(i);
+    const Tensor4 v = Random(7).normal<4>({1, 1, 20, 8});
+    grade::expect<Ex06>(
+        call_text(Kernel::online, q, false, " with growing scores"),
+        [&](const Ex06& ex) { return ex.online(q, k, v, false, Schedule::fibers); }, attention_reference(q, k, v), bhnd);
+}
+
+TEST_CASE("online: causal, query i sees keys 0..i", "[ex06]") {
+    expect_reference(Kernel::online, {1, 17, 100}, {8, 64}, true);
+}
+
+TEST_CASE("online: scores in the hundreds stay finite", "[ex06]") {
+    // q and k entries of size ~10 make scores of a few hundred: exp() of that overflows a float.
+    expect_reference(Kernel::online, {50}, {8}, false, 10.0f);
+}
+
+TEST_CASE("tiled: two queries and two keys worked by hand, causal and not", "[ex06]") { expect_hand_worked(Kernel::tiled); }
+
+TEST_CASE("tiled: matches the reference for N = 1, 17, 64, 100, 130 (partial last tiles)", "[ex06]") {
+    expect_reference(Kernel::tiled, {1, 17, 64, 100, 130}, {8, 64}, false);
+}
+
+TEST_CASE("tiled: causal, query i sees keys 0..i across tiles", "[ex06]") {
+    expect_reference(Kernel::tiled, {17, 64, 100, 130}, {8, 64}, true);
+}
+
+TEST_CASE("tiled: the answer does not depend on the order the threads run in", "[ex06]") {
+    // The emulator runs a block's threads one after another, each until its next __syncthreads().
+    // Forwards or backwards, a kernel whose threads wait for each other computes the same bits;
+    // one that reads a tile before every thread has written it (or overwrites it while others
+    // still read it) does not.
+    Random rng(11);
+    const Tensor4 q = rng.normal<4>({1, 2, 100, 16}), k = rng.normal<4>({1, 2, 100, 16}), v = rng.normal<4>({1, 2, 100, 16});
+    const Ex06& ex = grade::subject<Ex06>();
+    const Tensor4 forward = ex.tiled(q, k, v, false, Schedule::fibers);
+    const Tensor4 backward = ex.tiled(q, k, v, false, Schedule::fibers_reversed);
+    const grade::Outcome o = grade::compare(backward, forward, bhnd, grade::Tolerance{0.0, 0.0});
+    if (o.same) {
+        SUCCEED("same result with the threads run forwards and backwards");
+        return;
+    }
+    const grade::Mistake<Ex06>* race = nullptr;
+    for (const grade::Mistake<Ex06>& m : grade::catalogue<Ex06>())
+        if (m.name == "missing syncthreads") race = &m;
+    grade::fail(fmt::format("{} gives different results when the threads run backwards: {}",
+                            call_text(Kernel::tiled, q, false), o.detail),
+                race ? &race->name : nullptr, race ? &race->explanation : nullptr);
+}
