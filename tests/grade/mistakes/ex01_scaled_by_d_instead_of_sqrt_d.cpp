@@ -1,3 +1,4 @@
+// mistake: scaled by d instead of sqrt(d)
 // The scores were divided by d instead of sqrt(d): q . k has variance ~d, so dividing by d shrinks it to ~1/d and every row of weights turns nearly uniform.
 // Divide by sqrt(d), which brings the variance back to 1 whatever the width (lesson 01, step 6 measures it).
 #include "single_head.hpp"

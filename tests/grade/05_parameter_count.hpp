@@ -1,0 +1,21 @@
+// tests/grade/05_parameter_count.hpp -- exercise 05 as the grader sees it: a table of its functions.
+#pragma once
+
+#include "parameter_count.hpp"
+#include "registry.hpp"
+
+namespace headwise::grade {
+
+struct Ex05 {
+    std::size_t (*parameter_count)(std::size_t d_model, std::size_t heads, bool bias);
+    std::size_t (*per_head_parameter_count)(std::size_t d_model, std::size_t heads, bool bias);
+};
+
+}  // namespace headwise::grade
+
+namespace {
+// The functions of namespace headwise::ex05 (in the catalogue's build, a mistake's).
+[[maybe_unused]] headwise::grade::Ex05 bind_ex05() {
+    return {&headwise::ex05::parameter_count, &headwise::ex05::per_head_parameter_count};
+}
+}  // namespace

@@ -1,0 +1,26 @@
+// mistake: Q, K, V taken in the wrong order
+// W_q and W_k were taken from the wrong blocks of in_proj_weight: PyTorch stacks the rows as [W_q; W_k; W_v], d_model rows each.
+// Rows 0..d-1 are W_q, d..2d-1 are W_k, 2d..3d-1 are W_v, and in_proj_bias is cut the same way (lesson 03, step 1).
+#include "multi_head.hpp"
+
+#include "headwise/attention.hpp"
+
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+
+namespace headwise::ex03 {
+
+Tensor3 multi_head_attention(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                             Tensor4& weights) {
+    const std::size_t d = p.out_proj_weight.shape()[0];
+    auto project = [&](const Tensor3& x, std::size_t block) {  // block 0, 1, 2 = W_q, W_k, W_v
+        const std::size_t first = block * d, last = first + d;
+        const Tensor1 b = p.in_proj_bias.size() == 0 ? Tensor1() : Tensor1(xt::view(p.in_proj_bias, xt::range(first, last)));
+        return split_heads(linear(x, xt::view(p.in_proj_weight, xt::range(first, last), xt::all()), b), p.heads);
+    };
+    const Tensor4 heads = scaled_dot_product_attention(project(query, 1), project(key, 0), project(value, 2), {}, &weights);
+    return linear(merge_heads(heads), p.out_proj_weight, p.out_proj_bias);
+}
+
+}  // namespace headwise::ex03

@@ -1,0 +1,26 @@
+// mistake: W_O dropped
+// The concatenated heads were returned as they are: out_proj_weight (W_o) and out_proj_bias were never applied, so the heads are never mixed.
+// After merging the heads back to (B, N, d_model), apply linear(concat, out_proj_weight, out_proj_bias) (lesson 03, step 5).
+#include "multi_head.hpp"
+
+#include "headwise/attention.hpp"
+
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+
+namespace headwise::ex03 {
+
+Tensor3 multi_head_attention(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                             Tensor4& weights) {
+    const std::size_t d = p.out_proj_weight.shape()[0];
+    auto project = [&](const Tensor3& x, std::size_t block) {  // block 0, 1, 2 = W_q, W_k, W_v
+        const std::size_t first = block * d, last = first + d;
+        const Tensor1 b = p.in_proj_bias.size() == 0 ? Tensor1() : Tensor1(xt::view(p.in_proj_bias, xt::range(first, last)));
+        return split_heads(linear(x, xt::view(p.in_proj_weight, xt::range(first, last), xt::all()), b), p.heads);
+    };
+    const Tensor4 heads = scaled_dot_product_attention(project(query, 0), project(key, 1), project(value, 2), {}, &weights);
+    return merge_heads(heads);  // W_o forgotten
+}
+
+}  // namespace headwise::ex03

@@ -1,0 +1,24 @@
+// The mask also hides the diagonal (j >= i): a token may not attend to itself, and token 0 sees nothing at all.
+// Only the future is hidden: mask(i, j) is true for j > i, so query i sees keys 0..i, itself included (lesson 04, step 1).
+#include "causal_mask.hpp"
+
+#include "headwise/attention.hpp"
+
+namespace headwise::ex04 {
+
+Mask2 causal_mask(std::size_t n) {
+    Mask2 mask = Mask2::from_shape({n, n});  // (N, N)
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) mask(i, j) = j >= i;  // hides the token itself too;
+    return mask;
+}
+
+Tensor4 masked_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Mask2& attn_mask,
+                         const Mask2& key_padding_mask, Tensor4& weights) {
+    AttentionOptions o;
+    o.attn_mask = attn_mask.size() != 0 ? &attn_mask : nullptr;
+    o.key_padding_mask = key_padding_mask.size() != 0 ? &key_padding_mask : nullptr;
+    return scaled_dot_product_attention(q, k, v, o, &weights);
+}
+
+}  // namespace headwise::ex04

@@ -1,0 +1,17 @@
+// mistake: W_O forgotten
+// Only W_q, W_k and W_v were counted: 3 d_model^2. The output projection W_o (d_model, d_model) is a learned matrix too.
+// Count four d_model x d_model matrices, W_q, W_k, W_v and W_o, and four biases with bias=true (lesson 05, step 1).
+#include "parameter_count.hpp"
+
+namespace headwise::ex05 {
+
+std::size_t parameter_count(std::size_t d_model, std::size_t heads, bool bias) {
+    if (heads == 0 || d_model % heads != 0) throw usage_error("heads must divide d_model");
+    return 3 * d_model * d_model + (bias ? 3 * d_model : 0);  // W_o missing;
+}
+
+std::size_t per_head_parameter_count(std::size_t d_model, std::size_t heads, bool bias) {
+    return parameter_count(d_model, heads, bias);
+}
+
+}  // namespace headwise::ex05
