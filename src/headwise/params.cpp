@@ -81,6 +81,24 @@ std::vector<ParameterTensor> parameters_of(const PerHeadAttention& m) {
     return out;
 }
 
+std::vector<ParameterTensor> per_head_layout(std::size_t d_model, std::size_t heads, bool bias) {
+    const std::size_t d_head = checked_head_dim(d_model, heads);
+    auto entry = [](std::string name, std::vector<std::size_t> shape) {
+        std::size_t count = 1;
+        for (std::size_t s : shape) count *= s;
+        return ParameterTensor{std::move(name), std::move(shape), count};
+    };
+    std::vector<ParameterTensor> out;
+    for (std::size_t h = 0; h < heads; ++h)
+        for (const char* w : {"w_q", "w_k", "w_v"}) out.push_back(entry(fmt::format("{}[{}]", w, h), {d_head, d_model}));
+    if (bias)
+        for (std::size_t h = 0; h < heads; ++h)
+            for (const char* b : {"b_q", "b_k", "b_v"}) out.push_back(entry(fmt::format("{}[{}]", b, h), {d_head}));
+    out.push_back(entry("w_o", {d_model, d_model}));
+    if (bias) out.push_back(entry("b_o", {d_model}));
+    return out;
+}
+
 std::size_t total(std::span<const ParameterTensor> tensors) {
     std::size_t sum = 0;
     for (const auto& t : tensors) sum += t.count;

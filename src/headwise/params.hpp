@@ -43,6 +43,10 @@ struct PerHeadAttention {
 PerHeadAttention split_per_head(const MultiHeadAttention& m);
 std::vector<ParameterTensor> parameters_of(const PerHeadAttention& m);
 
+// The tensors split_per_head would make for d_model and heads -- names, shapes and counts -- without
+// allocating them. Throws usage_error when d_model is not divisible by heads.
+std::vector<ParameterTensor> per_head_layout(std::size_t d_model, std::size_t heads, bool bias);
+
 // Sum of the counts.
 std::size_t total(std::span<const ParameterTensor> tensors);
 
