@@ -95,15 +95,15 @@ template <class T>
 class global_ref {
 public:
     using value_type = std::remove_const_t<T>;
-    explicit global_ref(T* p) : p_(p) {}
+    [[gnu::always_inline]] explicit global_ref(T* p) : p_(p) {}
     global_ref(const global_ref&) = default;
 
-    operator value_type() const {
+    [[gnu::always_inline]] operator value_type() const {
         ++detail::traffic.loads;
         detail::traffic.load_bytes += sizeof(T);
         return *p_;
     }
-    global_ref& operator=(value_type x)
+    [[gnu::always_inline]] global_ref& operator=(value_type x)
         requires(!std::is_const_v<T>)
     {
         ++detail::traffic.stores;
@@ -138,7 +138,7 @@ public:
         requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
     global_ptr(global_ptr<U> other) : p_(other.get()), size_(other.size()) {}
 
-    global_ref<T> operator[](std::ptrdiff_t i) const {
+    [[gnu::always_inline]] global_ref<T> operator[](std::ptrdiff_t i) const {
         if (i < 0 || static_cast<std::size_t>(i) >= size_) detail::out_of_bounds(std::is_const_v<T>, i, size_);
         return global_ref<T>(p_ + i);
     }
