@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
             }
             if (cfg.shared_bytes > 0) {
                 const std::size_t tile_rows = cfg.shared_bytes / (2 * sizeof(float) * D);
-                fmt::print("          shared: k_tile and v_tile, ({}, {}) floats each; {} tiles of keys per query block\n",
+                fmt::print("          shared: k_tile and v_tile, ({}, {}) floats each; a query block walks at most {} K/V "
+                           "tile(s)\n",
                            tile_rows, D, (N + tile_rows - 1) / tile_rows);
             }
 
