@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
         fmt::print("  without biases: walked {}   closed form 4*{}^2 = {}   {}\n", group_digits(walked_bare), d,
                    group_digits(params::attention_params(d, false)),
                    walked_bare == params::attention_params(d, false) ? "agree" : "DISAGREE");
-        fmt::print("  the biases are {:.2f}% of the total: the d_model^2 terms are what counts.\n",
+        fmt::print("  the biases are {:.2f}% of the total (4*d_model of 4*d_model^2 + 4*d_model).\n",
                    100.0 * static_cast<double>(walked - walked_bare) / static_cast<double>(walked));
 
         // -----------------------------------------------------------------------------------------
