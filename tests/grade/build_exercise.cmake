@@ -47,5 +47,6 @@ if(first STREQUAL "")
 endif()
 string(REPLACE "${SOURCE_DIR}/" "" first "${first}")
 write_report(false "${first}")
-message("${log}")
-message(FATAL_ERROR "${ID} does not compile. The first error:\n  ${first}")
+# NOTICE prints as is; FATAL_ERROR would re-wrap the compiler's lines.
+message(NOTICE "${log}\n${ID} does not compile. The first error:\n  ${first}\n")
+message(FATAL_ERROR "${ID}: the build failed")
