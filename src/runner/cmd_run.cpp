@@ -1,5 +1,6 @@
-// `headwise run N|all` -- run lessons, each under a banner, stopping at the first that fails.
+// `headwise run N|all|next` -- run lessons, each under a banner, stopping at the first that fails.
 #include "common.hpp"
+#include "progress.hpp"
 
 #include <fmt/format.h>
 
@@ -15,8 +16,25 @@ int run_lesson(const Lesson& l, const std::vector<std::string>& extra) {
     return run_program(args);
 }
 
+// `run next`: the first lesson whose exercise has not passed yet (progress.hpp).
+int run_next(const std::vector<Lesson>& course, const std::vector<std::string>& extra) {
+    const Lesson* l = next_lesson(course);
+    if (l == nullptr) {
+        fmt::print("headwise: every exercise passes -- nothing next. `./headwise run all` shows every lesson again.\n");
+        return 0;
+    }
+    fmt::print("headwise: next is lesson {:02}, {} (exercise {:02} has not passed yet)\n", l->number, l->title, l->number);
+    const int rc = run_lesson(*l, extra);
+    if (rc == 0) {
+        fmt::print("\nheadwise: now edit exercises/{}/ and run `./headwise watch {}` to grade it on every save\n",
+                   l->exercise->dir, l->number);
+    }
+    return rc;
+}
+
 int run(const std::string& which, const std::vector<std::string>& extra) {
     const auto course = load_course();
+    if (which == "next") return run_next(course, extra);
     if (which != "all") return run_lesson(find_lesson(course, which), extra);
     for (const auto& l : course) {
         fmt::print("\n{:=^96}\n", fmt::format(" lesson {:02} -- {} ", l.number, l.title));
@@ -38,8 +56,8 @@ void add_run_command(CLI::App& app, Action& action) {
         std::vector<std::string> extra;
     };
     auto args = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("run", "run lesson N (1, 2, ...) or all lessons in order");
-    cmd->add_option("lesson", args->which, "lesson number, name, or 'all'")->required();
+    auto* cmd = app.add_subcommand("run", "run lesson N (1, 2, ...), all lessons in order, or the next one to work on");
+    cmd->add_option("lesson", args->which, "lesson number, name, 'all', or 'next' (the first lesson whose exercise has not passed)")->required();
     cmd->add_option("args", args->extra, "flags passed to the lesson (after --), e.g. -- --seq 8");
     cmd->callback([&action, args] { action = [args] { return run(args->which, args->extra); }; });
 }

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sys/wait.h>
@@ -12,8 +13,14 @@
 
 namespace headwise::runner {
 
-fs::path source_dir() { return HEADWISE_SOURCE_DIR; }
-fs::path binary_dir() { return HEADWISE_BINARY_DIR; }
+// HEADWISE_SOURCE_DIR / HEADWISE_BINARY_DIR in the environment point the runner at another
+// course tree (the runner's tests use a temporary one and never touch the real exercises/).
+static fs::path from_env_or(const char* name, const char* built_in) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? fs::path(v) : fs::path(built_in);
+}
+fs::path source_dir() { return from_env_or("HEADWISE_SOURCE_DIR", HEADWISE_SOURCE_DIR); }
+fs::path binary_dir() { return from_env_or("HEADWISE_BINARY_DIR", HEADWISE_BINARY_DIR); }
 
 std::vector<Lesson> load_course() {
     const fs::path file = source_dir() / "course.json";
@@ -27,7 +34,7 @@ std::vector<Lesson> load_course() {
         if (l.contains("exercise")) {
             const auto& e = l.at("exercise");
             lesson.exercise = Exercise{e.at("id").get<std::string>(), e.at("dir").get<std::string>(),
-                                       e.at("files").get<std::vector<std::string>>()};
+                                       e.at("files").get<std::vector<std::string>>(), e.value("hints", std::string())};
         }
         lessons.push_back(std::move(lesson));
     }

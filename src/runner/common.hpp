@@ -33,6 +33,7 @@ struct Exercise {
     std::string id;                  // "ex01" (also the ctest label)
     std::string dir;                 // "01_softmax_attention" under exercises/ and solutions/
     std::vector<std::string> files;  // the files a learner edits, relative to that directory
+    std::string hints;               // "exercises/01_topic/HINTS.md" (## Hint 1, ## Hint 2, ...) or empty
 };
 struct Lesson {
     int number = 0;
@@ -56,5 +57,10 @@ void add_run_command(CLI::App& app, Action& action);
 void add_test_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_attend_command(CLI::App& app, Action& action);
+void add_list_command(CLI::App& app, Action& action);
+void add_hint_command(CLI::App& app, Action& action);
+void add_watch_command(CLI::App& app, Action& action);
+void add_reset_command(CLI::App& app, Action& action);
+void add_solution_command(CLI::App& app, Action& action);
 
 }  // namespace headwise::runner

@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
     add_test_command(app, action);
     add_bench_command(app, action);
     add_attend_command(app, action);
+    add_list_command(app, action);
+    add_hint_command(app, action);
+    add_watch_command(app, action);
+    add_reset_command(app, action);
+    add_solution_command(app, action);
 
     try {
         app.parse(argc, argv);
