@@ -179,8 +179,9 @@ function(_headwise_grader target id)
   target_link_libraries(${target} PRIVATE
     headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_support headwise_grade_deps
     headwise::catch_main)
-  # A stub leaves its parameters unused until the learner writes the body.
-  target_compile_options(${target} PRIVATE -Wno-unused-parameter)
+  # A stub leaves its parameters unused until the learner writes the body. -O1: the graders'
+  # inputs are tiny, and the learner's file recompiles ~25% faster than at -O3 (measured on ex03).
+  target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1)
   if(HEADWISE_HAVE_GOLD)
     target_link_options(${target} PRIVATE -fuse-ld=gold)
   endif()
