@@ -88,6 +88,16 @@ struct Problem {
     void replace(const std::string& flag, const Tensor<R>& t) {
         replace(flag, npy::encode(t));
     }
+    // Only the required inputs (no biases, no --weights) plus `more`.
+    Result run_bare(const std::vector<std::string>& more) const {
+        std::vector<std::string> args{"attend", "--heads", "4"};
+        for (const char* flag : {"--query", "--in-proj-weight", "--out-proj-weight"}) {
+            args.push_back(flag);
+            args.push_back(files.at(flag));
+        }
+        args.insert(args.end(), more.begin(), more.end());
+        return run_headwise(args);
+    }
     Result run(std::vector<std::string> more = {}) const {
         std::vector<std::string> args{"attend", "--output", (out() / "y.npy").string(), "--weights",
                                       (out() / "a.npy").string()};
@@ -273,32 +283,24 @@ TEST_CASE("attend refuses bad flags and output paths without writing anything", 
         require_refused(p, p.run(), "--value");
     }
     SECTION("average weights without weights") {
-        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
-                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
-                                       "--output", (p.out() / "y.npy").string(), "--average-weights"});
+        const Result r = p.run_bare({"--output", (p.out() / "y.npy").string(), "--average-weights"});
         require_refused(p, r, "--weights");
     }
     SECTION("unknown flag") {
         require_refused(p, p.run({"--bias-kv"}), "--bias-kv");
     }
     SECTION("output directory missing") {
-        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
-                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
-                                       "--output", (p.out() / "no" / "y.npy").string()});
+        const Result r = p.run_bare({"--output", (p.out() / "no" / "y.npy").string()});
         require_refused(p, r, "does not exist");
     }
     SECTION("output over an input") {
         const std::string before = read_text(p.files["--query"]);
-        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
-                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
-                                       "--output", p.files["--query"]});
+        const Result r = p.run_bare({"--output", p.files["--query"]});
         require_refused(p, r, "is also the --query input");
         CHECK(read_text(p.files["--query"]) == before);
     }
     SECTION("output and weights the same file") {
-        const Result r = run_headwise({"attend", "--query", p.files["--query"], "--heads", "4", "--in-proj-weight",
-                                       p.files["--in-proj-weight"], "--out-proj-weight", p.files["--out-proj-weight"],
-                                       "--output", (p.out() / "y.npy").string(), "--weights", (p.out() / "y.npy").string()});
+        const Result r = p.run_bare({"--output", (p.out() / "y.npy").string(), "--weights", (p.out() / "y.npy").string()});
         require_refused(p, r, "the same file");
     }
 }
