@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
         const Tensor4 tok_split = split_heads(token_of, H);          // (B, H, N, d_head)
         const Tensor4 feat_split = split_heads(feature_of, H);       // (B, H, N, d_head)
         const Tensor4 tok_straight = reshape_straight(token_of, H);  // (B, H, N, d_head)
-        const Tensor4 feat_straight = reshape_straight(feature_of, H);
+        const Tensor4 feat_straight = reshape_straight(feature_of, H);  // (B, H, N, d_head)
         trace("tokens, split", tok_split, "B, H, N, d_head");
         trace("tokens, straight", tok_straight, "B, H, N, d_head");
         fmt::print("  Same shape. Where the rows of head 0 (batch 0) come from:\n");
@@ -164,7 +164,8 @@ int main(int argc, char** argv) {
 
         // What attention computes on each: same shapes, no error, different answer.
         const Tensor4 k_heads = split_heads(k, H), v_heads = split_heads(v, H);  // (B, H, N, d_head)
-        const Tensor4 q_wrong = reshape_straight(q, H), k_wrong = reshape_straight(k, H), v_wrong = reshape_straight(v, H);
+        const Tensor4 q_wrong = reshape_straight(q, H), k_wrong = reshape_straight(k, H),  // (B, H, N, d_head)
+                      v_wrong = reshape_straight(v, H);
         const Tensor3 out_right = merge_heads(scaled_dot_product_attention(q_heads, k_heads, v_heads));      // (B, N, d_model)
         const Tensor3 out_wrong = unreshape_straight(scaled_dot_product_attention(q_wrong, k_wrong, v_wrong));  // (B, N, d_model)
         trace("attention, split", out_right, "B, N, d_model");

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
         trace("out_proj_weight = w_o", mha.out_proj_weight, "d_model, d_model");
         const Tensor2 w_q = xt::view(mha.in_proj_weight, xt::range(0, d), xt::all());       // (d_model, d_model)
         const Tensor2 w_k = xt::view(mha.in_proj_weight, xt::range(d, 2 * d), xt::all());   // (d_model, d_model)
-        const Tensor2 w_v = xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d), xt::all());
+        const Tensor2 w_v = xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d), xt::all());  // (d_model, d_model)
         const Tensor2& w_o = mha.out_proj_weight;
         trace("w_q = rows 0..d-1", w_q, "d_model, d_model");
         const Tensor3 x = rng.normal<3>({B, N, d});  // (B, N, d_model)
@@ -196,7 +196,8 @@ int main(int argc, char** argv) {
             const Tensor3 q_i = linear(x, per_head.w_q[h]);  // (B, N, d_head)
             const Tensor3 k_i = linear(x, per_head.w_k[h]);  // (B, N, d_head)
             const Tensor3 v_i = linear(x, per_head.w_v[h]);  // (B, N, d_head)
-            const Tensor4 head_i = scaled_dot_product_attention(as_one_head(q_i), as_one_head(k_i), as_one_head(v_i));
+            const Tensor4 head_i =  // (B, 1, N, d_head)
+                scaled_dot_product_attention(as_one_head(q_i), as_one_head(k_i), as_one_head(v_i));
             if (h == 0) {
                 trace("w_q^0", per_head.w_q[0], "d_head, d_model");
                 trace("q_0 = x . (w_q^0)^T", q_i, "B, N, d_head");
@@ -212,9 +213,9 @@ int main(int argc, char** argv) {
         trace("qkv = x . w_qkv^T", qkv, "B, N, 3*d_model");
         const Tensor3 q_f = xt::view(qkv, xt::all(), xt::all(), xt::range(0, d));       // (B, N, d_model)
         const Tensor3 k_f = xt::view(qkv, xt::all(), xt::all(), xt::range(d, 2 * d));   // (B, N, d_model)
-        const Tensor3 v_f = xt::view(qkv, xt::all(), xt::all(), xt::range(2 * d, 3 * d));
+        const Tensor3 v_f = xt::view(qkv, xt::all(), xt::all(), xt::range(2 * d, 3 * d));  // (B, N, d_model)
         trace("q, k, v = qkv.chunk(3)", q_f, "B, N, d_model");
-        const Tensor3 y_fused = linear(
+        const Tensor3 y_fused = linear(  // (B, N, d_model)
             merge_heads(scaled_dot_product_attention(split_heads(q_f, H), split_heads(k_f, H), split_heads(v_f, H))), w_o);
         const Tensor3 y_library = mha.forward(x);  // (B, N, d_model)
 

@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
         trace("x", x, "B, N, d_model");
         const Tensor4 q = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(0, d))), H);       // (B, H, N, d_head)
         const Tensor4 k = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(d, 2 * d))), H);   // (B, H, N, d_head)
-        const Tensor4 v = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d))), H);
+        const Tensor4 v = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d))), H);  // (B, H, N, d_head)
         trace("q", q, "B, H, N, d_head");
         trace("k", k, "B, H, N, d_head");
         trace("v", v, "B, H, N, d_head");
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
         const Tensor3 y = mha.forward(x, causal);    // (B, N, d_model)
         const Tensor3 y2 = mha.forward(x2, causal);  // (B, N, d_model)
         const Tensor3 y_open = mha.forward(x);       // (B, N, d_model), no mask
-        const Tensor3 y2_open = mha.forward(x2);
+        const Tensor3 y2_open = mha.forward(x2);     // (B, N, d_model)
         trace("y (causal)", y, "B, N, d_model");
         fmt::print("    {:<10} {:<28} {}\n", "position", "with the causal mask", "without a mask");
         std::size_t identical_before = 0, changed_after = 0;
@@ -219,8 +219,9 @@ int main(int argc, char** argv) {
         fmt::print("{} -- no longer 1\n", N > 8 ? " ..." : "");
         // (2) 0 instead of -inf.
         const Tensor2 zeros_mask = xt::where(mask, 0.0f, 0.0f);  // (N, N): "masked" entries set to 0
-        const Tensor4 w_zero_add = softmax(Tensor4(scores + zeros_mask));
-        const Tensor4 w_zero_fill = softmax(Tensor4(xt::where(xt::broadcast(mask, scores.shape()), 0.0f, scores)));
+        const Tensor4 w_zero_add = softmax(Tensor4(scores + zeros_mask));  // (B, H, N, N)
+        const Tensor4 w_zero_fill =                                          // (B, H, N, N)
+            softmax(Tensor4(xt::where(xt::broadcast(mask, scores.shape()), 0.0f, scores)));
         fmt::print("  (2) 0 instead of -inf: an additive mask of zeros changes nothing (vs no mask: {});\n"
                    "      filling hidden scores with 0 leaves exp(0) = 1 for them: {:.3f} of each row's weight goes to\n"
                    "      hidden keys on average (with -inf: {})\n",
