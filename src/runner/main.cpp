@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     add_watch_command(app, action);
     add_reset_command(app, action);
     add_solution_command(app, action);
+    add_grade_command(app, action);
 
     try {
         app.parse(argc, argv);
