@@ -153,14 +153,20 @@ Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v
 
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     if (weights != nullptr) *weights = Tensor4::from_shape({batch, heads, nq, nk});
+    // Plain pointers into each (b, h) block: the same arithmetic as indexing q(b, h, i, c), but
+    // cheap in unoptimised (Debug + ASan) builds, where the tests call this oracle a lot.
     std::vector<double> s(nk);
     for (std::size_t b = 0; b < batch; ++b)
-        for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t h = 0; h < heads; ++h) {
+            const float* qh = q.data() + (b * heads + h) * nq * d_head;  // (N_q, d_head)
+            const float* kh = k.data() + (b * heads + h) * nk * d_head;  // (N_k, d_head)
+            const float* vh = v.data() + (b * heads + h) * nk * d_head;  // (N_k, d_head)
+            float* oh = out.data() + (b * heads + h) * nq * d_head;      // (N_q, d_head)
             for (std::size_t i = 0; i < nq; ++i) {
                 double m = -std::numeric_limits<double>::infinity();
                 for (std::size_t j = 0; j < nk; ++j) {
                     double dot = 0.0;
-                    for (std::size_t c = 0; c < d_head; ++c) dot += double(q(b, h, i, c)) * double(k(b, h, j, c));
+                    for (std::size_t c = 0; c < d_head; ++c) dot += double(qh[i * d_head + c]) * double(kh[j * d_head + c]);
                     s[j] = masked(options, b, i, j) ? -std::numeric_limits<double>::infinity() : dot * scale;
                     m = std::max(m, s[j]);
                 }
@@ -172,12 +178,15 @@ Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v
                 for (std::size_t j = 0; j < nk; ++j) s[j] = sum > 0.0 ? s[j] / sum : 0.0;
                 for (std::size_t c = 0; c < d_head; ++c) {
                     double acc = 0.0;
-                    for (std::size_t j = 0; j < nk; ++j) acc += s[j] * double(v(b, h, j, c));
-                    out(b, h, i, c) = static_cast<float>(acc);
+                    for (std::size_t j = 0; j < nk; ++j) acc += s[j] * double(vh[j * d_head + c]);
+                    oh[i * d_head + c] = static_cast<float>(acc);
                 }
-                if (weights != nullptr)
-                    for (std::size_t j = 0; j < nk; ++j) (*weights)(b, h, i, j) = static_cast<float>(s[j]);
+                if (weights != nullptr) {
+                    float* wh = weights->data() + ((b * heads + h) * nq + i) * nk;
+                    for (std::size_t j = 0; j < nk; ++j) wh[j] = static_cast<float>(s[j]);
+                }
             }
+        }
     return out;
 }
 
