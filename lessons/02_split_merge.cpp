@@ -13,6 +13,7 @@
 // Dimension letters: B = batch, N = tokens, H = heads, d_head = d_model / H.
 // Run:  ./headwise run 2      or      build/lessons/02_split_merge --help
 
+#include "headwise/figure.hpp"
 #include "headwise/lesson.hpp"
 
 #include <cstring>
@@ -80,7 +81,9 @@ std::string verdict(const auto& a, const auto& b) {
 int main(int argc, char** argv) {
     CLI::App app{"Lesson 02: split and merge heads", "02_split_merge"};
     cli::LessonOptions opt;
+    std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
+    app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
     if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
 
     return cli::guard(argv[0], [&] {
@@ -213,6 +216,18 @@ int main(int argc, char** argv) {
         for (std::size_t h = 0; h < std::min<std::size_t>(H, 8); ++h) fmt::print(" {}:{}..{}", h, h * dh, (h + 1) * dh - 1);
         fmt::print("{}\n", H > 8 ? " ..." : "");
         fmt::print("  The same holds for w_k and w_v: H heads cost no more weights than one wide projection.\n");
+
+        // -----------------------------------------------------------------------------------------
+        if (!figures_dir.empty()) {
+            trace.section("figure: the columns of W_Q, coloured by the head that owns them");
+            const Tensor2 W_Q = xt::transpose(w_q);  // (d_model, d_model): the paper's Q = X W_Q
+            figure::HeatmapPanel panel{fmt::format("W_Q = w_q^T  ({} x {}), intensity = |weight|", d, d),
+                                       figure::grid_of(W_Q), {}, {}, H};
+            figure::save(figure::heatmaps(fmt::format("Which columns of W_Q belong to which head (d_model = {}, H = {})", d, H),
+                                          {&panel, 1},
+                                          fmt::format("rows: input features; columns h*{0} .. h*{0}+{1}: head h's queries", dh, dh - 1)),
+                         figures_dir, "02_w_q_columns_per_head.png");
+        }
         return cli::exit_ok;
     });
 }

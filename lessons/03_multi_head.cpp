@@ -18,6 +18,7 @@
 // Run:  ./headwise run 3      or      build/lessons/03_multi_head --help
 
 #include "headwise/batched.hpp"
+#include "headwise/figure.hpp"
 #include "headwise/heatmap.hpp"
 #include "headwise/lesson.hpp"
 #include "headwise/params.hpp"
@@ -109,7 +110,9 @@ int main(int argc, char** argv) {
     std::string sentence = "the black cat sat on the mat";
     std::string other = "le chat noir s'assit sur le tapis";
     std::size_t M = 7;
+    std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
+    app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
     app.add_option("--sentence", sentence, "words that label the tokens in the heat maps")->capture_default_str();
     app.add_option("--cross-seq", M, "length M of the second sequence in the cross-attention step")
         ->check(CLI::Range(1, 4096))
@@ -320,6 +323,25 @@ int main(int argc, char** argv) {
                    "  queries' length N = {}. Head 0, batch 0:\n",
                    N, M, N);
         print_indented(heatmap(Tensor2(xt::view(cross_weights, 0, 0)), labels, token_labels(other, M), look));
+
+        // -----------------------------------------------------------------------------------------
+        if (!figures_dir.empty()) {
+            trace.section("figures: every head's weights side by side, and each head's entropy");
+            std::vector<figure::HeatmapPanel> panels;
+            for (std::size_t h = 0; h < std::min<std::size_t>(H, 8); ++h) {
+                const Tensor2 w_bh = xt::view(weights, 0, h);  // (N, N)
+                panels.push_back({fmt::format("head {}", h), figure::grid_of(w_bh), labels, labels});
+            }
+            figure::save(figure::heatmaps(fmt::format("Attention weights per head (batch 0, d_model = {}, H = {}, random weights)", d, H),
+                                          panels, "rows: queries, columns: keys; white = 0, dark blue = 1; each row sums to 1"),
+                         figures_dir, "03_heads_heatmaps.png");
+            figure::BarChart bars{fmt::format("Mean softmax entropy per head (N = {} keys)", N), "entropy (nats)"};
+            for (std::size_t h = 0; h < H; ++h) bars.bars.push_back({fmt::format("head {}", h), entropy[h], figure::palette(h)});
+            bars.reference = ln_n;
+            bars.reference_label = fmt::format("uniform maximum ln {} = {:.3f}", N, ln_n);
+            bars.format = [](double v) { return fmt::format("{:.2f}", v); };
+            figure::save(figure::bar_chart(bars), figures_dir, "03_head_entropy.png");
+        }
         return cli::exit_ok;
     });
 }

@@ -15,6 +15,7 @@
 // Run:  ./headwise run 4      or      build/lessons/04_causal_mask --help
 
 #include "headwise/batched.hpp"
+#include "headwise/figure.hpp"
 #include "headwise/lesson.hpp"
 
 #include <cmath>
@@ -79,7 +80,9 @@ int main(int argc, char** argv) {
     CLI::App app{"Lesson 04: the causal mask", "04_causal_mask"};
     cli::LessonOptions opt;
     std::size_t changed = 0;
+    std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
+    app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
     app.add_option("--changed-token", changed, "the token j changed to prove causality (default: the middle one)")
         ->check(CLI::Range(0, 4095));
     if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
@@ -291,6 +294,22 @@ int main(int argc, char** argv) {
                    static_cast<double>(xt::amax(xt::abs(out_none))()), std::count_if(out_none.begin(), out_none.end(), [](float o) { return std::isnan(o); }));
         fmt::print("  so a fully padded query gets zero weights and a zero output (the output projection then\n"
                    "  returns just its bias), never NaN.\n");
+
+        // -----------------------------------------------------------------------------------------
+        if (!figures_dir.empty()) {
+            trace.section("figure: the mask, the weights without it and with it");
+            // Hidden cells are NaN in the picture (drawn hatched); the weights there are exactly 0.
+            const Tensor2 hidden = xt::where(mask, std::numeric_limits<float>::quiet_NaN(), 0.0f);  // (N, N)
+            const Tensor2 masked = xt::where(mask, std::numeric_limits<float>::quiet_NaN(), slice(weights_add, 0, 0));  // (N, N)
+            const std::vector<figure::HeatmapPanel> panels{
+                {"causal mask (hatched = -inf)", figure::grid_of(hidden), {}, {}},
+                {"weights without the mask", figure::grid_of(slice(plain, 0, 0)), {}, {}},
+                {"weights with the mask", figure::grid_of(masked), {}, {}},
+            };
+            figure::save(figure::heatmaps(fmt::format("The causal mask (N = {}), batch 0, head 0", N), panels,
+                                          "rows: queries i, columns: keys j; hatched: j > i, weight exactly 0; row 0 sees only itself"),
+                         figures_dir, "04_causal_mask.png");
+        }
         return cli::exit_ok;
     });
 }

@@ -13,6 +13,7 @@
 // Dimension letters: H = heads, d_head = d_model / H, N = context length (tokens).
 // Run:  ./headwise run 5      or      build/lessons/05_parameter_count --help
 
+#include "headwise/figure.hpp"
 #include "headwise/lesson.hpp"
 #include "headwise/params.hpp"
 
@@ -64,7 +65,9 @@ int main(int argc, char** argv) {
     CLI::App app{"Lesson 05: counting parameters, FLOPs and memory", "05_parameter_count"};
     cli::LessonOptions opt;
     std::size_t N = 4096;
+    std::string figures_dir;
     cli::add_lesson_options(app, opt, "d-model,heads,seed");
+    app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
     app.add_option("--context", N, "context length N for the FLOPs and attention-matrix columns")
         ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
@@ -194,6 +197,46 @@ int main(int argc, char** argv) {
             fmt::print("  H = {} is accepted\n", bad);
         } catch (const usage_error& e) {
             fmt::print("  any other H is refused, e.g. H = {}: \"{}\"\n", bad, e.what());
+        }
+
+        // -----------------------------------------------------------------------------------------
+        if (!figures_dir.empty()) {
+            trace.section("figures: attention-matrix memory and FLOPs against N, published models");
+            // Models with the same shape (BERT-base and GPT-2 small, ...) share one line.
+            std::vector<params::ModelConfig> shapes;
+            std::vector<std::string> names;
+            for (const auto& m : params::known_models()) {
+                const auto same = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) {
+                    return s.d_model == m.d_model && s.heads == m.heads && s.attention_blocks == m.attention_blocks;
+                });
+                if (same != shapes.end()) {
+                    names[std::size_t(same - shapes.begin())] += fmt::format(" = {}", m.name);
+                } else {
+                    shapes.push_back(m);
+                    names.push_back(std::string(m.name));
+                }
+            }
+            figure::LinePlot memory{"Attention weights (H, N, N) in fp32, all blocks, one sequence", "context length N (tokens)",
+                                    "bytes"};
+            figure::LinePlot flops{"Attention FLOPs for one sequence, all blocks (projections + q.k^T + w.v)",
+                                   "context length N (tokens)", "FLOPs"};
+            for (std::size_t i = 0; i < shapes.size(); ++i) {
+                figure::Series mem{names[i], {}, {}, figure::palette(i)}, work{names[i], {}, {}, figure::palette(i)};
+                for (std::size_t n = 128; n <= (std::size_t{1} << 17); n *= 2) {
+                    const double blocks = double(shapes[i].attention_blocks);
+                    mem.x.push_back(double(n));
+                    mem.y.push_back(blocks * double(params::attention_matrix_bytes(1, shapes[i].heads, n)));
+                    work.x.push_back(double(n));
+                    work.y.push_back(blocks * double(n) * params::flops_per_token(shapes[i].d_model, n));
+                }
+                memory.series.push_back(std::move(mem));
+                flops.series.push_back(std::move(work));
+            }
+            memory.format_y = [](double b) { return params::format_bytes(b); };
+            flops.format_y = [](double f) { return fmt::format("1e{:.0f}", std::log10(f)); };
+            memory.format_x = flops.format_x = [](double n) { return group_digits(std::size_t(n)); };
+            figure::save(figure::line_plot(memory), figures_dir, "05_attention_memory_vs_n.png");
+            figure::save(figure::line_plot(flops), figures_dir, "05_attention_flops_vs_n.png");
         }
         return cli::exit_ok;
     });

@@ -18,6 +18,7 @@
 // Dimension letters: B = batch, H = heads, N = sequence length, d_head = width of one head.
 // Run:  ./headwise run 6      or      build/lessons/06_cuda_kernel --help
 
+#include "headwise/figure.hpp"
 #include "headwise/lesson.hpp"
 #include "kernels/attention_kernels.hpp"
 #include "kernels/device.hpp"
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
     bool causal = false;
     std::string schedule_name = "fibers";
     int warmup = 3, repeats = 20;
+    std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,heads,seed");
+    app.add_option("--save-figures", figures_dir, "also draw the traffic chart (PNG) into DIR")->type_name("DIR");
     app.add_option("--d-head", d_head, "width of one head; the register-array kernels exist for 8, 16, 32, 64, 128")
         ->check(CLI::IsMember({8, 16, 32, 64, 128}))
         ->capture_default_str();
@@ -214,6 +217,19 @@ int main(int argc, char** argv) {
                    "  tiled reads every k and v row once per block of {} queries -- that factor is FlashAttention's point.\n",
                    kernels::launch_config(Version::tiled, p).block[0]);
         fmt::print("  (Counted: what the kernels ask of global memory, before any cache would serve it.)\n");
+        if (!figures_dir.empty()) {
+            figure::BarChart bars{fmt::format("Global-memory traffic per kernel (emulator's counts, B={} H={} N={} d_head={}{})", B,
+                                              H, N, D, causal ? ", causal" : ""),
+                                  "bytes loaded + stored (log scale)"};
+            for (Version version : kernels::versions) {
+                bars.bars.push_back({std::string(kernels::name(version)), double(traffic[version].traffic.bytes()),
+                                     figure::palette(std::size_t(version))});
+            }
+            bars.log_y = true;
+            bars.format = [](double b) { return mebibytes(b); };
+            bars.width = 900;
+            figure::save(figure::bar_chart(bars), figures_dir, "06_kernel_traffic.png");
+        }
 
         if (!all_ok) {
             fmt::print("\nA kernel disagrees with the reference: nothing is timed until every version is right.\n");

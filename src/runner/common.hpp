@@ -63,5 +63,6 @@ void add_watch_command(CLI::App& app, Action& action);
 void add_reset_command(CLI::App& app, Action& action);
 void add_solution_command(CLI::App& app, Action& action);
 void add_grade_command(CLI::App& app, Action& action);
+void add_figures_command(CLI::App& app, Action& action);
 
 }  // namespace headwise::runner

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     add_reset_command(app, action);
     add_solution_command(app, action);
     add_grade_command(app, action);
+    add_figures_command(app, action);
 
     try {
         app.parse(argc, argv);

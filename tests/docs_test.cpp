@@ -1,0 +1,206 @@
+// The docs are tested like code: links resolve, the commands they show run, the shape tables
+// match what the lessons print, and the figures are valid PNGs that `headwise figures`
+// reproduces at the same size.
+//
+// Paths come from CMake: HEADWISE_TEST_SOURCE_DIR (the repository), HEADWISE_RUNNER_EXE (the
+// built runner, standing in for ./headwise so no test builds into build/), HEADWISE_LESSONS_DIR.
+#include "headwise/figure.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path source_dir = HEADWISE_TEST_SOURCE_DIR;
+
+std::string read(const fs::path& file) {
+    std::ifstream in(file);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// README.md and every Markdown file under docs/.
+std::vector<fs::path> markdown_files() {
+    std::vector<fs::path> out{source_dir / "README.md"};
+    for (const auto& e : fs::recursive_directory_iterator(source_dir / "docs"))
+        if (e.path().extension() == ".md") out.push_back(e.path());
+    return out;
+}
+
+// Runs a shell command, returns (exit code, stdout).
+std::pair<int, std::string> run(const std::string& command) {
+    std::string out;
+    FILE* p = popen(command.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    std::size_t n = 0;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    const int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, out};
+}
+
+// Lines of fenced code blocks that start with "./headwise ", continuation lines joined and
+// trailing comments dropped.
+std::vector<std::string> headwise_commands(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line, pending;
+    bool fenced = false;
+    while (std::getline(in, line)) {
+        if (line.rfind("```", 0) == 0) {
+            fenced = !fenced;
+            continue;
+        }
+        if (!fenced) continue;
+        if (!pending.empty()) {
+            pending += " " + line;
+        } else if (line.rfind("./headwise ", 0) == 0) {
+            pending = line;
+        } else {
+            continue;
+        }
+        if (!pending.empty() && pending.back() == '\\') {
+            pending.pop_back();
+            continue;
+        }
+        if (const auto hash = pending.find("  #"); hash != std::string::npos) pending.resize(hash);
+        while (!pending.empty() && pending.back() == ' ') pending.pop_back();
+        out.push_back(pending);
+        pending.clear();
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("every relative link in README and docs/ resolves to a file", "[docs]") {
+    const std::regex link(R"(\]\(([^)\s]+)\))");
+    std::size_t checked = 0;
+    for (const auto& file : markdown_files()) {
+        const std::string text = read(file);
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+            std::string target = (*it)[1];
+            if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0 ||
+                target[0] == '#')
+                continue;
+            target = target.substr(0, target.find('#'));
+            INFO(fs::relative(file, source_dir).string() << " links to " << target);
+            CHECK(fs::exists(file.parent_path() / target));
+            ++checked;
+        }
+    }
+    CHECK(checked >= 30);  // the docs do link to each other, the lessons and the figures
+}
+
+TEST_CASE("every ./headwise command the docs show exists, and the quick ones exit 0", "[docs]") {
+    // Commands that exist but are not run here, and why. Each is still checked to exist (--help).
+    const std::map<std::string, std::string> not_run{
+        {"test", "it is this test suite"},
+        {"bench", "it measures for minutes"},
+        {"watch", "it waits for edits until Ctrl-C"},
+        {"grade", "it builds the graders into build/ (the grade tests cover it)"},
+        {"reset", "it rewrites exercises/ (runner_test covers it on a copy)"},
+        {"figures", "it writes docs/figures/ (run below with --out)"},
+        {"attend", "it needs the reader's own .npy files (attend_test covers it)"},
+        {"hint", "it advances the learner's hint counter"},
+        {"solution", "it prints the answer only after the exercise passes"},
+    };
+    std::set<std::string> seen;
+    for (const auto& file : markdown_files()) {
+        for (const std::string& command : headwise_commands(read(file))) {
+            if (!seen.insert(command).second) continue;
+            std::istringstream words(command.substr(std::string("./headwise ").size()));
+            std::string sub;
+            words >> sub;
+            INFO(fs::relative(file, source_dir).string() << ": " << command);
+            // `run all` at the defaults is every lesson's own test ("lesson NN runs and prints...").
+            if (not_run.count(sub) != 0 || sub == "--help" || command == "./headwise run all") {
+                CHECK(run(fmt::format("{} {} --help >/dev/null 2>&1", HEADWISE_RUNNER_EXE, sub)).first == 0);
+                continue;
+            }
+            const auto [rc, out] = run(fmt::format("cd {} && {}{} 2>&1", source_dir.string(), HEADWISE_RUNNER_EXE,
+                                                   command.substr(std::string("./headwise").size())));
+            INFO(out.substr(out.size() > 2000 ? out.size() - 2000 : 0));
+            CHECK(rc == 0);
+        }
+    }
+    CHECK(seen.count("./headwise run all") == 1);
+    CHECK(seen.count("./headwise test") == 1);
+    CHECK(seen.size() >= 10);
+}
+
+TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print", "[docs]") {
+    // A table row:  | `q = x . w_q^T` | (2, 5, 64) | B, N, d |   -- name as printed, shape, dims.
+    const std::regex row(R"(^\| `([^`]+)` +\| (\([0-9, ]*\)) +\| ([^|]+?) +\|$)");
+    // A shape line:  "  q = x . w_q^T          (2, 5, 64)         [B, N, d]"
+    const std::regex printed(R"(^  (.+?) +(\([0-9, ]*\)) +\[(.*)\]$)");
+    const std::regex flags_comment(R"(<!-- shape-table-flags:([^>]*)-->)");
+    std::size_t docs_with_tables = 0;
+    for (const auto& e : fs::directory_iterator(source_dir / "docs")) {
+        const std::string name = e.path().stem().string();
+        if (e.path().extension() != ".md" || name.size() < 3 || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+        const std::string text = read(e.path());
+        std::smatch flags;
+        const std::string extra = std::regex_search(text, flags, flags_comment) ? flags[1].str() : "";
+        const auto [rc, out] = run(fmt::format("{}/{} {} 2>&1", HEADWISE_LESSONS_DIR, name, extra));
+        INFO(name << extra);
+        REQUIRE(rc == 0);
+        std::set<std::tuple<std::string, std::string, std::string>> lines;
+        std::istringstream o(out);
+        std::string line;
+        std::smatch m;
+        while (std::getline(o, line))
+            if (std::regex_match(line, m, printed)) lines.insert({m[1], m[2], m[3]});
+        std::size_t rows = 0;
+        std::istringstream t(text);
+        while (std::getline(t, line)) {
+            if (!std::regex_match(line, m, row)) continue;
+            INFO("table row: " << line);
+            CHECK(lines.count({m[1], m[2], m[3]}) == 1);
+            ++rows;
+        }
+        CHECK(rows >= 5);
+        ++docs_with_tables;
+    }
+    CHECK(docs_with_tables == 6);
+}
+
+TEST_CASE("headwise figures regenerates the committed figures as PNGs of the same size", "[docs][figure]") {
+    const fs::path out = fs::temp_directory_path() / "headwise_docs_test_figures";
+    fs::remove_all(out);
+    const auto [rc, log] = run(fmt::format("{} figures --out {} 2>&1", HEADWISE_RUNNER_EXE, out.string()));
+    INFO(log);
+    REQUIRE(rc == 0);
+    // Each lesson states the size it wrote: "  figure: DIR/NAME.png (W x H)".
+    const std::regex stated(R"(figure: (\S+\.png) \((\d+) x (\d+)\))");
+    std::size_t figures = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), stated); it != std::sregex_iterator(); ++it, ++figures) {
+        const fs::path file = (*it)[1].str();
+        INFO(file.string());
+        const auto fresh = headwise::figure::png_size(file);
+        REQUIRE(fresh.has_value());
+        CHECK(fresh->width == std::stoul((*it)[2]));
+        CHECK(fresh->height == std::stoul((*it)[3]));
+        const auto committed = headwise::figure::png_size(source_dir / "docs" / "figures" / file.filename());
+        REQUIRE(committed.has_value());
+        CHECK(committed->width == fresh->width);
+        CHECK(committed->height == fresh->height);
+    }
+    CHECK(figures >= 7);
+    fs::remove_all(out);
+}
