@@ -18,6 +18,23 @@ namespace headwise::runner {
 
 namespace {
 
+constexpr std::size_t line_width = 110;
+
+// `text` broken at spaces into lines of at most line_width columns, each starting with `indent`.
+void print_wrapped(const std::string& indent, const std::string& text) {
+    const std::size_t room = line_width > indent.size() + 20 ? line_width - indent.size() : 20;
+    std::istringstream words(text);
+    std::string line, word;
+    while (words >> word) {
+        if (!line.empty() && line.size() + 1 + word.size() > room) {
+            fmt::print("{}{}\n", indent, line);
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) fmt::print("{}{}\n", indent, line);
+}
+
 // "  ex03  03_multi_head        3/5  " and the first failure, explained.
 void print_row(const Exercise& e, const std::optional<GradeReport>& r, const fs::path& log) {
     const std::string head = fmt::format("  {:<5} {:<20}", e.id, e.dir);
@@ -42,11 +59,11 @@ void print_row(const Exercise& e, const std::optional<GradeReport>& r, const fs:
     }
     const GradeReport::Failure& f = r->failures[0];
     fmt::print("{}{:>6}  {}\n", head, score, f.test);
-    fmt::print("{}{}\n", indent, f.message);
+    print_wrapped(indent, f.message);
     if (!f.mistake.empty()) {
         fmt::print("{}known mistake \"{}\":\n", indent, f.mistake);
         std::istringstream lines(f.explanation);
-        for (std::string line; std::getline(lines, line);) fmt::print("{}  {}\n", indent, line);
+        for (std::string line; std::getline(lines, line);) print_wrapped(indent + "  ", line);
     }
     if (r->failures.size() > 1) {
         fmt::print("{}({} more failing test{}: {})\n", indent, r->failures.size() - 1, r->failures.size() > 2 ? "s" : "",

@@ -44,9 +44,11 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
         if (!agrees(actual[i], expected[i], tol) && wrong++ == 0) first = i;
     }
     if (wrong == 0) return {};
-    return {false, fmt::format("at {} got {:.6g}, expected {:.6g} (allowed difference {:.1e}); {} of {} values differ",
+    const double allowed = tol.abs + tol.rel * std::abs(expected[first]);
+    return {false, fmt::format("at {} got {:.6g}, expected {:.6g} ({}); {} of {} values differ",
                                index_of(first, expected_shape), actual[first], expected[first],
-                               tol.abs + tol.rel * std::abs(expected[first]), wrong, expected.size())};
+                               allowed == 0.0 ? std::string("must be exact") : fmt::format("allowed difference {:.1e}", allowed),
+                               wrong, expected.size())};
 }
 
 Outcome compare_flags(std::span<const std::size_t> actual_shape, const std::vector<bool>& actual,
