@@ -68,7 +68,9 @@ using Env = std::map<std::string, std::string>;
 // A started headwise process whose output goes to files in `dir`.
 class Process {
 public:
-    Process(const std::vector<std::string>& args, const Env& env, const fs::path& dir, const std::optional<std::string>& input)
+    // `program` defaults to the runner; other tests start a lesson or any binary the same way.
+    Process(const std::vector<std::string>& args, const Env& env, const fs::path& dir, const std::optional<std::string>& input,
+            const std::string& program = HEADWISE_RUNNER_EXE)
         : out_(dir / "stdout"), err_(dir / "stderr") {
         const fs::path in = dir / "stdin";
         if (input) write_text(in, *input);
@@ -84,7 +86,7 @@ public:
             dup2(ferr, 2);
             setpgid(0, 0);  // its own process group: a signal to it reaches its children too
             for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-            std::vector<std::string> all{HEADWISE_RUNNER_EXE};
+            std::vector<std::string> all{program};
             all.insert(all.end(), args.begin(), args.end());
             std::vector<char*> argv;
             for (auto& a : all) argv.push_back(a.data());

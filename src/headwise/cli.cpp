@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -33,10 +34,19 @@ std::string one_line(std::string s) {
     return s;
 }
 
-// CLI11 quietly wraps "-1" into a huge unsigned number; refuse it instead.
+// A seed is a whole number that fits 64 bits. CLI11 on its own quietly wraps "-1" into a huge
+// unsigned number, accepts a number past 2^64 - 1 as something else, and says only "Could not
+// convert" for "abc": refuse each, saying what a seed may be.
 const CLI::Validator non_negative(
-    [](std::string& s) { return !s.empty() && s[0] == '-' ? std::string("must not be negative") : std::string(); },
-    "NON-NEGATIVE");
+    [](std::string& s) {
+        const std::string expected = fmt::format("{} is not a whole number from 0 to {}", s, std::numeric_limits<std::uint64_t>::max());
+        if (!s.empty() && s[0] == '-') return fmt::format("must not be negative: {}", expected);
+        std::uint64_t value = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return expected;
+        return std::string();
+    },
+    "0..2^64-1");
 
 }  // namespace
 

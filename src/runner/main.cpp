@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 int main(int argc, char** argv) {
     using namespace headwise::runner;
     CLI::App app{"headwise: multi-head self-attention, step by step.\n"
@@ -22,6 +24,17 @@ int main(int argc, char** argv) {
     add_solution_command(app, action);
     add_grade_command(app, action);
     add_figures_command(app, action);
+
+    // A mistyped command: CLI11 would only say "A subcommand is required"; name it and the valid ones.
+    if (argc > 1 && argv[1][0] != '-') {
+        std::vector<std::string> commands;
+        for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
+        if (std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+            fmt::print(stderr, "headwise: no command '{}' (the commands are {}; see ./headwise --help)\n", argv[1],
+                       fmt::join(commands, ", "));
+            return exit_usage;
+        }
+    }
 
     try {
         app.parse(argc, argv);
