@@ -208,6 +208,9 @@ const std::vector<Case> attend_cases{
     {"attend", {"--key-padding-mask", "{w}/mask_wrong.npy"}, "--key-padding-mask has shape \\(1, 3\\).*dimension 1 \\(N_k\\) is 3, not 2"},
     {"attend", {"--key-padding-mask", "{w}/bias4.npy"}, "bias4.npy.*bool"},
     {"attend", {"--query", "{w}/huge_values.npy"}, "overflowed"},
+    // Valid files whose (B, H, N_q, N_k) weights would not fit in memory: refused before computing.
+    {"attend", {"--query", "{w}/long_query.npy", "--in-proj-weight", "{w}/w_in2.npy", "--out-proj-weight", "{w}/w_o2.npy"},
+     "attention weights \\(B, H, N_q, N_k\\) = \\(1, 2, 100000, 100000\\) would need [0-9]+ bytes"},
     {"attend", {"--output", "{w}/no/such/dir/y.npy"}, "--output.*does not exist"},
     {"attend", {"--output", "{w}/out"}, "--output.*is a directory"},
     {"attend", {"--output", "{w}/q.npy"}, "--output .*q.npy is also the --query input"},
@@ -279,6 +282,9 @@ void write_workspace(const fs::path& w) {
         {"inf_query.npy", f32_with("(1, 2, 4)", 8, 3, inf)},
         {"neg_inf_w_in.npy", f32_with("(12, 4)", 48, 47, -inf)},
         {"huge_values.npy", f32("(1, 2, 4)", 8, 1e30f)},
+        {"long_query.npy", f32("(1, 100000, 2)", 200000)},
+        {"w_in2.npy", f32("(6, 2)", 12)},
+        {"w_o2.npy", f32("(2, 2)", 4)},
     };
     for (const auto& [name, bytes] : files) write_text(w / name, bytes);
     fs::permissions(w / "unreadable.npy", fs::perms::none);
