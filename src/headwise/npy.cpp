@@ -1,8 +1,8 @@
 // headwise/npy.cpp -- a strict .npy reader and an atomic float32 writer.
 //
 // Why not xt::load_npy for reading: on a hostile file it reads past a truncated end without
-// noticing (the missing bytes stay uninitialised), takes the header length as signed chars
-// (a header of 128+ bytes gets a wrong length), allocates whatever the shape says before
+// noticing (the missing bytes stay uninitialised), reads the header length through signed chars
+// (a length whose low byte is 128 or more comes out wrong), allocates whatever the shape says before
 // looking at the data, parses "-1" as a huge size, and throws "formats not matching" for
 // float64. The format is small (numpy's NEP 1), so it is parsed here, byte by byte. Writing
 // uses xt::dump_npy, which is right for the C-order float32 tensors written here.

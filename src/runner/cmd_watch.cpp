@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <sys/stat.h>
@@ -74,6 +75,7 @@ void grade(const Lesson& lesson) {
         fmt::print("watch: exercise {:02}: {} -- save a file to re-grade (stuck? ./headwise hint {}; Ctrl-C stops)\n",
                    lesson.number, state, lesson.number);
     }
+    std::fflush(stdout);  // shown now even when stdout is a pipe or a file
 }
 
 int watch(const std::string& which, int interval_ms) {
@@ -120,6 +122,7 @@ int watch(const std::string& which, int interval_ms) {
         last = current;
         if (!missing.empty()) {
             if (!reported_missing) fmt::print("watch: waiting for {} to exist again\n", fmt::join(missing, ", "));
+            std::fflush(stdout);
             reported_missing = true;
             continue;
         }
