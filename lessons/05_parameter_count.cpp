@@ -216,9 +216,9 @@ int main(int argc, char** argv) {
                     names.push_back(std::string(m.name));
                 }
             }
-            figure::LinePlot memory{"Attention weights (H, N, N) in fp32, all blocks, one sequence", "context length N (tokens)",
+            figure::LinePlot memory{"fp32 attention weights, all blocks", "context length N (tokens)",
                                     "bytes"};
-            figure::LinePlot flops{"Attention FLOPs for one sequence, all blocks (projections + q.k^T + w.v)",
+            figure::LinePlot flops{"Attention FLOPs per sequence, all blocks",
                                    "context length N (tokens)", "FLOPs"};
             for (std::size_t i = 0; i < shapes.size(); ++i) {
                 figure::Series mem{names[i], {}, {}, figure::palette(i)}, work{names[i], {}, {}, figure::palette(i)};

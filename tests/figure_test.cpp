@@ -163,7 +163,10 @@ TEST_CASE("a log-log line plot puts equal ratios at equal distances", "[figure]"
     const Canvas c = line_plot(plot);
     // The markers are 7 x 7 squares of the series colour; find their centres by column.
     std::vector<int> xs;
-    for (int x = 0; x < c.width() - 200; ++x) {  // the legend swatch sits at the right
+    // The plot ends where the legend column starts (line_plot leaves text width + 70 pixels for
+    // it); a marker centred on the plot's right edge overhangs it by 3.
+    const int plot_right = c.width() - (Canvas::text_width("y = x", 2) + 70);
+    for (int x = 0; x <= plot_right + 3; ++x) {
         int run = 0;
         for (int y = 0; y < c.height(); ++y) run = c.at(x, y) == palette(2) ? run + 1 : 0, xs.push_back(run >= 7 ? x : -1);
     }
