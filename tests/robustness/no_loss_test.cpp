@@ -126,11 +126,15 @@ std::uint64_t tree_checksum(const fs::path& dir) {
 TEST_CASE("reset killed at any moment leaves each file the learner's or the stub, and a stub only after its backup",
           "[no loss][reset]") {
     Course c;
-    // One uninterrupted reset, to know how long the whole thing takes on this machine.
-    write_text(c.cpp, learner_version(stub_cpp, 4, 0));
-    write_text(c.hpp, learner_version(header, 4, 0));
-    const auto whole = time_of([&] { REQUIRE(run_headwise({"reset", "1", "--yes"}, c.env()).code == 0); });
-    REQUIRE(read_text(c.cpp) == stub_cpp);
+    // Two uninterrupted resets (the faster counts: the first may pay for cold caches), to know
+    // how long the whole thing takes on this machine.
+    auto whole = std::chrono::microseconds::max();
+    for (int warm = 0; warm < 2; ++warm) {
+        write_text(c.cpp, learner_version(stub_cpp, 4, -1 - warm));
+        write_text(c.hpp, learner_version(header, 4, -1 - warm));
+        whole = std::min(whole, time_of([&] { REQUIRE(run_headwise({"reset", "1", "--yes"}, c.env()).code == 0); }));
+        REQUIRE(read_text(c.cpp) == stub_cpp);
+    }
 
     std::mt19937 rng(2024);
     std::uniform_int_distribution<long long> when(0, whole.count() * 5 / 4);
