@@ -220,7 +220,7 @@ TEST_CASE("attend refuses NaN and Inf inputs naming file and position", "[attend
     SECTION("finite inputs whose scores overflow float32") {
         q.fill(1e30f);
         p.replace("--query", q);
-        require_refused(p, p.run(), "overflowed");
+        require_refused(p, p.run(), "too large for float32");
     }
 }
 

@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -64,6 +66,43 @@ void require_shape(const std::string& flag, const Shape& got, const Shape& want,
 template <std::size_t R>
 Tensor<R> load(const std::string& file, const std::string& flag) {
     return npy::to_tensor<R>(npy::read(file), flag);
+}
+
+double max_abs(const float* p, std::size_t n) {
+    double m = 0.0;
+    for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(double(p[i])));
+    return m;
+}
+
+// Bound on |y| for y = x . W[rows]^T + b[rows], from max|x| and W's largest row sum of |w|.
+double linear_bound(double x_max, const Tensor2& w, std::size_t row0, std::size_t rows, const Tensor1& b) {
+    double l1 = 0.0;
+    for (std::size_t r = row0; r < row0 + rows; ++r) {
+        double row_sum = 0.0;
+        for (std::size_t c = 0; c < w.shape()[1]; ++c) row_sum += std::abs(double(w(r, c)));
+        l1 = std::max(l1, row_sum);
+    }
+    const double b_max = b.size() != 0 ? max_abs(b.data() + row0, rows) : 0.0;
+    return x_max * l1 + b_max;
+}
+
+// Finite inputs can still overflow float32 inside the forward (scores of 1e30 * 1e30), and a
+// NaN made there must never reach the output. A bound computed in double before any float work
+// refuses such inputs up front: every |q|, |k|, |v|, |score| and |output| stays below it.
+void require_no_overflow(const Tensor3& query, const Tensor3& key, const Tensor3& value, const MultiHeadAttention& m) {
+    const std::size_t d = m.d_model(), d_head = d / m.heads;
+    const double q = linear_bound(max_abs(query.data(), query.size()), m.in_proj_weight, 0, d, m.in_proj_bias);
+    const double k = linear_bound(max_abs(key.data(), key.size()), m.in_proj_weight, d, d, m.in_proj_bias);
+    const double v = linear_bound(max_abs(value.data(), value.size()), m.in_proj_weight, 2 * d, d, m.in_proj_bias);
+    const double score = double(d_head) * q * k / std::sqrt(double(d_head));
+    const double out = linear_bound(v, m.out_proj_weight, 0, d, m.out_proj_bias);
+    constexpr double limit = 1e37;  // float32 ends at 3.4e38: keep a margin for the sums' rounding
+    const double worst = std::max({q, k, v, score, out});
+    if (!(worst < limit)) {
+        throw usage_error(fmt::format("the inputs are too large for float32: attention scores or outputs could reach "
+                                      "{:.2g} (float32 ends at 3.4e+38); scale them down. Nothing was written",
+                                      worst));
+    }
 }
 
 bool all_finite(const float* p, std::size_t n) {
@@ -154,6 +193,7 @@ int attend(const AttendArgs& a) {
     cli::require_memory(cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights"),
                         fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
 
+    require_no_overflow(query, key, value, mha);
     Tensor4 weights;                                                           // (B, H, N_q, N_k)
     const Tensor3 output = mha.forward(query, key, value, options, &weights);  // (B, N_q, d_model)
     if (!all_finite(output.data(), output.size()) || !all_finite(weights.data(), weights.size())) {
