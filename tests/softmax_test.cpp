@@ -58,3 +58,9 @@ TEST_CASE("softmax: entropy is ln(n) for uniform rows and 0 for one-hot rows", "
     CHECK(h(0) == Approx(std::log(4.0)));
     CHECK(h(1) == 0.0f);
 }
+
+TEST_CASE("softmax: a NaN logit gives NaN weights, never a crash or a hidden number", "[softmax]") {
+    Tensor2 x = {{0.0f, std::nanf(""), 1.0f}};
+    const Tensor2 p = softmax(x);
+    CHECK(std::isnan(p(0, 1)));
+}

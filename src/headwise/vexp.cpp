@@ -13,6 +13,8 @@ namespace {
     constexpr float log2e = 1.44269504088896341f;
     constexpr float ln2_hi = 0.693359375f;  // ln 2 split in two so n * ln2_hi is exact
     constexpr float ln2_lo = -2.12194440e-4f;
+    const float in = x;
+    x = in == in ? in : 0.0f;  // a NaN is computed on as 0 (converting it to int is undefined) and put back below
     const float keep = x < -87.0f ? 0.0f : 1.0f;  // 0 below the float range, also for -inf (masked)
     x = std::min(std::max(x, -87.0f), 88.0f);
     // round(x / ln 2) without calling floor(): the +127 bias keeps the value positive after the
@@ -29,7 +31,7 @@ namespace {
     p = p * r + 5.0000001201e-1f;
     const float e = p * (r * r) + r + 1.0f;
     const float scale = std::bit_cast<float>(k << 23);  // 2^n
-    return keep * e * scale;
+    return in == in ? keep * e * scale : in;  // NaN in, NaN out: never hidden
 }
 
 }  // namespace
