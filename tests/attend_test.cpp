@@ -7,6 +7,7 @@
 #include "headwise/npy.hpp"
 
 #include <catch2/catch.hpp>
+#include <xtensor/xbuilder.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -198,7 +199,7 @@ TEST_CASE("attend refuses unreadable and malformed npy files", "[attend][bad inp
     }
     SECTION("wrong rank") {
         Problem p;
-        p.replace("--query", Tensor2::from_shape({5, 32}));
+        p.replace("--query", Tensor2(xt::zeros<float>({5, 32})));
         require_refused(p, p.run(), "must have 3 dimensions");
     }
 }
@@ -231,14 +232,14 @@ TEST_CASE("attend refuses shapes that do not fit, naming both shapes and the dim
         require_refused(p, p.run(), "d_model = 32 (dimension 2 of --query) is not divisible by --heads 5: d_head would be 6.4");
     }
     SECTION("in_proj_weight transposed") {
-        p.replace("--in-proj-weight", Tensor2::from_shape({32, 96}));
+        p.replace("--in-proj-weight", Tensor2(xt::zeros<float>({32, 96})));
         const Result r = p.run();
         require_refused(p, r, "--in-proj-weight has shape (32, 96) but must be (3 * d_model, d_model) = (96, 32)");
         CHECK_THAT(r.err, Contains("--query (2, 5, 32)") && Contains("dimension 0 (3 * d_model) is 32, not 96"));
     }
     SECTION("key batch differs from the query's") {
-        p.replace("--key", Tensor3::from_shape({3, 7, 32}));
-        p.replace("--value", Tensor3::from_shape({3, 7, 32}));
+        p.replace("--key", Tensor3(xt::zeros<float>({3, 7, 32})));
+        p.replace("--value", Tensor3(xt::zeros<float>({3, 7, 32})));
         require_refused(p, p.run(), "--key has shape (3, 7, 32) but must be (B, N_k, d_model) = (2, N_k, 32) to fit --query (2, 5, 32): dimension 0 (B) is 3, not 2");
     }
     SECTION("value length differs from the key's") {
@@ -251,7 +252,7 @@ TEST_CASE("attend refuses shapes that do not fit, naming both shapes and the dim
         require_refused(p, p.run(), "dimension 1 (N_k) is 6, not 7");
     }
     SECTION("bias of the wrong length") {
-        p.replace("--out-proj-bias", Tensor1::from_shape({33}));
+        p.replace("--out-proj-bias", Tensor1(xt::zeros<float>({33})));
         require_refused(p, p.run(), "--out-proj-bias has shape (33,) but must be (d_model) = (32)");
     }
     SECTION("key padding mask of the wrong shape") {
@@ -259,7 +260,7 @@ TEST_CASE("attend refuses shapes that do not fit, naming both shapes and the dim
         require_refused(p, p.run(), "dimension 1 (N_k) is 3, not 5");
     }
     SECTION("float key padding mask") {
-        p.replace("--key-padding-mask", Tensor2::from_shape({2, 5}));
+        p.replace("--key-padding-mask", Tensor2(xt::zeros<float>({2, 5})));
         require_refused(p, p.run(), "must be a bool array");
     }
 }
