@@ -143,9 +143,10 @@ TEST_CASE("attention: max_abs_diff does not hide a NaN", "[attention]") {
 }
 
 TEST_CASE("attention: the fused path equals the reference on awkward sizes and masks", "[attention][fused]") {
-    // Sizes straddle the 64-query tile; cross-attention has N_k != N_q; every mask kind is used.
+    // Sizes straddle the 128-query (causal) and 256-query tiles; cross-attention has N_k != N_q;
+    // every mask kind is used.
     Random rng(21);
-    for (std::size_t nq : {1u, 63u, 64u, 65u, 130u}) {
+    for (std::size_t nq : {1u, 127u, 128u, 129u, 255u, 256u, 257u}) {
         for (bool causal : {false, true}) {
             const std::size_t nk = causal ? nq : nq + 3;
             const Tensor4 q = rng.normal<4>({2, 3, nq, 8});
@@ -165,6 +166,20 @@ TEST_CASE("attention: the fused path equals the reference on awkward sizes and m
     }
 }
 
+TEST_CASE("attention: the fused path equals the reference when long key rows shrink the tile", "[attention][fused]") {
+    // 20000 keys: a 256-query tile of scores would not fit in cache, so tiles shrink to 16 rows.
+    Random rng(24);
+    const Tensor4 q = rng.normal<4>({1, 2, 40, 8});
+    const Tensor4 k = rng.normal<4>({1, 2, 20000, 8});
+    const Tensor4 v = rng.normal<4>({1, 2, 20000, 8});
+    Mask2 attn = Mask2::from_shape({40, 20000});
+    attn.fill(false);
+    for (std::size_t i = 0; i < 40; ++i) attn(i, (i * 7919) % 20000) = true;
+    AttentionOptions o;
+    o.attn_mask = &attn;
+    CHECK(max_abs_diff(scaled_dot_product_attention(q, k, v, o), attention_reference(q, k, v, o)) < 1e-5);
+}
+
 TEST_CASE("attention: multi-head fast path equals the weights path for self- and cross-attention", "[attention][fused]") {
     Random rng(22);
     const auto mha = MultiHeadAttention::random(32, 4, true, rng);
@@ -181,4 +196,17 @@ TEST_CASE("attention: multi-head fast path equals the weights path for self- and
             CHECK(max_abs_diff(mha.forward(x, mem, other, o), mha.forward(x, mem, other, o, &w)) < 1e-5);  // K != V
         }
     }
+}
+
+TEST_CASE("attention: the fast path's reused scratch carries nothing from one call to the next", "[attention][fused]") {
+    // A big call leaves its numbers in the per-thread workspace; a smaller call must not see them.
+    Random rng(23);
+    const auto mha = MultiHeadAttention::random(64, 4, true, rng);
+    const Tensor3 small = rng.normal<3>({1, 9, 64});
+    const Tensor3 big = rng.normal<3>({3, 300, 64});
+    const Tensor3 first = mha.forward(small);
+    (void)mha.forward(big);
+    CHECK(max_abs_diff(mha.forward(small), first) == 0.0);
+    Tensor4 w;
+    CHECK(max_abs_diff(mha.forward(big), mha.forward(big, {}, &w)) < 1e-5);
 }

@@ -1,9 +1,11 @@
 #include "headwise/softmax.hpp"
+#include "headwise/vexp.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace headwise;
 
@@ -63,4 +65,22 @@ TEST_CASE("softmax: a NaN logit gives NaN weights, never a crash or a hidden num
     Tensor2 x = {{0.0f, std::nanf(""), 1.0f}};
     const Tensor2 p = softmax(x);
     CHECK(std::isnan(p(0, 1)));
+}
+
+TEST_CASE("row_max: the largest entry wherever it sits, NaNs passed over as std::max_element does", "[softmax]") {
+    for (std::size_t n : {1u, 15u, 16u, 17u, 33u, 100u}) {
+        for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {  // first, middle, last (in the tail loop when n % 16 != 0)
+            std::vector<float> x(n, -1.0f);
+            x[at] = 3.5f;
+            INFO("n = " << n << ", max at " << at);
+            CHECK(detail::row_max(x.data(), n) == 3.5f);
+        }
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> masked(40, -inf);
+    CHECK(detail::row_max(masked.data(), masked.size()) == -inf);
+    std::vector<float> with_nan(40, 1.0f);
+    with_nan[20] = std::nanf("");
+    with_nan[33] = 2.0f;
+    CHECK(detail::row_max(with_nan.data(), with_nan.size()) == 2.0f);
 }

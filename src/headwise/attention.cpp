@@ -2,6 +2,7 @@
 
 #include "headwise/blas.hpp"
 #include "headwise/fused_attention.hpp"
+#include "headwise/parallel.hpp"
 #include "headwise/softmax.hpp"
 
 #include <fmt/format.h>
@@ -13,18 +14,24 @@
 
 namespace headwise {
 
+using detail::linear_rows;
+
 namespace {
 
-constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-
-// y (rows, out) = x (rows, in) . w^T + b, with w stored (out, in) row-major.
-void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
-                 float* y) {
-    if (b != nullptr) {
-        for (std::size_t r = 0; r < rows; ++r) std::copy(b, b + out, y + r * out);
+// Scratch for MultiHeadAttention::forward's fast path, kept per thread from call to call and
+// grown when needed: at the benchmark sizes it is 40-60 MB, and fresh pages on every call cost
+// more than a tenth of the forward pass. Contents are garbage on entry.
+float* workspace(std::size_t n) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n) {
+        buf.clear();
+        buf.shrink_to_fit();
+        buf.resize(n);
     }
-    blas::gemm(false, true, rows, out, in, 1.0f, x, in, w, in, b != nullptr ? 1.0f : 0.0f, y, out);
+    return buf.data();
 }
+
+constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 void check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
     const auto& sq = q.shape();
@@ -270,46 +277,45 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
 
     // Projections straight into row-major (B * N, k * d) buffers; the heads are never copied
     // out: head h of q is columns h * d_head ... of each row, read in place through strides.
-    std::vector<float> qkv, kv_buf;
-    const float *qp, *kp, *vp;
-    std::size_t q_ld, k_ld;
+    // All scratch lives in one per-thread workspace (see workspace()).
     const bool self = query.data() == key.data() && key.data() == value.data() && query.shape() == key.shape();
+    const std::size_t q_size = batch * nq * (self ? 3 * d : d), kv_size = self ? 0 : batch * nk * 2 * d;
+    const std::size_t tmp_size = !self && key.data() != value.data() ? batch * nk * d : 0;
+    float* const q_buf = workspace(q_size + kv_size + tmp_size + batch * nq * d);
+    float* const kv_buf = q_buf + q_size;
+    float* const tmp = kv_buf + kv_size;
+    float* const merged = tmp + tmp_size;  // (B, N_q, d_model)
+    const float *qp = q_buf, *kp, *vp;
+    std::size_t q_ld, k_ld;
     if (self) {  // one GEMM: x (B*N, d) . [W_q; W_k; W_v]^T (d, 3d)
-        qkv.resize(batch * nq * 3 * d);
-        linear_rows(query.data(), batch * nq, d, w, 3 * d, bias, qkv.data());
-        qp = qkv.data();
+        linear_rows(query.data(), batch * nq, d, w, 3 * d, bias, q_buf);
         kp = qp + d;
         vp = qp + 2 * d;
         q_ld = k_ld = 3 * d;
     } else {
-        qkv.resize(batch * nq * d);
-        linear_rows(query.data(), batch * nq, d, w, d, bias_at(0), qkv.data());
-        qp = qkv.data();
+        linear_rows(query.data(), batch * nq, d, w, d, bias_at(0), q_buf);
         q_ld = d;
-        kv_buf.resize(batch * nk * 2 * d);
         if (key.data() == value.data()) {  // one GEMM for K and V: rows d..3d of in_proj_weight
-            linear_rows(key.data(), batch * nk, d, w + d * d, 2 * d, bias_at(1), kv_buf.data());
+            linear_rows(key.data(), batch * nk, d, w + d * d, 2 * d, bias_at(1), kv_buf);
         } else {  // two GEMMs into the two halves of each row
-            std::vector<float> tmp(batch * nk * d);
             for (std::size_t which : {1u, 2u}) {
-                linear_rows((which == 1 ? key : value).data(), batch * nk, d, w + which * d * d, d, bias_at(which), tmp.data());
+                linear_rows((which == 1 ? key : value).data(), batch * nk, d, w + which * d * d, d, bias_at(which), tmp);
                 for (std::size_t r = 0; r < batch * nk; ++r)
-                    std::copy(tmp.begin() + r * d, tmp.begin() + (r + 1) * d, kv_buf.begin() + r * 2 * d + (which - 1) * d);
+                    std::copy(tmp + r * d, tmp + (r + 1) * d, kv_buf + r * 2 * d + (which - 1) * d);
             }
         }
-        kp = kv_buf.data();
+        kp = kv_buf;
         vp = kp + d;
         k_ld = 2 * d;
     }
 
-    // merged (B, N_q, d_model): each head writes its d_head columns, so no merge step is needed.
-    std::vector<float> merged(batch * nq * d);
+    // merged: each head writes its d_head columns, so no merge step is needed.
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     detail::fused_attention({batch, heads, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld}, {kp, nk * k_ld, d_head, k_ld},
-                            {vp, nk * k_ld, d_head, k_ld}, {merged.data(), nq * d, d_head, d}, scale, options);
+                            {vp, nk * k_ld, d_head, k_ld}, {merged, nq * d, d_head, d}, scale, options);
 
     Tensor3 out = Tensor3::from_shape({batch, nq, d});
-    linear_rows(merged.data(), batch * nq, d, out_proj_weight.data(), d,
+    linear_rows(merged, batch * nq, d, out_proj_weight.data(), d,
                 out_proj_bias.size() ? out_proj_bias.data() : nullptr, out.data());
     return out;
 }

@@ -1,35 +1,29 @@
 #include "headwise/fused_attention.hpp"
 
 #include "headwise/blas.hpp"
+#include "headwise/parallel.hpp"
 #include "headwise/vexp.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <limits>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 namespace headwise::detail {
 
 namespace {
 
-constexpr std::size_t query_tile = 64;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-// Restores OpenBLAS's own thread count when the tiles are done (each tile's small GEMMs run
-// single-threaded inside our workers; the big projections keep both cores to themselves).
-class BlasThreadsScope {
-public:
-    explicit BlasThreadsScope(int n) : saved_(blas::threads()) { blas::set_threads(n); }
-    ~BlasThreadsScope() { blas::set_threads(saved_); }
-    BlasThreadsScope(const BlasThreadsScope&) = delete;
-    BlasThreadsScope& operator=(const BlasThreadsScope&) = delete;
-
-private:
-    int saved_;
-};
+// Queries per tile. Bigger tiles mean fewer and larger GEMMs (K and V are packed once per tile
+// instead of once per 64 queries), but a tile's scores (rows x N_k floats) should stay within
+// the L2 cache, and a causal tile computes a rows x rows triangle above the diagonal for
+// nothing. Measured at the issue-8 sizes (docs/performance.md): without a mask 256 rows beat 128
+// and 64; with causal, 128 beat both.
+std::size_t tile_rows(std::size_t nk, bool causal) {
+    constexpr std::size_t scores_floats = 256 * 1024;  // 1 MiB of scores per worker at most
+    const std::size_t most = causal ? 128 : 256;
+    return std::clamp<std::size_t>(scores_floats / std::max<std::size_t>(nk, 1), 16, most);
+}
 
 struct Tile {
     std::size_t b, h, i0, i1;
@@ -37,7 +31,7 @@ struct Tile {
 
 void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, Strided<const float> k,
               Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
-              std::vector<float>& scores) {
+              std::vector<float>& scores, std::vector<float>& inv_sums) {
     const std::size_t rows = t.i1 - t.i0;
     // Keys this tile can see: with a causal mask, none beyond its last query.
     const std::size_t keys = o.causal ? std::min(s.nk, t.i1) : s.nk;
@@ -47,6 +41,7 @@ void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, St
         return;
     }
     scores.resize(rows * keys);
+    inv_sums.resize(rows);
     const float* qp = q.data + t.b * q.batch + t.h * q.head + t.i0 * q.row;
     const float* kp = k.data + t.b * k.batch + t.h * k.head;
     const float* vp = v.data + t.b * v.batch + t.h * v.head;
@@ -64,55 +59,43 @@ void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, St
         if (o.key_padding_mask != nullptr)
             for (std::size_t j = 0; j < keys; ++j)
                 if ((*o.key_padding_mask)(t.b, j)) row[j] = neg_inf;
-        const float m = *std::max_element(row, row + keys);
+        const float m = row_max(row, keys);
         if (m == neg_inf) {  // every key masked: zeros, as everywhere in headwise
             std::fill(row, row + keys, 0.0f);
+            inv_sums[r] = 0.0f;
             continue;
         }
-        const float inv = 1.0f / exp_shifted_sum(row, keys, m);
-        for (std::size_t j = 0; j < keys; ++j) row[j] *= inv;
+        // row becomes exp(row - m); the division by its sum waits until after the GEMM, where a
+        // row is d_head numbers long instead of `keys`.
+        inv_sums[r] = 1.0f / exp_shifted_sum(row, keys, m);
     }
-    // out_tile (rows, d_head) = weights (rows, keys) . v (keys, d_head)
+    // out_tile (rows, d_head) = exp(scores) (rows, keys) . v (keys, d_head), then / each row's sum
     blas::gemm(false, false, rows, s.d_head, keys, 1.0f, scores.data(), keys, vp, v.row, 0.0f, dst, out.row);
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* o_row = dst + r * out.row;
+        const float inv = inv_sums[r];
+        for (std::size_t c = 0; c < s.d_head; ++c) o_row[c] *= inv;
+    }
 }
 
 }  // namespace
 
 void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<const float> k, Strided<const float> v,
                      Strided<float> out, float scale, const AttentionOptions& options) {
+    const std::size_t rows = tile_rows(s.nk, options.causal);
     std::vector<Tile> tiles;
     for (std::size_t b = 0; b < s.batch; ++b)
         for (std::size_t h = 0; h < s.heads; ++h)
-            for (std::size_t i0 = 0; i0 < s.nq; i0 += query_tile) tiles.push_back({b, h, i0, std::min(s.nq, i0 + query_tile)});
+            for (std::size_t i0 = 0; i0 < s.nq; i0 += rows) tiles.push_back({b, h, i0, std::min(s.nq, i0 + rows)});
     // Causal tiles near the end of the sequence cost the most: hand those out first.
     if (options.causal)
         std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) { return a.i1 > b.i1; });
 
-    const std::size_t workers =
-        std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), tiles.size());
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failure_mutex;
-    auto work = [&] {
-        try {
-            std::vector<float> scores;
-            for (std::size_t t = next++; t < tiles.size(); t = next++)
-                run_tile(s, tiles[t], q, k, v, out, scale, options, scores);
-        } catch (...) {
-            const std::lock_guard lock(failure_mutex);
-            failure = std::current_exception();
-            next = tiles.size();  // the others stop at their next tile
-        }
-    };
-    if (workers <= 1) {
-        work();
-    } else {
-        BlasThreadsScope single(1);
-        std::vector<std::jthread> pool;
-        for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-        work();
-    }
-    if (failure) std::rethrow_exception(failure);
+    // Each worker keeps its scratch rows from tile to tile.
+    std::vector<std::vector<float>> scores(worker_count()), inv_sums(worker_count());
+    parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
+        run_tile(s, tiles[t], q, k, v, out, scale, options, scores[worker], inv_sums[worker]);
+    });
 }
 
 }  // namespace headwise::detail

@@ -11,7 +11,7 @@ namespace headwise {
 void softmax_rows(float* data, std::size_t rows, std::size_t cols) {
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = data + r * cols;
-        const float m = *std::max_element(row, row + cols);
+        const float m = detail::row_max(row, cols);
         if (m == -std::numeric_limits<float>::infinity()) {  // fully masked: defined as zeros
             std::fill(row, row + cols, 0.0f);
             continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace headwise::detail {
 
@@ -48,6 +49,25 @@ float exp_shifted_sum(float* x, std::size_t n, float shift) {
     for (; i < n; ++i) sum += x[i];
     for (float p : partial) sum += p;
     return sum;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+float row_max(const float* x, std::size_t n) {
+    // GCC does not vectorise a float max reduction on its own (NaN rules), so the sixteen lanes
+    // are spelled out as one vector; without AVX-512 the compiler splits it into narrower ones.
+    using lanes = float __attribute__((vector_size(64)));
+    lanes m16;
+    for (std::size_t l = 0; l < 16; ++l) m16[l] = x[0];
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        lanes v;
+        std::memcpy(&v, x + i, sizeof v);
+        m16 = v > m16 ? v : m16;
+    }
+    float m = x[0];
+    for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+    for (std::size_t l = 0; l < 16; ++l) m = m16[l] > m ? m16[l] : m;
+    return m;
 }
 
 }  // namespace headwise::detail

@@ -14,4 +14,8 @@ namespace headwise::detail {
 // Inputs below about -87 (including -inf, a masked position) give exactly 0.
 float exp_shifted_sum(float* x, std::size_t n, float shift);
 
+// The largest of x[0..n), n > 0 (NaNs are passed over, as std::max_element does, and -inf when
+// every entry is -inf). Sixteen lanes at a time; std::max_element goes one float at a time.
+float row_max(const float* x, std::size_t n);
+
 }  // namespace headwise::detail

@@ -1,0 +1,82 @@
+#include "headwise/parallel.hpp"
+
+#include "headwise/blas.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace headwise::detail {
+
+namespace {
+
+// Holds OpenBLAS at n threads until the scope ends, then gives back its own count.
+class BlasThreadsScope {
+public:
+    explicit BlasThreadsScope(int n) : saved_(blas::threads()) { blas::set_threads(n); }
+    ~BlasThreadsScope() { blas::set_threads(saved_); }
+    BlasThreadsScope(const BlasThreadsScope&) = delete;
+    BlasThreadsScope& operator=(const BlasThreadsScope&) = delete;
+
+private:
+    int saved_;
+};
+
+// Below this many multiply-adds a linear layer runs as a single BLAS call: starting a thread
+// costs more than the work saved.
+constexpr double min_parallel_macs = 1 << 22;
+
+}  // namespace
+
+std::size_t worker_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t)>& task) {
+    const std::size_t workers = std::min(worker_count(), count);
+    if (workers <= 1) {
+        for (std::size_t i = 0; i < count; ++i) task(i, 0);
+        return;
+    }
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto work = [&](std::size_t worker) {
+        try {
+            for (std::size_t i = next++; i < count; i = next++) task(i, worker);
+        } catch (...) {
+            const std::lock_guard lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+            next = count;  // the others stop at their next index
+        }
+    };
+    {
+        BlasThreadsScope single(1);
+        std::vector<std::jthread> pool;
+        for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work, w);
+        work(0);
+    }  // joined here
+    if (failure) std::rethrow_exception(failure);
+}
+
+void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
+                 float* y) {
+    auto panel = [&](std::size_t r0, std::size_t r1) {
+        if (r1 <= r0) return;
+        if (b != nullptr)
+            for (std::size_t r = r0; r < r1; ++r) std::copy(b, b + out, y + r * out);
+        blas::gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * in, in, w, in, b != nullptr ? 1.0f : 0.0f,
+                   y + r0 * out, out);
+    };
+    const std::size_t workers = worker_count();
+    if (workers <= 1 || rows < 2 * workers ||
+        static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out) < min_parallel_macs) {
+        panel(0, rows);
+        return;
+    }
+    const std::size_t step = (rows + workers - 1) / workers;
+    parallel_for(workers, [&](std::size_t p, std::size_t) { panel(p * step, std::min(rows, (p + 1) * step)); });
+}
+
+}  // namespace headwise::detail
