@@ -53,20 +53,24 @@ float exp_shifted_sum(float* x, std::size_t n, float shift) {
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
 float row_max(const float* x, std::size_t n) {
-    // GCC does not vectorise a float max reduction on its own (NaN rules), so the sixteen lanes
-    // are spelled out as one vector; without AVX-512 the compiler splits it into narrower ones.
-    using lanes = float __attribute__((vector_size(64)));
-    lanes m16;
-    for (std::size_t l = 0; l < 16; ++l) m16[l] = x[0];
+    // GCC does not vectorise a float max reduction on its own (NaN rules), so it is spelled out
+    // with 4-float vectors, four of them at a time. That width exists in every clone: a wider
+    // vector type is split into scalars where the hardware lacks it.
+    using lanes = float __attribute__((vector_size(16)));
+    lanes m4[4];
+    for (auto& m : m4) m = lanes{x[0], x[0], x[0], x[0]};
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        lanes v;
-        std::memcpy(&v, x + i, sizeof v);
-        m16 = v > m16 ? v : m16;
+        for (std::size_t a = 0; a < 4; ++a) {
+            lanes v;
+            std::memcpy(&v, x + i + 4 * a, sizeof v);
+            m4[a] = v > m4[a] ? v : m4[a];
+        }
     }
     float m = x[0];
     for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-    for (std::size_t l = 0; l < 16; ++l) m = m16[l] > m ? m16[l] : m;
+    for (const auto& v : m4)
+        for (std::size_t l = 0; l < 4; ++l) m = v[l] > m ? v[l] : m;
     return m;
 }
 
