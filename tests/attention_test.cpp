@@ -143,8 +143,8 @@ TEST_CASE("attention: max_abs_diff does not hide a NaN", "[attention]") {
 }
 
 TEST_CASE("attention: the fused path equals the reference on awkward sizes and masks", "[attention][fused]") {
-    // Sizes straddle the 128-query (causal) and 256-query tiles; cross-attention has N_k != N_q;
-    // every mask kind is used.
+    // Sizes straddle the 64-query causal strips and the 256-query tiles; cross-attention has
+    // N_k != N_q; every mask kind is used.
     Random rng(21);
     for (std::size_t nq : {1u, 127u, 128u, 129u, 255u, 256u, 257u}) {
         for (bool causal : {false, true}) {
