@@ -84,3 +84,28 @@ TEST_CASE("row_max: the largest entry wherever it sits, NaNs passed over as std:
     with_nan[33] = 2.0f;
     CHECK(detail::row_max(with_nan.data(), with_nan.size()) == 2.0f);
 }
+
+TEST_CASE("exp_shifted_sum: float-accurate exp over the softmax range, 0 below it, NaN kept", "[softmax]") {
+    // x - 2 from -87 to +78 in small steps (an odd count, so every clone's tail loop runs too);
+    // below -87 the true result is a denormal or less, and exactly 0 is the promise.
+    std::vector<float> x;
+    for (float t = -85.0f; t <= 80.0f; t += 0.01317f) x.push_back(t);
+    std::vector<float> y = x;
+    const float sum = detail::exp_shifted_sum(y.data(), y.size(), 2.0f);
+    double worst = 0, expected_sum = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const double want = std::exp(double(x[i] - 2.0f));  // the shift is applied in float, as it is in the code
+        expected_sum += want;
+        worst = std::max(worst, std::abs(double(y[i]) - want) / want);
+    }
+    CHECK(worst < 3e-7);
+    CHECK(std::abs(double(sum) - expected_sum) / expected_sum < 1e-5);
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> edge = {-inf, -100.0f, -88.5f, std::nanf(""), 0.0f};
+    detail::exp_shifted_sum(edge.data(), edge.size(), 0.0f);
+    CHECK(edge[0] == 0.0f);
+    CHECK(edge[1] == 0.0f);
+    CHECK(edge[2] == 0.0f);
+    CHECK(std::isnan(edge[3]));
+    CHECK(edge[4] == 1.0f);
+}

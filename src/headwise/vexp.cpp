@@ -15,9 +15,11 @@ namespace {
     constexpr float ln2_hi = 0.693359375f;  // ln 2 split in two so n * ln2_hi is exact
     constexpr float ln2_lo = -2.12194440e-4f;
     const float in = x;
-    x = in == in ? in : 0.0f;  // a NaN is computed on as 0 (converting it to int is undefined) and put back below
-    const float keep = x < -87.0f ? 0.0f : 1.0f;  // 0 below the float range, also for -inf (masked)
-    x = std::min(std::max(x, -87.0f), 88.0f);
+    // One test covers the float range, -inf (a masked position) and NaN: each of those is
+    // computed on as 0 (converting NaN to int is undefined) and replaced at the end. Written as
+    // one comparison, it costs three vector instructions where a clamp per case cost seven.
+    const bool in_range = in >= -87.0f;
+    x = in_range ? std::min(in, 88.0f) : 0.0f;
     // round(x / ln 2) without calling floor(): the +127 bias keeps the value positive after the
     // clamp, so truncation towards zero is floor; k - 127 is then n and k is 2^n's exponent field.
     const std::int32_t k = static_cast<std::int32_t>(x * log2e + 127.5f);
@@ -32,7 +34,8 @@ namespace {
     p = p * r + 5.0000001201e-1f;
     const float e = p * (r * r) + r + 1.0f;
     const float scale = std::bit_cast<float>(k << 23);  // 2^n
-    return in == in ? keep * e * scale : in;  // NaN in, NaN out: never hidden
+    const float y = in_range ? e * scale : 0.0f;  // below about -87 the float result is 0
+    return in == in ? y : in;                     // NaN in, NaN out: never hidden
 }
 
 }  // namespace
