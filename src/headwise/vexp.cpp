@@ -40,7 +40,7 @@ namespace {
 
 }  // namespace
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 float exp_shifted_sum(float* x, std::size_t n, float shift) {
     for (std::size_t i = 0; i < n; ++i) x[i] = exp_one(x[i] - shift);
     // Sixteen partial sums: vectorisable, and more accurate than one running sum.
@@ -54,7 +54,7 @@ float exp_shifted_sum(float* x, std::size_t n, float shift) {
     return sum;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 float row_max(const float* x, std::size_t n) {
     // GCC does not vectorise a float max reduction on its own (NaN rules), so it is spelled out
     // with 4-float vectors, four of them at a time. That width exists in every clone: a wider
