@@ -38,7 +38,11 @@ TEST_CASE("parallel_for: a task's exception reaches the caller and the others st
 
 TEST_CASE("parallel_for: OpenBLAS gets its own thread count back afterwards", "[parallel]") {
     const int before = blas::threads();
-    detail::parallel_for(8, [](std::size_t, std::size_t) { CHECK(blas::threads() == 1); });
+    std::atomic<bool> single_inside{true};  // Catch2's CHECK is not thread-safe: check on this thread
+    detail::parallel_for(8, [&](std::size_t, std::size_t) {
+        if (blas::threads() != 1) single_inside = false;
+    });
+    CHECK(single_inside);
     CHECK(blas::threads() == before);
     CHECK_THROWS(detail::parallel_for(8, [](std::size_t, std::size_t) { throw std::runtime_error("x"); }));
     CHECK(blas::threads() == before);
