@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,7 +28,9 @@ namespace fs = std::filesystem;
 
 inline std::string read_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    std::ostringstream text;
+    text << in.rdbuf();  // one bulk copy: a char-at-a-time iterator crawls in a Debug + ASan build
+    return std::move(text).str();
 }
 
 inline void write_text(const fs::path& p, const std::string& text) {
