@@ -62,6 +62,9 @@ struct MultiHeadAttention {
 
     // query (B, N_q, d_model), key and value (B, N_k, d_model) -> (B, N_q, d_model).
     // `weights`, if given, receives the per-head weights (B, H, N_q, N_k).
+    // Without `weights` the fast path runs on every core, and it keeps its scratch (the projected
+    // Q, K, V and the merged heads: 4 * B * N * d_model floats for self-attention) per calling
+    // thread from call to call; the memory goes back when that thread ends.
     Tensor3 forward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                     const AttentionOptions& options = {}, Tensor4* weights = nullptr) const;
     Tensor3 forward(const Tensor3& x, const AttentionOptions& options = {}, Tensor4* weights = nullptr) const {
