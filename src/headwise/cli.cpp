@@ -106,7 +106,9 @@ void require_memory(std::size_t bytes, std::string_view what) {
     if (pages <= 0 || page_size <= 0) return;  // unknown: let the allocation decide
     const auto available = static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
     if (bytes > available / 2) {
-        throw usage_error(fmt::format("{} would need {} bytes ({:.1f} GiB) but only {:.1f} GiB are available; use smaller sizes",
+        // Half, not all: the machine (and the lesson's other tensors) need the rest.
+        throw usage_error(fmt::format("{} would need {} bytes ({:.1f} GiB), more than half of the {:.1f} GiB of free "
+                                      "memory; use smaller sizes",
                                       what, bytes, bytes / double(1ULL << 30), available / double(1ULL << 30)));
     }
 }
