@@ -98,6 +98,9 @@ const std::vector<Case> lesson_size_cases{
     {"06_cuda_kernel", {"--batch", "64", "--seq", "4096", "--heads", "256", "--d-head", "128"}, "would need [0-9]+ bytes"},
     // Work that would take minutes, not seconds: refused as well, naming the sizes.
     {"01_single_head", {"--batch", "64", "--seq", "4096", "--d-model", "1024"}, "--batch|--seq|--d-model|sizes"},
+    {"02_split_merge", {"--batch", "64", "--seq", "4096", "--d-model", "1024"}, "sizes"},
+    {"03_multi_head", {"--batch", "64", "--seq", "4096", "--d-model", "1024"}, "sizes"},
+    {"04_causal_mask", {"--batch", "64", "--seq", "4096", "--heads", "64"}, "sizes"},
     {"06_cuda_kernel", {"--seq", "4096", "--heads", "8"}, "--seq|--heads|sizes"},
     // Values out of a list, and values that must lie inside another size.
     {"06_cuda_kernel", {"--d-head", "12"}, "--d-head.*12"},
