@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 using namespace headwise;
@@ -45,6 +46,22 @@ TEST_CASE("parallel_for: OpenBLAS gets its own thread count back afterwards", "[
     CHECK(single_inside);
     CHECK(blas::threads() == before);
     CHECK_THROWS(detail::parallel_for(8, [](std::size_t, std::size_t) { throw std::runtime_error("x"); }));
+    CHECK(blas::threads() == before);
+}
+
+TEST_CASE("parallel_for: callers on several threads at once still leave OpenBLAS's count as it was", "[parallel]") {
+    const int before = blas::threads();
+    std::atomic<bool> single_inside{true};
+    auto caller = [&] {
+        for (int round = 0; round < 200; ++round)
+            detail::parallel_for(4, [&](std::size_t, std::size_t) {
+                if (blas::threads() != 1) single_inside = false;
+            });
+    };
+    {
+        std::jthread a(caller), b(caller), c(caller);
+    }
+    CHECK(single_inside);
     CHECK(blas::threads() == before);
 }
 

@@ -13,16 +13,29 @@ namespace headwise::detail {
 
 namespace {
 
-// Holds OpenBLAS at n threads until the scope ends, then gives back its own count.
-class BlasThreadsScope {
+// Holds OpenBLAS at one thread while any parallel_for runs, then gives back its own count.
+// OpenBLAS's thread count is one process-wide setting, and parallel_for may run on several of
+// the caller's threads at once: the first to enter saves the count, the last to leave restores it.
+class SingleThreadedBlas {
 public:
-    explicit BlasThreadsScope(int n) : saved_(blas::threads()) { blas::set_threads(n); }
-    ~BlasThreadsScope() { blas::set_threads(saved_); }
-    BlasThreadsScope(const BlasThreadsScope&) = delete;
-    BlasThreadsScope& operator=(const BlasThreadsScope&) = delete;
+    SingleThreadedBlas() {
+        const std::lock_guard lock(mutex_);
+        if (holders_++ == 0) {
+            saved_ = blas::threads();
+            blas::set_threads(1);
+        }
+    }
+    ~SingleThreadedBlas() {
+        const std::lock_guard lock(mutex_);
+        if (--holders_ == 0) blas::set_threads(saved_);
+    }
+    SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+    SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
 
 private:
-    int saved_;
+    static inline std::mutex mutex_;
+    static inline int holders_ = 0;
+    static inline int saved_ = 1;
 };
 
 // Below this many multiply-adds a linear layer runs as a single BLAS call: starting a thread
@@ -52,7 +65,7 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
         }
     };
     {
-        BlasThreadsScope single(1);
+        const SingleThreadedBlas single;
         std::vector<std::jthread> pool;
         for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work, w);
         work(0);
