@@ -25,14 +25,15 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Step helpers.
 
-// (B, N, d_model) -> (B, H, N, d_head) in ONE reshape: the tempting mistake. It keeps memory order,
-// so head 0 receives the first N * d_head numbers of each batch element -- mostly token 0.
+// A single reshape straight to the head layout (B, H, N, d_head): the tempting mistake. It keeps
+// memory order, so head 0 receives the first N * d_head numbers of each batch element -- mostly
+// token 0.
 Tensor4 reshape_straight(const Tensor3& x, std::size_t heads) {
     const std::size_t batch = x.shape()[0], n = x.shape()[1], d_head = x.shape()[2] / heads;
     return xt::reshape_view(x, std::array<std::size_t, 4>{batch, heads, n, d_head});
 }
 
-// Its inverse, (B, H, N, d_head) -> (B, N, d_model), again a single reshape.
+// Its inverse, from the head layout back to (B, N, d_model), again one reshape alone.
 Tensor3 unreshape_straight(const Tensor4& x) {
     const std::size_t batch = x.shape()[0], heads = x.shape()[1], n = x.shape()[2], d_head = x.shape()[3];
     return xt::reshape_view(x, std::array<std::size_t, 3>{batch, n, heads * d_head});
@@ -121,8 +122,8 @@ int main(int argc, char** argv) {
         // -----------------------------------------------------------------------------------------
         trace.section("step 2: split = reshape the last axis into (H, d_head), then swap N and H");
         const Tensor4 q_bnhd = xt::reshape_view(q, std::array<std::size_t, 4>{B, N, H, dh});  // (B, N, H, d_head)
-        trace("q.view(B,N,H,d_head)", q_bnhd, "B, N, H, d_head");
-        const Tensor4 q_heads = xt::transpose(q_bnhd, {0, 2, 1, 3});  // (B, H, N, d_head)
+        trace("q.view(B, N, H, dh)", q_bnhd, "B, N, H, d_head");
+        const Tensor4 q_heads = xt::transpose(q_bnhd, {0, 2, 1, 3});  // axes 1 and 2 swapped: (B, H, N, d_head)
         trace("q.transpose(1, 2)", q_heads, "B, H, N, d_head");
         const Tensor4 q_library = split_heads(q, H);  // (B, H, N, d_head)
         trace("split_heads(q)", q_library, "B, H, N, d_head");

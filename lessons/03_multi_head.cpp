@@ -107,13 +107,13 @@ void print_indented(const std::string& block) {
 int main(int argc, char** argv) {
     CLI::App app{"Lesson 03: multi-head attention", "03_multi_head"};
     cli::LessonOptions opt;
-    std::string sentence = "the black cat sat on the mat";
+    std::string text = "the black cat sat on the mat";
     std::string other = "le chat noir s'assit sur le tapis";
     std::size_t M = 7;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
     app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
-    app.add_option("--sentence", sentence, "words that label the tokens in the heat maps")->capture_default_str();
+    app.add_option("--sentence", text, "words that label the tokens in the heat maps")->capture_default_str();
     app.add_option("--cross-seq", M, "length M of the second sequence in the cross-attention step")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 6: every head's weights for batch 0, drawn");
-        const auto labels = token_labels(sentence, N);
+        const auto labels = token_labels(text, N);
         fmt::print("  rows are queries, columns are keys; {}\n", heatmap_legend(trace.colored()));
         HeatmapOptions look;
         look.color = trace.colored();

@@ -145,8 +145,8 @@ TEST_CASE("every ./headwise command the docs show exists, and the quick ones exi
 }
 
 TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print", "[docs]") {
-    // A table row:  | `q = x . w_q^T` | (2, 5, 64) | B, N, d |   -- name as printed, shape, dims.
-    const std::regex row(R"(^\| `([^`]+)` +\| (\([0-9, ]*\)) +\| ([^|]+?) +\|$)");
+    // A table row:  | `q = x . w_q^T` | B, N, d | (2, 5, 64) |   -- name as printed, dims, shape.
+    const std::regex row(R"(^\| `([^`]+)` +\| ([^|]+?) +\| (\([0-9, ]*\)) +\|$)");
     // A shape line:  "  q = x . w_q^T          (2, 5, 64)         [B, N, d]"
     const std::regex printed(R"(^  (.+?) +(\([0-9, ]*\)) +\[(.*)\]$)");
     const std::regex flags_comment(R"(<!-- shape-table-flags:([^>]*)-->)");
@@ -171,7 +171,7 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
         while (std::getline(t, line)) {
             if (!std::regex_match(line, m, row)) continue;
             INFO("table row: " << line);
-            CHECK(lines.count({m[1], m[2], m[3]}) == 1);
+            CHECK(lines.count({m[1], m[3], m[2]}) == 1);
             ++rows;
         }
         CHECK(rows >= 5);

@@ -1,6 +1,6 @@
 // headwise/trace.hpp -- every lesson step prints its tensor's shape through one helper.
 //
-//   q                   (2, 8, 5, 8)    [B, H, N, d_head]
+//   q                   (2, 4, 7, 16)   [B, H, N, d_head]
 //
 // Names are aligned in columns; colour is used only when stdout is a terminal.
 #pragma once
@@ -13,10 +13,10 @@
 
 namespace headwise {
 
-// Formats "(2, 8, 5, 8)".
+// Formats "(2, 4, 7, 16)".
 std::string format_shape(std::span<const std::size_t> shape);
 
-// Formats "(2, 8, 5, 8) [B, H, N, d_head]"; throws std::logic_error when the number of
+// Formats "(2, 4, 7, 16) [B, H, N, d_head]"; throws std::logic_error when the number of
 // dimension names differs from the rank (a lesson bug, caught the first time it runs).
 std::string format_shape(std::span<const std::size_t> shape, std::string_view dims);
 

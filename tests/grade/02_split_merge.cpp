@@ -42,7 +42,7 @@ TEST_CASE("split_heads: hand-worked (1, 2, 4) into 2 heads of width 2", "[ex02]"
         "B, H, N, d_head", exact);
 }
 
-TEST_CASE("split_heads: (B, N, d_model) -> (B, H, N, d_head) for many shapes", "[ex02]") {
+TEST_CASE("split_heads: every head gets its own (B, H, N, d_head) slice, for many shapes", "[ex02]") {
     for (const Split& s : shapes) {
         const Tensor3 x = random_x(s, 7);
         grade::expect<Ex02>(
@@ -68,7 +68,7 @@ TEST_CASE("merge_heads: hand-worked (1, 2, 2, 2) back to (1, 2, 4)", "[ex02]") {
         "B, N, d_model", exact);
 }
 
-TEST_CASE("merge_heads: (B, H, N, d_head) -> (B, N, d_model) for many shapes", "[ex02]") {
+TEST_CASE("merge_heads: the heads go back side by side into (B, N, d_model), for many shapes", "[ex02]") {
     for (const Split& s : shapes) {
         Random rng(11);
         const Tensor4 x = rng.normal<4>({s.batch, s.heads, s.n, s.d_model / s.heads});
