@@ -18,22 +18,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string alpha_solution = R"(// alpha.cpp -- exercise 01
-int answer() {
-    // BEGIN SOLUTION
-    return 42;  // the secret answer
-    // STUB
-    // TODO(ex01): return the answer
-    return 0;
-    // END SOLUTION
-}
-)";
-const std::string alpha_stub = R"(// alpha.cpp -- exercise 01
-int answer() {
-    // TODO(ex01): return the answer
-    return 0;
-}
-)";
 const std::string alpha_view = R"(// alpha.cpp -- exercise 01
 int answer() {
     return 42;  // the secret answer

@@ -26,6 +26,25 @@ namespace headwise::test {
 
 namespace fs = std::filesystem;
 
+// A one-exercise course for the runner tests: exercise 01's solution with its markers, and the
+// stub cmake/make_stub.cmake derives from it, written out by hand.
+inline const std::string alpha_solution = R"(// alpha.cpp -- exercise 01
+int answer() {
+    // BEGIN SOLUTION
+    return 42;  // the secret answer
+    // STUB
+    // TODO(ex01): return the answer
+    return 0;
+    // END SOLUTION
+}
+)";
+inline const std::string alpha_stub = R"(// alpha.cpp -- exercise 01
+int answer() {
+    // TODO(ex01): return the answer
+    return 0;
+}
+)";
+
 inline std::string read_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::ostringstream text;

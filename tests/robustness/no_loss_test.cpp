@@ -26,23 +26,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string solution_cpp = R"(// alpha.cpp -- exercise 01
-int answer() {
-    // BEGIN SOLUTION
-    return 42;
-    // STUB
-    // TODO(ex01): return the answer
-    return 0;
-    // END SOLUTION
-}
-)";
-// The stub make_stub.cmake makes of it, written out by hand.
-const std::string stub_cpp = R"(// alpha.cpp -- exercise 01
-int answer() {
-    // TODO(ex01): return the answer
-    return 0;
-}
-)";
 const std::string header = "#pragma once\nint answer();\n";
 
 // The learner's version of a file: `megabytes` of comment lines, every one different, so that a
@@ -63,9 +46,9 @@ struct Course {
             "exercise": {"id": "ex01", "dir": "01_alpha", "files": ["alpha.cpp", "alpha.hpp"]}}]})");
         fs::create_directories(src / "cmake");
         fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "cmake" / "make_stub.cmake", src / "cmake" / "make_stub.cmake");
-        write_text(src / "solutions/01_alpha/alpha.cpp", solution_cpp);
+        write_text(src / "solutions/01_alpha/alpha.cpp", alpha_solution);
         write_text(src / "solutions/01_alpha/alpha.hpp", header);
-        write_text(cpp, stub_cpp);
+        write_text(cpp, alpha_stub);
         write_text(hpp, header);
         // The grader stand-in `watch` starts: it takes a moment and writes its report in the build tree.
         write_text(build / "src" / "headwise",
@@ -138,10 +121,10 @@ TEST_CASE("reset killed at any moment leaves each file the learner's or the stub
     // how long the whole thing takes on this machine.
     auto whole = std::chrono::microseconds::max();
     for (int warm = 0; warm < 2; ++warm) {
-        write_text(c.cpp, learner_version(stub_cpp, 4, -1 - warm));
+        write_text(c.cpp, learner_version(alpha_stub, 4, -1 - warm));
         write_text(c.hpp, learner_version(header, 4, -1 - warm));
         whole = std::min(whole, time_of([&] { REQUIRE(run_headwise({"reset", "1", "--yes"}, c.env()).code == 0); }));
-        REQUIRE(read_text(c.cpp) == stub_cpp);
+        REQUIRE(read_text(c.cpp) == alpha_stub);
     }
 
     std::mt19937 rng(2024);
@@ -149,7 +132,7 @@ TEST_CASE("reset killed at any moment leaves each file the learner's or the stub
     int killed_mid_way = 0, stubs_seen = 0;
     constexpr int rounds = 25;
     for (int round = 1; round <= rounds; ++round) {
-        const std::string mine_cpp = learner_version(stub_cpp, 4, round), mine_hpp = learner_version(header, 4, round);
+        const std::string mine_cpp = learner_version(alpha_stub, 4, round), mine_hpp = learner_version(header, 4, round);
         write_text(c.cpp, mine_cpp);
         write_text(c.hpp, mine_hpp);
         const auto delay = std::chrono::microseconds(when(rng));
@@ -157,10 +140,10 @@ TEST_CASE("reset killed at any moment leaves each file the learner's or the stub
         killed_mid_way += code == 128 + SIGKILL;
         INFO("round " << round << ", killed after " << delay.count() << " us, exit " << code);
         const std::string now_cpp = read_text(c.cpp), now_hpp = read_text(c.hpp);
-        CHECK((now_cpp == mine_cpp || now_cpp == stub_cpp));
+        CHECK((now_cpp == mine_cpp || now_cpp == alpha_stub));
         CHECK((now_hpp == mine_hpp || now_hpp == header));
         const auto backups = c.new_backups();
-        if (now_cpp == stub_cpp) {  // the learner's version was replaced: it must be in a backup
+        if (now_cpp == alpha_stub) {  // the learner's version was replaced: it must be in a backup
             ++stubs_seen;
             CHECK(std::count(backups.begin(), backups.end(), mine_cpp) == 1);
         }
@@ -174,7 +157,7 @@ TEST_CASE("reset killed at any moment leaves each file the learner's or the stub
 
 TEST_CASE("watch killed while it re-grades changes nothing under exercises/", "[no loss][watch]") {
     Course c;
-    write_text(c.cpp, learner_version(stub_cpp, 1, 0));
+    write_text(c.cpp, learner_version(alpha_stub, 1, 0));
     std::mt19937 rng(7);
     for (int round = 0; round < 6; ++round) {
         const std::uint64_t before = tree_checksum(c.src / "exercises");
@@ -185,7 +168,7 @@ TEST_CASE("watch killed while it re-grades changes nothing under exercises/", "[
         watch.wait(10s);
         CHECK(tree_checksum(c.src / "exercises") == before);
         // The learner saves again (by rename, as editors do) before the next round.
-        const std::string next = learner_version(stub_cpp, 1, round + 1);
+        const std::string next = learner_version(alpha_stub, 1, round + 1);
         write_text(c.src / "exercises/01_alpha/.alpha.cpp.swp", next);
         fs::rename(c.src / "exercises/01_alpha/.alpha.cpp.swp", c.cpp);
     }
