@@ -159,6 +159,11 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
         const std::string extra = std::regex_search(text, flags, flags_comment) ? flags[1].str() : "";
         const auto [rc, out] = run(fmt::format("{}/{} {} 2>&1", HEADWISE_LESSONS_DIR, name, extra));
         INFO(name << extra);
+        if (rc == 2 && out.find("the all-MiniLM-L6-v2 model is not in") != std::string::npos) {
+            WARN(name << ": not checked, the lesson 07 model is not cached (scripts/fetch-model)");
+            ++docs_with_tables;  // counted, not checked: the lesson's own test reports it skipped
+            continue;
+        }
         REQUIRE(rc == 0);
         std::set<std::tuple<std::string, std::string, std::string>> lines;
         std::istringstream o(out);
@@ -177,7 +182,7 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
         CHECK(rows >= 5);
         ++docs_with_tables;
     }
-    CHECK(docs_with_tables == 6);
+    CHECK(docs_with_tables == 7);
 }
 
 TEST_CASE("headwise figures regenerates the committed figures as PNGs of the same size", "[docs][figure]") {

@@ -85,7 +85,8 @@ File File::open(const std::filesystem::path& path) {
     auto storage = std::make_shared<Storage>();
     const auto size = static_cast<std::size_t>(st.st_size);
     if (size > 0) {
-        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        // MAP_POPULATE: fault the pages in one go (the model is read whole right after opening).
+        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         if (p == MAP_FAILED) {
             ::close(fd);
             throw usage_error(fmt::format("{}: cannot map ({})", path.string(), std::strerror(errno)));
@@ -200,7 +201,7 @@ std::span<const std::byte> File::bytes(std::string_view name) const {
     return {data_ + t.begin, t.end - t.begin};
 }
 
-std::vector<float> File::read_f32(std::string_view name, const std::vector<std::size_t>& shape) const {
+void File::copy_f32(std::string_view name, const std::vector<std::size_t>& shape, float* out) const {
     const TensorInfo& t = info(name);
     if (t.dtype != DType::f32) {
         throw usage_error(fmt::format("{}: tensor \"{}\" is {}, expected F32", path_.string(), name, to_string(t.dtype)));
@@ -209,14 +210,19 @@ std::vector<float> File::read_f32(std::string_view name, const std::vector<std::
         throw usage_error(fmt::format("{}: tensor \"{}\" is {}, expected {}", path_.string(), name, shape_text(t.shape),
                                       shape_text(shape)));
     }
-    std::vector<float> out(t.count());
+    const std::size_t n = t.count();
     // memcpy, not a cast: the data section need not be 4-byte aligned. Little-endian host assumed.
-    if (!out.empty()) std::memcpy(out.data(), data_ + t.begin, out.size() * sizeof(float));
-    for (std::size_t i = 0; i < out.size(); ++i) {
+    if (n != 0) std::memcpy(out, data_ + t.begin, n * sizeof(float));
+    for (std::size_t i = 0; i < n; ++i) {
         if (!std::isfinite(out[i])) {
             throw usage_error(fmt::format("{}: tensor \"{}\" holds {} at flat index {}", path_.string(), name, out[i], i));
         }
     }
+}
+
+std::vector<float> File::read_f32(std::string_view name, const std::vector<std::size_t>& shape) const {
+    std::vector<float> out(info(name).count());
+    copy_f32(name, shape, out.data());
     return out;
 }
 

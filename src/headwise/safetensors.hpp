@@ -64,11 +64,11 @@ public:
     // A float32 tensor copied out, after checking its dtype and that its shape is `shape`
     // (usage_error naming the tensor, the expected and the actual shape otherwise).
     std::vector<float> read_f32(std::string_view name, const std::vector<std::size_t>& shape) const;
+    // The same, straight into a tensor of rank R.
     template <std::size_t R>
     Tensor<R> tensor(std::string_view name, const std::array<std::size_t, R>& shape) const {
         Tensor<R> t = Tensor<R>::from_shape(shape);
-        const std::vector<float> v = read_f32(name, std::vector<std::size_t>(shape.begin(), shape.end()));
-        std::copy(v.begin(), v.end(), t.data());
+        copy_f32(name, std::vector<std::size_t>(shape.begin(), shape.end()), t.data());
         return t;
     }
 
@@ -76,6 +76,7 @@ private:
     struct Storage;
     File(std::shared_ptr<const Storage> storage, std::filesystem::path path);
     void index();
+    void copy_f32(std::string_view name, const std::vector<std::size_t>& shape, float* out) const;
 
     std::shared_ptr<const Storage> storage_;
     std::filesystem::path path_;
