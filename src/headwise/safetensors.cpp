@@ -136,7 +136,10 @@ void File::index() {
             }
             continue;
         }
-        auto bad = [&](std::string_view why) { return usage_error(fmt::format("{}: tensor \"{}\": {}", file, name, why)); };
+        const std::string tensor_name = name;  // a copy: clang 14 lambdas cannot capture structured bindings
+        auto bad = [&](std::string_view why) {
+            return usage_error(fmt::format("{}: tensor \"{}\": {}", file, tensor_name, why));
+        };
         if (!entry.is_object()) throw bad("its entry is not an object");
         for (const char* key : {"dtype", "shape", "data_offsets"})
             if (!entry.contains(key)) throw bad(fmt::format("no \"{}\"", key));
