@@ -23,7 +23,7 @@ namespace {
 const std::string sentence = "The animal didn't cross the street because it was too tired.";  // 16 tokens
 
 const bert::Model* model_or_null() {
-    static const bert::Model* model = [] () -> const bert::Model* {
+    static const bert::Model* model = []() -> const bert::Model* {
         try {
             return new bert::Model(bert::Model::load(bert::model_dir()));
         } catch (const std::exception& e) {
@@ -37,7 +37,8 @@ const bert::Model* model_or_null() {
 // The embedding must match transformers' before its speed means anything.
 bool checked(const bert::Model& m) {
     const Tensor2 e = bert::forward(m, bert::tokenize(m, {sentence})).embedding;
-    const Tensor2 expected = npy::to_tensor<2>(npy::read(HEADWISE_FIXTURES_DIR "/bert/tired/embedding.npy"), "embedding");
+    const Tensor2 expected =
+        npy::to_tensor<2>(npy::read(HEADWISE_FIXTURES_DIR "/bert/tired/embedding.npy"), "embedding");
     const double cos = bert::cosine(e.data(), expected.data(), e.size());
     if (!(cos > 0.99999)) fmt::print(stderr, "bert_bench: cosine with transformers {:.6f}; not timing\n", cos);
     return cos > 0.99999;

@@ -15,10 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             (void)f.bytes(t.name);
             try {
                 (void)f.read_f32(t.name, t.shape);
-            } catch (const headwise::usage_error&) {
-            }
+            } catch (const headwise::usage_error&) {}
         }
-    } catch (const headwise::usage_error&) {
-    }
+    } catch (const headwise::usage_error&) {}
     return 0;
 }

@@ -83,12 +83,17 @@ int main(int argc, char** argv) {
     CLI::App app{"Lesson 07: the heads of a real trained model (all-MiniLM-L6-v2)", "07_real_model"};
     std::string sentence = tired;
     std::size_t show_layer = 0;
+    std::size_t top = 5;
     std::string figures_dir;
     bool quiet = false;
     app.add_flag("--quiet", quiet, "no shape lines (the numbers and tables are still printed)");
-    app.add_option("--sentence", sentence, "the sentence whose tokens, layer and heads are shown")->capture_default_str();
+    app.add_option("--sentence", sentence, "the sentence whose tokens, layer and heads are shown")
+        ->capture_default_str();
     app.add_option("--layer", show_layer, "the layer computed step by step and drawn head by head (0-5)")
         ->check(CLI::Range(0, 5))
+        ->capture_default_str();
+    app.add_option("--top", top, "how many of the heads that matter most step 10 names (1-72)")
+        ->check(CLI::Range(1, 72))
         ->capture_default_str();
     app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
     if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
@@ -115,19 +120,24 @@ int main(int argc, char** argv) {
             if (t.dtype == safetensors::DType::f32) params += t.count();
         fmt::print("  {}: {} tensors, {:.1f} M float32 parameters, loaded in {:.0f} ms\n", dir.string(),
                    file.tensors().size(), static_cast<double>(params) / 1e6, load_ms);
-        fmt::print("  config: {} layers, d_model {}, {} heads of d_head {}, d_ffn {}, {} positions, vocabulary {}, "
-                   "LayerNorm eps {:g}\n", L, d, H, dh, c.d_ffn, c.max_positions, c.vocab_size, c.layer_norm_eps);
+        fmt::print(
+            "  config: {} layers, d_model {}, {} heads of d_head {}, d_ffn {}, {} positions, vocabulary {}, "
+            "LayerNorm eps {:g}\n",
+            L, d, H, dh, c.d_ffn, c.max_positions, c.vocab_size, c.layer_norm_eps);
         trace("word_embeddings", model.word_embeddings, "vocab, d_model");
         trace("position_embeddings", model.position_embeddings, "positions, d_model");
         trace("token_type_embeddings", model.token_type_embeddings, "types, d_model");
         const bert::Layer& layer = model.layers[show_layer];
-        trace.shape_line("query.weight = w_q", file.info(fmt::format("encoder.layer.{}.attention.self.query.weight", show_layer)).shape,
+        trace.shape_line("query.weight = w_q",
+                         file.info(fmt::format("encoder.layer.{}.attention.self.query.weight", show_layer)).shape,
                          "d_model, d_model");
         trace("in_proj_weight", layer.attention.in_proj_weight, "3*d_model, d_model");
         trace("intermediate.dense = w_1", layer.w_1, "d_ffn, d_model");
         trace("output.dense = w_2", layer.w_2, "d_model, d_ffn");
-        fmt::print("  the three (d_model, d_model) matrices query, key, value are stacked as rows [W_q; W_k; W_v]:\n"
-                   "  exactly torch.nn.MultiheadAttention's in_proj_weight, so the library's attention runs them as they are.\n");
+        fmt::print(
+            "  the three (d_model, d_model) matrices query, key, value are stacked as rows [W_q; W_k; W_v]:\n"
+            "  exactly torch.nn.MultiheadAttention's in_proj_weight, so the library's attention runs them as they "
+            "are.\n");
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 2: text -> tokens -> ids (WordPiece)");
@@ -138,8 +148,10 @@ int main(int argc, char** argv) {
         fmt::print("  \"{}\"\n", sentence);
         fmt::print("  words: {}\n", fmt::join(vocab.basic_tokenize(sentence), " | "));
         fmt::print("  {:>4}  {:<14} {:>6}\n", "pos", "token", "id");
-        for (std::size_t i = 0; i < enc.tokens.size(); ++i) fmt::print("  {:>4}  {:<14} {:>6}\n", i, enc.tokens[i], enc.ids[i]);
-        for (const std::string example : {"Tokenization of unbelievably long words", "Café crème brûlée", "I ♥ 🙂 東京"}) {
+        for (std::size_t i = 0; i < enc.tokens.size(); ++i)
+            fmt::print("  {:>4}  {:<14} {:>6}\n", i, enc.tokens[i], enc.ids[i]);
+        for (const std::string example :
+             {"Tokenization of unbelievably long words", "Café crème brûlée", "I ♥ 🙂 東京"}) {
             const auto e = vocab.encode(example);
             fmt::print("  \"{}\" -> {}\n", example, fmt::join(e.tokens, " "));
         }
@@ -161,9 +173,9 @@ int main(int argc, char** argv) {
         const Tensor1 b_q = xt::view(mha.in_proj_bias, xt::range(0, d));                       // (d_model)
         const Tensor1 b_k = xt::view(mha.in_proj_bias, xt::range(d, 2 * d));                   // (d_model)
         const Tensor1 b_v = xt::view(mha.in_proj_bias, xt::range(2 * d, 3 * d));               // (d_model)
-        const Tensor3 q = linear(x, w_q, b_q);  // (1, N, d_model)
-        const Tensor3 k = linear(x, w_k, b_k);  // (1, N, d_model)
-        const Tensor3 v = linear(x, w_v, b_v);  // (1, N, d_model)
+        const Tensor3 q = linear(x, w_q, b_q);                                                 // (1, N, d_model)
+        const Tensor3 k = linear(x, w_k, b_k);                                                 // (1, N, d_model)
+        const Tensor3 v = linear(x, w_v, b_v);                                                 // (1, N, d_model)
         trace("q = x . w_q^T + b_q", q, "B, N, d_model");
         trace("k = x . w_k^T + b_k", k, "B, N, d_model");
         trace("v = x . w_v^T + b_v", v, "B, N, d_model");
@@ -177,11 +189,12 @@ int main(int argc, char** argv) {
         const Tensor4 heads_out = scaled_dot_product_attention(q_h, k_h, v_h, masked, &weights);  // (1, H, N, d_head)
         trace("weights = softmax(qk^T/sqrt(32))", weights, "B, H, N_query, N_key");
         trace("heads_out = weights . v_h", heads_out, "B, H, N, d_head");
-        const Tensor3 concat = merge_heads(heads_out);                                  // (1, N, d_model)
+        const Tensor3 concat = merge_heads(heads_out);  // (1, N, d_model)
         trace("concat = merge_heads", concat, "B, N, d_model");
         const Tensor3 attn = linear(concat, mha.out_proj_weight, mha.out_proj_bias);  // (1, N, d_model)
         trace("attn = concat . w_o^T + b_o", attn, "B, N, d_model");
-        const Tensor3 h1 = bert::layer_norm(x + attn, layer.ln1_gamma, layer.ln1_beta, c.layer_norm_eps);  // (1, N, d_model)
+        const Tensor3 h1 =
+            bert::layer_norm(x + attn, layer.ln1_gamma, layer.ln1_beta, c.layer_norm_eps);  // (1, N, d_model)
         trace("h = LN(x + attn)", h1, "B, N, d_model");
         const Tensor3 up = linear(h1, layer.w_1, layer.b_1);  // (1, N, d_ffn)
         trace("up = h . w_1^T + b_1", up, "B, N, d_ffn");
@@ -189,13 +202,15 @@ int main(int argc, char** argv) {
         trace("gelu(up)", act, "B, N, d_ffn");
         const Tensor3 down = linear(act, layer.w_2, layer.b_2);  // (1, N, d_model)
         trace("ffn = gelu(up) . w_2^T + b_2", down, "B, N, d_model");
-        const Tensor3 y = bert::layer_norm(h1 + down, layer.ln2_gamma, layer.ln2_beta, c.layer_norm_eps);  // (1, N, d_model)
+        const Tensor3 y =
+            bert::layer_norm(h1 + down, layer.ln2_gamma, layer.ln2_beta, c.layer_norm_eps);  // (1, N, d_model)
         trace("y = LN(h + ffn)", y, "B, N, d_model");
         const Tensor3 y_library = bert::encoder_layer(layer, x, batch.padding, c.layer_norm_eps);  // (1, N, d_model)
         fmt::print("  step by step vs bert::encoder_layer (MultiHeadAttention::forward inside): max |diff| = {:.2e}\n",
                    max_abs_diff(y, y_library));
-        fmt::print("  BERT normalises after each residual sum (post-LN): LN(x + attn), then LN(h + ffn). GPT-2 and most\n"
-                   "  later models normalise before each block instead (pre-LN): x + attn(LN(x)).\n");
+        fmt::print(
+            "  BERT normalises after each residual sum (post-LN): LN(x + attn), then LN(h + ffn). GPT-2 and most\n"
+            "  later models normalise before each block instead (pre-LN): x + attn(LN(x)).\n");
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 5: all six layers, then one vector for the sentence");
@@ -214,8 +229,12 @@ int main(int argc, char** argv) {
         trace.section("step 6: previous-token and next-token heads");
         // For each head: the mean weight that token i puts on token i-1 (or i+1). Uniform
         // attention would give 1/N; a head that only ever looks one step back gives 1.
-        auto prev = [&](std::size_t l, std::size_t h) { return roles::previous_token(head_weights(out.attention, l, 0, h), N); };
-        auto next = [&](std::size_t l, std::size_t h) { return roles::next_token(head_weights(out.attention, l, 0, h), N); };
+        auto prev = [&](std::size_t l, std::size_t h) {
+            return roles::previous_token(head_weights(out.attention, l, 0, h), N);
+        };
+        auto next = [&](std::size_t l, std::size_t h) {
+            return roles::next_token(head_weights(out.attention, l, 0, h), N);
+        };
         fmt::print("  uniform attention would put 1/N = {:.3f} on each neighbour\n", 1.0 / static_cast<double>(N));
         fmt::print("  {:<7} {:>22} {:>22}\n", "layer", "best previous-token", "best next-token");
         for (std::size_t l = 0; l < L; ++l) {
@@ -226,8 +245,10 @@ int main(int argc, char** argv) {
         }
         const auto prev_ranked = rank_heads(L, H, prev);
         const auto next_ranked = rank_heads(L, H, next);
-        const std::size_t prev_heads = std::count_if(prev_ranked.begin(), prev_ranked.end(), [](const Ranked& r) { return r.value > 0.5; });
-        const std::size_t next_heads = std::count_if(next_ranked.begin(), next_ranked.end(), [](const Ranked& r) { return r.value > 0.5; });
+        const std::size_t prev_heads =
+            std::count_if(prev_ranked.begin(), prev_ranked.end(), [](const Ranked& r) { return r.value > 0.5; });
+        const std::size_t next_heads =
+            std::count_if(next_ranked.begin(), next_ranked.end(), [](const Ranked& r) { return r.value > 0.5; });
         fmt::print("  strongest previous-token head: {} ({:.3f}); {} of {} heads put > 0.5 on the previous token\n",
                    head_name(prev_ranked[0].layer, prev_ranked[0].head), prev_ranked[0].value, prev_heads, L * H);
         fmt::print("  strongest next-token head:     {} ({:.3f}); {} of {} heads put > 0.5 on the next token\n",
@@ -259,14 +280,18 @@ int main(int argc, char** argv) {
             sep_total += sep_heads;
             cls_mean += cls / static_cast<double>(L);
             sep_mean += sep / static_cast<double>(L);
-            fmt::print("  {:<7} {:>11.1f}% {:>11.1f}% {:>16} {:>16}\n", l, 100.0 * cls, 100.0 * sep, cls_heads, sep_heads);
+            fmt::print("  {:<7} {:>11.1f}% {:>11.1f}% {:>16} {:>16}\n", l, 100.0 * cls, 100.0 * sep, cls_heads,
+                       sep_heads);
         }
-        fmt::print("  all layers: {:.1f}% of the attention on [CLS], {:.1f}% on [SEP] (each is 1 of {} tokens = {:.1f}%);\n"
-                   "  {} heads put > 60% on [CLS], {} on [SEP]\n",
-                   100.0 * cls_mean, 100.0 * sep_mean, N, 100.0 / static_cast<double>(N), cls_total, sep_total);
-        fmt::print("  {}\n", cls_mean > sep_mean
-                                  ? "in this model [CLS] is the sink: it plays the part Clark et al. found [SEP] playing in BERT-base"
-                                  : "in this model [SEP] is the sink, as Clark et al. found in BERT-base");
+        fmt::print(
+            "  all layers: {:.1f}% of the attention on [CLS], {:.1f}% on [SEP] (each is 1 of {} tokens = {:.1f}%);\n"
+            "  {} heads put > 60% on [CLS], {} on [SEP]\n",
+            100.0 * cls_mean, 100.0 * sep_mean, N, 100.0 / static_cast<double>(N), cls_total, sep_total);
+        fmt::print(
+            "  {}\n",
+            cls_mean > sep_mean
+                ? "in this model [CLS] is the sink: it plays the part Clark et al. found [SEP] playing in BERT-base"
+                : "in this model [SEP] is the sink, as Clark et al. found in BERT-base");
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 8: where does \"it\" look?");
@@ -280,22 +305,25 @@ int main(int argc, char** argv) {
             return static_cast<double>(pair_out.attention[l](b, h, it, key));
         };
         const auto it_ranked = rank_heads(L, H, [&](std::size_t l, std::size_t h) { return on(0, l, h, animal); });
-        fmt::print("  the heads where \"it\" (position {}) puts the most weight on \"animal\" (position {}):\n", it, animal);
+        fmt::print("  the heads where \"it\" (position {}) puts the most weight on \"animal\" (position {}):\n", it,
+                   animal);
         fmt::print("    {:<7} {:>24} {:>24}\n", "head", "\"...too tired.\" animal", "\"...too wide.\" animal");
         fmt::print("    {:<7} {:>24} {:>24}\n", "", "(street)", "(street)");
         for (std::size_t r = 0; r < 4; ++r) {
             const Ranked& h = it_ranked[r];
-            fmt::print("    {:<7} {:>15.3f} ({:.3f}) {:>15.3f} ({:.3f})\n", head_name(h.layer, h.head), on(0, h.layer, h.head, animal),
-                       on(0, h.layer, h.head, street), on(1, h.layer, h.head, animal), on(1, h.layer, h.head, street));
+            fmt::print("    {:<7} {:>15.3f} ({:.3f}) {:>15.3f} ({:.3f})\n", head_name(h.layer, h.head),
+                       on(0, h.layer, h.head, animal), on(0, h.layer, h.head, street), on(1, h.layer, h.head, animal),
+                       on(1, h.layer, h.head, street));
         }
         std::size_t still_animal = 0;
         for (std::size_t r = 0; r < 4; ++r) {
             const Ranked& h = it_ranked[r];
             still_animal += on(1, h.layer, h.head, animal) > on(1, h.layer, h.head, street);
         }
-        fmt::print("  with \"wide\" the street is what was wide, yet {} of these 4 heads still prefer \"animal\":\n"
-                   "  they link the pronoun to the subject of the sentence; they do not solve the Winograd puzzle.\n",
-                   still_animal);
+        fmt::print(
+            "  with \"wide\" the street is what was wide, yet {} of these 4 heads still prefer \"animal\":\n"
+            "  they link the pronoun to the subject of the sentence; they do not solve the Winograd puzzle.\n",
+            still_animal);
 
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step 9: broad and sharp heads -- entropy, and layer {} drawn", show_layer));
@@ -317,8 +345,9 @@ int main(int argc, char** argv) {
         }
         const auto sharp = std::min_element(layer_entropy.begin(), layer_entropy.end()) - layer_entropy.begin();
         const auto broad = std::max_element(layer_entropy.begin(), layer_entropy.end()) - layer_entropy.begin();
-        fmt::print("  layer {}: sharpest head {} ({:.2f}), broadest head {} ({:.2f}); rows are queries, columns keys; {}\n",
-                   show_layer, sharp, layer_entropy[sharp], broad, layer_entropy[broad], heatmap_legend(trace.colored()));
+        fmt::print(
+            "  layer {}: sharpest head {} ({:.2f}), broadest head {} ({:.2f}); rows are queries, columns keys; {}\n",
+            show_layer, sharp, layer_entropy[sharp], broad, layer_entropy[broad], heatmap_legend(trace.colored()));
         HeatmapOptions look;
         look.color = trace.colored();
         look.max_size = 20;
@@ -331,7 +360,8 @@ int main(int argc, char** argv) {
         trace.section("step 10: head ablation -- remove one head at a time");
         // Zero head h's 32 columns of W_O (its output never reaches the residual stream) and compare
         // the sentence embeddings with the intact model's, for a padded batch of four sentences.
-        const std::vector<std::string> texts = {tired, "A man is playing a guitar.", "The stock market fell sharply today.",
+        const std::vector<std::string> texts = {tired, "A man is playing a guitar.",
+                                                "The stock market fell sharply today.",
                                                 "Tokenization of unbelievably long words."};
         const bert::Batch four = bert::tokenize(model, texts);  // (4, N_max), padded
         trace("four sentences, padded", four.padding, "B, N");
@@ -346,10 +376,12 @@ int main(int argc, char** argv) {
             return s / static_cast<double>(four.size());
         };
         auto ablation = rank_heads(L, H, [&](std::size_t l, std::size_t h) { return 1.0 - ablated_cosine(l, h); });
-        const std::size_t harmless = std::count_if(ablation.begin(), ablation.end(), [](const Ranked& r) { return r.value < 0.01; });
-        fmt::print("  {} of {} heads can go with the embedding's cosine to the original still > 0.99\n", harmless, L * H);
+        const std::size_t harmless =
+            std::count_if(ablation.begin(), ablation.end(), [](const Ranked& r) { return r.value < 0.01; });
+        fmt::print("  {} of {} heads can go with the embedding's cosine to the original still > 0.99\n", harmless,
+                   L * H);
         fmt::print("  the heads that matter most (1 - cosine, mean over the 4 sentences):\n");
-        for (std::size_t r = 0; r < 5; ++r) {
+        for (std::size_t r = 0; r < std::min(top, ablation.size()); ++r) {
             fmt::print("    {:<6} {:.4f}\n", head_name(ablation[r].layer, ablation[r].head), ablation[r].value);
         }
         fmt::print("  median head: {:.4f}; least important: {} {:.5f}\n", ablation[ablation.size() / 2].value,
@@ -375,11 +407,11 @@ int main(int argc, char** argv) {
             for (std::size_t half = 0; half < 2; ++half) {  // six heads per picture, so each stays readable
                 std::vector<figure::HeatmapPanel> panels;
                 for (std::size_t h = half * H / 2; h < (half + 1) * H / 2; ++h) {
-                    panels.push_back({fmt::format("head {}", h), figure::grid_of(head_weights(out.attention, show_layer, 0, h)),
-                                      tokens, tokens});
+                    panels.push_back({fmt::format("head {}", h),
+                                      figure::grid_of(head_weights(out.attention, show_layer, 0, h)), tokens, tokens});
                 }
-                figure::save(figure::heatmaps(fmt::format("all-MiniLM-L6-v2, layer {}, heads {}-{}", show_layer, half * H / 2,
-                                                          (half + 1) * H / 2 - 1),
+                figure::save(figure::heatmaps(fmt::format("all-MiniLM-L6-v2, layer {}, heads {}-{}", show_layer,
+                                                          half * H / 2, (half + 1) * H / 2 - 1),
                                               panels, "rows: queries, columns: keys; white = 0, dark blue = 1", 14),
                              figures_dir, fmt::format("07_layer_heads_{}.png", half == 0 ? "a" : "b"));
             }
@@ -392,8 +424,9 @@ int main(int argc, char** argv) {
             sink.reference_label = fmt::format("uniform: 1/N = {:.3f}", 1.0 / static_cast<double>(N));
             sink.format = [](double v) { return fmt::format("{:.2f}", v); };
             figure::save(figure::bar_chart(sink), figures_dir, "07_cls_sep_sink.png");
-            figure::BarChart bars{fmt::format("Head ablation: the 24 of {} heads whose removal moves the embedding most", L * H),
-                                  "1 - cosine(without the head, original)"};
+            figure::BarChart bars{
+                fmt::format("Head ablation: the 24 of {} heads whose removal moves the embedding most", L * H),
+                "1 - cosine(without the head, original)"};
             for (const Ranked& r : std::span(ablation).first(24)) {
                 bars.bars.push_back({head_name(r.layer, r.head), std::max(r.value, 1e-6), figure::palette(r.layer)});
             }

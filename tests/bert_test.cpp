@@ -84,7 +84,8 @@ TEST_CASE("without_head zeroes exactly that head's columns of W_O", "[bert]") {
     const Tensor2& w = cut.attention.out_proj_weight;
     const float cut_columns = xt::amax(xt::abs(xt::view(w, xt::all(), xt::range(16, 24))))();
     CHECK(cut_columns == 0.0f);
-    const bool rest_kept = xt::view(w, xt::all(), xt::range(0, 16)) == xt::view(l.attention.out_proj_weight, xt::all(), xt::range(0, 16));
+    const bool rest_kept =
+        xt::view(w, xt::all(), xt::range(0, 16)) == xt::view(l.attention.out_proj_weight, xt::all(), xt::range(0, 16));
     CHECK(rest_kept);
     CHECK_THROWS_WITH(l.without_head(4), Contains("no head 4"));
 }
@@ -110,9 +111,9 @@ TEST_CASE("make_batch pads on the right and marks the padding", "[bert]") {
 TEST_CASE("a missing model is one line that says how to get it", "[bert]") {
     const fs::path empty = fs::temp_directory_path() / "headwise-no-model";
     fs::create_directories(empty);
-    CHECK_THROWS_WITH(bert::require_model(empty),
-                      Contains("no model.safetensors, vocab.txt, config.json") && Contains("scripts/fetch-model") &&
-                          Contains("HEADWISE_MODEL_DIR"));
+    CHECK_THROWS_WITH(bert::require_model(empty), Contains("no model.safetensors, vocab.txt, config.json") &&
+                                                      Contains("scripts/fetch-model") &&
+                                                      Contains("HEADWISE_MODEL_DIR"));
     ::setenv("HEADWISE_MODEL_DIR", empty.c_str(), 1);
     CHECK(bert::model_dir() == empty);
     ::unsetenv("HEADWISE_MODEL_DIR");
@@ -122,7 +123,8 @@ TEST_CASE("a missing model is one line that says how to get it", "[bert]") {
 TEST_CASE("read_config refuses a config that is not all-MiniLM's kind of BERT", "[bert]") {
     const fs::path p = fs::temp_directory_path() / fmt::format("headwise-config-{}.json", ::getpid());
     auto write = [&](const std::string& text) { std::ofstream(p) << text; };
-    const std::string base = R"("vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536,
+    const std::string base =
+        R"("vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536,
         "max_position_embeddings": 512, "type_vocab_size": 2)";
     write("{" + base + R"(, "num_attention_heads": 12})");
     CHECK(bert::read_config(p).d_head() == 32);
@@ -179,16 +181,19 @@ TEST_CASE("all-MiniLM-L6-v2: every layer's attention and hidden states within 1e
         INFO(c.name);
         const bert::Batch b = bert::tokenize(model, c.json["sentences"].get<std::vector<std::string>>());
         const bert::Outputs out = bert::forward(model, b, keep_all());
-        const Tensor4 attention = testing::fixture<4>(testing::bert_fixtures / c.name / "attention.npy");  // (L*B, H, N, N)
-        const Tensor3 hidden = testing::fixture<3>(testing::bert_fixtures / c.name / "hidden.npy");        // ((L+1)*B, N, d)
+        const Tensor4 attention =
+            testing::fixture<4>(testing::bert_fixtures / c.name / "attention.npy");                  // (L*B, H, N, N)
+        const Tensor3 hidden = testing::fixture<3>(testing::bert_fixtures / c.name / "hidden.npy");  // ((L+1)*B, N, d)
         const std::size_t B = b.size();
         REQUIRE(attention.shape()[0] == L * B);
         for (std::size_t l = 0; l <= L; ++l) {
             for (std::size_t s = 0; s < B; ++s) {
-                const double dh = max_abs_diff(Tensor2(xt::view(out.hidden[l], s)), Tensor2(xt::view(hidden, l * B + s)));
+                const double dh =
+                    max_abs_diff(Tensor2(xt::view(out.hidden[l], s)), Tensor2(xt::view(hidden, l * B + s)));
                 worst_hidden = std::max(worst_hidden, dh);
                 if (l == L) continue;
-                const double da = max_abs_diff(Tensor3(xt::view(out.attention[l], s)), Tensor3(xt::view(attention, l * B + s)));
+                const double da =
+                    max_abs_diff(Tensor3(xt::view(out.attention[l], s)), Tensor3(xt::view(attention, l * B + s)));
                 worst_attention = std::max(worst_attention, da);
             }
         }

@@ -3,9 +3,9 @@
 // file is refused with one line that names the file and the problem.
 #include "headwise/safetensors.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -111,14 +111,17 @@ TEST_CASE("safetensors refuses truncated, oversized and lying headers with one l
     refuses(file_bytes(R"({"a":3})", ""), "its entry is not an object");
     refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[1]}})", ""), "no \"data_offsets\"");
     refuses(file_bytes(R"({"a":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}})", "x"), "unknown dtype \"Q8\"");
-    refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "xxxx"), "not a non-negative integer");
+    refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "xxxx"),
+            "not a non-negative integer");
     refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "xxxx"), "needs 8 bytes");
-    refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "xxxx"), "fall outside the 4 bytes");
+    refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "xxxx"),
+            "fall outside the 4 bytes");
     refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", "xxxx"), "fall outside");
     refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})", "xxxx"),
             "its shape overflows");
     refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", std::string(8, 'x')),
+                       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                       std::string(8, 'x')),
             "overlap");
     refuses(file_bytes(R"({"__metadata__":{"k":1}})", ""), "is not a string");
     refuses(file_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", "xxxx"), "not [begin, end]");

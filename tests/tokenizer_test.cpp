@@ -18,8 +18,9 @@ using Words = std::vector<std::string>;
 namespace {
 
 WordPiece small_vocab() {
-    return WordPiece::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "the", "cafe",
-                                   "##s", "##a", "!", ",", "a", "##b", "ab", "東", "京", "want", "##ed", "running"});
+    return WordPiece::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un",     "##aff", "##able",
+                                   "the",   "cafe",  "##s",   "##a",   "!",      ",",      "a",     "##b",
+                                   "ab",    "東",    "京",    "want",  "##ed",   "running"});
 }
 
 }  // namespace
@@ -29,7 +30,8 @@ TEST_CASE("tokenizer lower-cases, strips accents and splits punctuation off word
     CHECK(wp.basic_tokenize("Café, CAFÉS!") == Words{"cafe", ",", "cafes", "!"});
     CHECK(wp.basic_tokenize("naïve Zoë") == Words{"naive", "zoe"});
     CHECK(wp.basic_tokenize("don't") == Words{"don", "'", "t"});
-    CHECK(wp.basic_tokenize("a$b^c`d") == Words{"a", "$", "b", "^", "c", "`", "d"});  // ASCII symbols count as punctuation
+    CHECK(wp.basic_tokenize("a$b^c`d") ==
+          Words{"a", "$", "b", "^", "c", "`", "d"});  // ASCII symbols count as punctuation
     CHECK(wp.basic_tokenize("«quote»—dash") == Words{"«", "quote", "»", "—", "dash"});
 }
 
@@ -57,7 +59,7 @@ TEST_CASE("wordpiece takes the longest piece first, then ## continuations", "[to
     const WordPiece wp = small_vocab();
     CHECK(wp.wordpiece("unaffable") == Words{"un", "##aff", "##able"});
     CHECK(wp.wordpiece("wanted") == Words{"want", "##ed"});
-    CHECK(wp.wordpiece("ab") == Words{"ab"});            // "ab" beats "a" + "##b"
+    CHECK(wp.wordpiece("ab") == Words{"ab"});  // "ab" beats "a" + "##b"
     CHECK(wp.wordpiece("abb") == Words{"ab", "##b"});
     CHECK(wp.wordpiece("running") == Words{"running"});
 }

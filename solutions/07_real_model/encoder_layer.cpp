@@ -44,7 +44,8 @@ Tensor3 layer_norm(const Tensor3& x, const Tensor1& gamma, const Tensor1& beta, 
             for (std::size_t c = 0; c < d; ++c) var += (x(s, i, c) - mean) * (x(s, i, c) - mean);
             var /= static_cast<double>(d);  // biased: divide by d, not d - 1
             const double inv = 1.0 / std::sqrt(var + eps);
-            for (std::size_t c = 0; c < d; ++c) y(s, i, c) = static_cast<float>((x(s, i, c) - mean) * inv) * gamma(c) + beta(c);
+            for (std::size_t c = 0; c < d; ++c)
+                y(s, i, c) = static_cast<float>((x(s, i, c) - mean) * inv) * gamma(c) + beta(c);
         }
     return y;
 }
@@ -89,11 +90,11 @@ Tensor3 self_attention(const LayerWeights& w, const Tensor3& x, const Mask2& pad
 
 Tensor3 encoder_layer(const LayerWeights& w, const Tensor3& x, const Mask2& key_padding_mask, Tensor4& weights) {
     // BEGIN SOLUTION
-    const Tensor3 a = self_attention(w, x, key_padding_mask, weights);  // (B, N, d_model)
-    const Tensor3 h = layer_norm(x + a, w.ln1_gamma, w.ln1_beta, w.eps);  // residual, then LayerNorm (post-LN)
-    Tensor3 up = linear(h, w.w_1, w.b_1);                                 // (B, N, d_ffn)
+    const Tensor3 a = self_attention(w, x, key_padding_mask, weights);          // (B, N, d_model)
+    const Tensor3 h = layer_norm(x + a, w.ln1_gamma, w.ln1_beta, w.eps);        // residual, then LayerNorm (post-LN)
+    Tensor3 up = linear(h, w.w_1, w.b_1);                                       // (B, N, d_ffn)
     for (float& z : up) z = 0.5f * z * (1.0f + std::erf(z / std::sqrt(2.0f)));  // exact GELU
-    const Tensor3 f = linear(up, w.w_2, w.b_2);                           // (B, N, d_model)
+    const Tensor3 f = linear(up, w.w_2, w.b_2);                                 // (B, N, d_model)
     return layer_norm(h + f, w.ln2_gamma, w.ln2_beta, w.eps);
     // STUB
     // TODO(ex07): attention (q, k, v = x . W^T + b, per head softmax(q k^T / sqrt(d_head)) with

@@ -16,18 +16,18 @@ namespace headwise::ex07 {
 // One BERT encoder layer, in PyTorch's layout: every weight is (out_features, in_features) and a
 // linear layer computes y = x . W^T + b.
 struct LayerWeights {
-    std::size_t heads = 1;         // H
-    float eps = 1e-12f;            // LayerNorm's epsilon
-    Tensor2 w_q, w_k, w_v;         // (d_model, d_model)  attention.self.{query,key,value}.weight
-    Tensor1 b_q, b_k, b_v;         // (d_model)
-    Tensor2 w_o;                   // (d_model, d_model)  attention.output.dense.weight
-    Tensor1 b_o;                   // (d_model)
-    Tensor1 ln1_gamma, ln1_beta;   // (d_model)           attention.output.LayerNorm
-    Tensor2 w_1;                   // (d_ffn, d_model)    intermediate.dense.weight
-    Tensor1 b_1;                   // (d_ffn)
-    Tensor2 w_2;                   // (d_model, d_ffn)    output.dense.weight
-    Tensor1 b_2;                   // (d_model)
-    Tensor1 ln2_gamma, ln2_beta;   // (d_model)           output.LayerNorm
+    std::size_t heads = 1;        // H
+    float eps = 1e-12f;           // LayerNorm's epsilon
+    Tensor2 w_q, w_k, w_v;        // (d_model, d_model)  attention.self.{query,key,value}.weight
+    Tensor1 b_q, b_k, b_v;        // (d_model)
+    Tensor2 w_o;                  // (d_model, d_model)  attention.output.dense.weight
+    Tensor1 b_o;                  // (d_model)
+    Tensor1 ln1_gamma, ln1_beta;  // (d_model)           attention.output.LayerNorm
+    Tensor2 w_1;                  // (d_ffn, d_model)    intermediate.dense.weight
+    Tensor1 b_1;                  // (d_ffn)
+    Tensor2 w_2;                  // (d_model, d_ffn)    output.dense.weight
+    Tensor1 b_2;                  // (d_model)
+    Tensor1 ln2_gamma, ln2_beta;  // (d_model)           output.LayerNorm
 };
 
 // The layer, post-LayerNorm as in BERT:

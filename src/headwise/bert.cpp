@@ -31,10 +31,11 @@ void require_model(const fs::path& dir) {
         if (!fs::is_regular_file(dir / name, ec)) missing.emplace_back(name);
     }
     if (!missing.empty()) {
-        throw model_missing(fmt::format("the all-MiniLM-L6-v2 model is not in {} (no {}): run scripts/fetch-model "
-                                        "(./headwise run all does it), or set HEADWISE_MODEL_DIR to a folder with "
-                                        "model.safetensors, vocab.txt and config.json",
-                                        dir.string(), fmt::join(missing, ", ")));
+        throw model_missing(
+            fmt::format("the all-MiniLM-L6-v2 model is not in {} (no {}): run scripts/fetch-model "
+                        "(./headwise run all does it), or set HEADWISE_MODEL_DIR to a folder with "
+                        "model.safetensors, vocab.txt and config.json",
+                        dir.string(), fmt::join(missing, ", ")));
     }
 }
 
@@ -50,9 +51,11 @@ Config read_config(const fs::path& config_json) {
     }
     if (!j.is_object()) throw usage_error(fmt::format("{}: not a JSON object", file));
     auto size = [&](const char* key, std::size_t low, std::size_t high) {
-        if (!j.contains(key) || !j[key].is_number_unsigned()) throw usage_error(fmt::format("{}: \"{}\" is missing or not a positive integer", file, key));
+        if (!j.contains(key) || !j[key].is_number_unsigned())
+            throw usage_error(fmt::format("{}: \"{}\" is missing or not a positive integer", file, key));
         const auto v = j[key].get<std::uint64_t>();
-        if (v < low || v > high) throw usage_error(fmt::format("{}: \"{}\" = {} is outside {}..{}", file, key, v, low, high));
+        if (v < low || v > high)
+            throw usage_error(fmt::format("{}: \"{}\" = {} is outside {}..{}", file, key, v, low, high));
         return static_cast<std::size_t>(v);
     };
     Config c;
@@ -64,16 +67,21 @@ Config read_config(const fs::path& config_json) {
     c.max_positions = size("max_position_embeddings", 2, 65536);
     c.type_vocab_size = size("type_vocab_size", 1, 16);
     if (c.d_model % c.heads != 0) {
-        throw usage_error(fmt::format("{}: hidden_size {} is not divisible by num_attention_heads {}", file, c.d_model, c.heads));
+        throw usage_error(
+            fmt::format("{}: hidden_size {} is not divisible by num_attention_heads {}", file, c.d_model, c.heads));
     }
     if (j.contains("layer_norm_eps")) {
-        if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0.0)) throw usage_error(fmt::format("{}: layer_norm_eps must be a positive number", file));
+        if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0.0))
+            throw usage_error(fmt::format("{}: layer_norm_eps must be a positive number", file));
         c.layer_norm_eps = static_cast<float>(j["layer_norm_eps"].get<double>());
     }
     const std::string act = j.value("hidden_act", std::string("gelu"));
-    if (act != "gelu") throw usage_error(fmt::format("{}: hidden_act \"{}\" is not supported (only \"gelu\", the erf form)", file, act));
+    if (act != "gelu")
+        throw usage_error(
+            fmt::format("{}: hidden_act \"{}\" is not supported (only \"gelu\", the erf form)", file, act));
     const std::string pos = j.value("position_embedding_type", std::string("absolute"));
-    if (pos != "absolute") throw usage_error(fmt::format("{}: position_embedding_type \"{}\" is not supported", file, pos));
+    if (pos != "absolute")
+        throw usage_error(fmt::format("{}: position_embedding_type \"{}\" is not supported", file, pos));
     return c;
 }
 
@@ -87,12 +95,15 @@ Model Model::load(const fs::path& dir) {
 
 Model Model::from_safetensors(const safetensors::File& file, Config config, WordPiece vocab) {
     if (vocab.size() != config.vocab_size) {
-        throw usage_error(fmt::format("vocab.txt has {} tokens but config.json says vocab_size = {}", vocab.size(), config.vocab_size));
+        throw usage_error(fmt::format("vocab.txt has {} tokens but config.json says vocab_size = {}", vocab.size(),
+                                      config.vocab_size));
     }
     const std::string prefix = file.contains("bert.embeddings.word_embeddings.weight") ? "bert." : "";
     const std::size_t d = config.d_model, f = config.d_ffn;
     auto t1 = [&](const std::string& name, std::size_t n) { return file.tensor<1>(prefix + name, {n}); };
-    auto t2 = [&](const std::string& name, std::size_t r, std::size_t c) { return file.tensor<2>(prefix + name, {r, c}); };
+    auto t2 = [&](const std::string& name, std::size_t r, std::size_t c) {
+        return file.tensor<2>(prefix + name, {r, c});
+    };
     Model m{config, std::move(vocab), {}, {}, {}, {}, {}, {}};
     m.word_embeddings = t2("embeddings.word_embeddings.weight", config.vocab_size, d);
     m.position_embeddings = t2("embeddings.position_embeddings.weight", config.max_positions, d);
@@ -130,7 +141,8 @@ Model Model::from_safetensors(const safetensors::File& file, Config config, Word
 }
 
 Layer Layer::without_head(std::size_t head) const {
-    if (head >= attention.heads) throw usage_error(fmt::format("no head {}: the layer has {} heads", head, attention.heads));
+    if (head >= attention.heads)
+        throw usage_error(fmt::format("no head {}: the layer has {} heads", head, attention.heads));
     Layer l = *this;
     Tensor2& w_o = l.attention.out_proj_weight;  // (d_model, d_model): column c reads merged feature c
     const std::size_t d_head = attention.d_model() / attention.heads;
@@ -165,14 +177,16 @@ Batch tokenize(const Model& model, const std::vector<std::string>& texts) {
 Tensor3 embed(const Model& model, const Batch& batch) {
     const std::size_t B = batch.size(), N = batch.seq(), d = model.config.d_model;
     if (N > model.config.max_positions) {
-        throw usage_error(fmt::format("{} tokens are more than the model's {} positions", N, model.config.max_positions));
+        throw usage_error(
+            fmt::format("{} tokens are more than the model's {} positions", N, model.config.max_positions));
     }
     Tensor3 x = Tensor3::from_shape({B, N, d});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t i = 0; i < N; ++i) {
             const std::int32_t id = batch.ids[b][i];
             if (id < 0 || static_cast<std::size_t>(id) >= model.config.vocab_size) {
-                throw usage_error(fmt::format("token id {} is outside the vocabulary (0..{})", id, model.config.vocab_size - 1));
+                throw usage_error(
+                    fmt::format("token id {} is outside the vocabulary (0..{})", id, model.config.vocab_size - 1));
             }
             const float* word = model.word_embeddings.data() + static_cast<std::size_t>(id) * d;
             const float* pos = model.position_embeddings.data() + i * d;
@@ -186,7 +200,8 @@ Tensor3 embed(const Model& model, const Batch& batch) {
 Tensor3 layer_norm(const Tensor3& x, const Tensor1& gamma, const Tensor1& beta, float eps) {
     const std::size_t d = x.shape()[2], rows = x.shape()[0] * x.shape()[1];
     if (gamma.size() != d || beta.size() != d) {
-        throw usage_error(fmt::format("layer_norm: gamma and beta must have {} entries, got {} and {}", d, gamma.size(), beta.size()));
+        throw usage_error(fmt::format("layer_norm: gamma and beta must have {} entries, got {} and {}", d, gamma.size(),
+                                      beta.size()));
     }
     Tensor3 y = Tensor3::from_shape(x.shape());
     for (std::size_t r = 0; r < rows; ++r) {
@@ -211,9 +226,10 @@ Tensor3 gelu(Tensor3 x) {
 Tensor3 encoder_layer(const Layer& layer, const Tensor3& x, const Mask2& padding, float eps, Tensor4* weights) {
     AttentionOptions options;
     options.key_padding_mask = &padding;
-    const Tensor3 a = layer.attention.forward(x, options, weights);       // (B, N, d_model)
+    const Tensor3 a = layer.attention.forward(x, options, weights);             // (B, N, d_model)
     const Tensor3 h = layer_norm(x + a, layer.ln1_gamma, layer.ln1_beta, eps);  // (B, N, d_model)
-    const Tensor3 f = linear(gelu(linear(h, layer.w_1, layer.b_1)), layer.w_2, layer.b_2);  // (B, N, d_ffn) -> (B, N, d_model)
+    const Tensor3 f =
+        linear(gelu(linear(h, layer.w_1, layer.b_1)), layer.w_2, layer.b_2);  // (B, N, d_ffn) -> (B, N, d_model)
     return layer_norm(h + f, layer.ln2_gamma, layer.ln2_beta, eps);
 }
 

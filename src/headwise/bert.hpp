@@ -95,8 +95,8 @@ Batch make_batch(const std::vector<std::vector<std::int32_t>>& ids, std::int32_t
 Batch tokenize(const Model& model, const std::vector<std::string>& texts);
 
 struct Outputs {
-    Tensor3 last;                 // (B, N, d_model): the last layer
-    Tensor2 embedding;            // (B, d_model): mean over real tokens, L2-normalised
+    Tensor3 last;                    // (B, N, d_model): the last layer
+    Tensor2 embedding;               // (B, d_model): mean over real tokens, L2-normalised
     std::vector<Tensor4> attention;  // if asked: L x (B, H, N, N)
     std::vector<Tensor3> hidden;     // if asked: L + 1 x (B, N, d_model), the embeddings first
 };
@@ -109,11 +109,12 @@ struct ForwardOptions {
 Outputs forward(const Model& model, const Batch& batch, const ForwardOptions& options = {});
 
 // The steps, for the lesson and the tests.
-Tensor3 embed(const Model& model, const Batch& batch);                             // (B, N, d_model)
+Tensor3 embed(const Model& model, const Batch& batch);                                       // (B, N, d_model)
 Tensor3 layer_norm(const Tensor3& x, const Tensor1& gamma, const Tensor1& beta, float eps);  // over d_model
-Tensor3 gelu(Tensor3 x);                                                            // erf GELU, elementwise
+Tensor3 gelu(Tensor3 x);                                                                     // erf GELU, elementwise
 // One encoder layer: (B, N, d_model) -> (B, N, d_model); `weights` receives (B, H, N, N) if given.
-Tensor3 encoder_layer(const Layer& layer, const Tensor3& x, const Mask2& padding, float eps, Tensor4* weights = nullptr);
+Tensor3 encoder_layer(const Layer& layer, const Tensor3& x, const Mask2& padding, float eps,
+                      Tensor4* weights = nullptr);
 // Mean over the unpadded tokens, then divided by the L2 norm: (B, N, d) -> (B, d).
 Tensor2 mean_pool_normalize(const Tensor3& x, const Mask2& padding);
 

@@ -10,8 +10,9 @@ namespace {
 
 void check(const Tensor2& w, std::size_t n) {
     if (w.shape()[0] != w.shape()[1] || n == 0 || n > w.shape()[0]) {
-        throw usage_error(fmt::format("head roles: weights ({}, {}) with {} real tokens: need a square matrix and 1..N tokens",
-                                      w.shape()[0], w.shape()[1], n));
+        throw usage_error(
+            fmt::format("head roles: weights ({}, {}) with {} real tokens: need a square matrix and 1..N tokens",
+                        w.shape()[0], w.shape()[1], n));
     }
 }
 

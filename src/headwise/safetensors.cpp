@@ -26,14 +26,12 @@ struct Known {
     DType dtype;
     std::size_t size;
 };
-constexpr Known known[] = {{"F64", DType::f64, 8}, {"F32", DType::f32, 4}, {"F16", DType::f16, 2},
-                           {"BF16", DType::bf16, 2}, {"I64", DType::i64, 8}, {"I32", DType::i32, 4},
-                           {"I16", DType::i16, 2}, {"I8", DType::i8, 1}, {"U8", DType::u8, 1},
+constexpr Known known[] = {{"F64", DType::f64, 8},     {"F32", DType::f32, 4}, {"F16", DType::f16, 2},
+                           {"BF16", DType::bf16, 2},   {"I64", DType::i64, 8}, {"I32", DType::i32, 4},
+                           {"I16", DType::i16, 2},     {"I8", DType::i8, 1},   {"U8", DType::u8, 1},
                            {"BOOL", DType::boolean, 1}};
 
-std::string shape_text(const std::vector<std::size_t>& shape) {
-    return fmt::format("({})", fmt::join(shape, ", "));
-}
+std::string shape_text(const std::vector<std::size_t>& shape) { return fmt::format("({})", fmt::join(shape, ", ")); }
 
 }  // namespace
 
@@ -108,12 +106,16 @@ void File::index() {
     const std::string file = path_.string();
     const std::byte* base = storage_->data();
     const std::size_t size = storage_->size();
-    if (size < 8) throw usage_error(fmt::format("{}: too short for a safetensors file ({} bytes, the header length alone is 8)", file, size));
+    if (size < 8)
+        throw usage_error(
+            fmt::format("{}: too short for a safetensors file ({} bytes, the header length alone is 8)", file, size));
     std::uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(base[i]);  // little-endian
     if (n > size - 8) {
-        throw usage_error(fmt::format("{}: the header claims {} bytes but the file has only {} after the length "
-                                      "(truncated, or not a safetensors file)", file, n, size - 8));
+        throw usage_error(
+            fmt::format("{}: the header claims {} bytes but the file has only {} after the length "
+                        "(truncated, or not a safetensors file)",
+                        file, n, size - 8));
     }
     if (n > max_header) throw usage_error(fmt::format("{}: a header of {} bytes is not plausible", file, n));
     const std::string_view text(reinterpret_cast<const char*>(base + 8), static_cast<std::size_t>(n));
@@ -131,7 +133,8 @@ void File::index() {
         if (name == "__metadata__") {
             if (!entry.is_object()) throw usage_error(fmt::format("{}: __metadata__ is not an object", file));
             for (const auto& [key, value] : entry.items()) {
-                if (!value.is_string()) throw usage_error(fmt::format("{}: __metadata__[\"{}\"] is not a string", file, key));
+                if (!value.is_string())
+                    throw usage_error(fmt::format("{}: __metadata__[\"{}\"] is not a string", file, key));
                 metadata_[key] = value.get<std::string>();
             }
             continue;
@@ -147,7 +150,8 @@ void File::index() {
         t.name = name;
         const auto& dtype = entry["dtype"];
         if (!dtype.is_string()) throw bad("dtype is not a string");
-        const auto* k = std::find_if(std::begin(known), std::end(known), [&](const Known& x) { return x.name == dtype.get<std::string>(); });
+        const auto* k = std::find_if(std::begin(known), std::end(known),
+                                     [&](const Known& x) { return x.name == dtype.get<std::string>(); });
         if (k == std::end(known)) throw bad(fmt::format("unknown dtype \"{}\"", dtype.get<std::string>()));
         t.dtype = k->dtype;
         const auto& shape = entry["shape"];
@@ -161,7 +165,8 @@ void File::index() {
             t.shape.push_back(static_cast<std::size_t>(v));
         }
         const auto& offsets = entry["data_offsets"];
-        if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+        if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+            !offsets[1].is_number_unsigned())
             throw bad("data_offsets is not [begin, end]");
         const auto begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
         if (begin > end || end > data_size_) {
@@ -177,14 +182,16 @@ void File::index() {
     }
     std::vector<const TensorInfo*> by_offset;
     for (const TensorInfo& t : tensors_) by_offset.push_back(&t);
-    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin || (a->begin == b->begin && a->end < b->end); });
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](auto* a, auto* b) { return a->begin < b->begin || (a->begin == b->begin && a->end < b->end); });
     for (std::size_t i = 1; i < by_offset.size(); ++i) {
         if (by_offset[i]->begin < by_offset[i - 1]->end) {
-            throw usage_error(fmt::format("{}: tensors \"{}\" and \"{}\" overlap in the data", file, by_offset[i - 1]->name,
-                                          by_offset[i]->name));
+            throw usage_error(fmt::format("{}: tensors \"{}\" and \"{}\" overlap in the data", file,
+                                          by_offset[i - 1]->name, by_offset[i]->name));
         }
     }
-    std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+    std::sort(tensors_.begin(), tensors_.end(),
+              [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
 }
 
 bool File::contains(std::string_view name) const {
@@ -192,9 +199,11 @@ bool File::contains(std::string_view name) const {
 }
 
 const TensorInfo& File::info(std::string_view name) const {
-    auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name, [](const TensorInfo& t, std::string_view n) { return t.name < n; });
+    auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name,
+                               [](const TensorInfo& t, std::string_view n) { return t.name < n; });
     if (it == tensors_.end() || it->name != name) {
-        throw usage_error(fmt::format("{}: no tensor \"{}\" (the file holds {} tensors)", path_.string(), name, tensors_.size()));
+        throw usage_error(
+            fmt::format("{}: no tensor \"{}\" (the file holds {} tensors)", path_.string(), name, tensors_.size()));
     }
     return *it;
 }
@@ -207,7 +216,8 @@ std::span<const std::byte> File::bytes(std::string_view name) const {
 void File::copy_f32(std::string_view name, const std::vector<std::size_t>& shape, float* out) const {
     const TensorInfo& t = info(name);
     if (t.dtype != DType::f32) {
-        throw usage_error(fmt::format("{}: tensor \"{}\" is {}, expected F32", path_.string(), name, to_string(t.dtype)));
+        throw usage_error(
+            fmt::format("{}: tensor \"{}\" is {}, expected F32", path_.string(), name, to_string(t.dtype)));
     }
     if (t.shape != shape) {
         throw usage_error(fmt::format("{}: tensor \"{}\" is {}, expected {}", path_.string(), name, shape_text(t.shape),
@@ -218,7 +228,8 @@ void File::copy_f32(std::string_view name, const std::vector<std::size_t>& shape
     if (n != 0) std::memcpy(out, data_ + t.begin, n * sizeof(float));
     for (std::size_t i = 0; i < n; ++i) {
         if (!std::isfinite(out[i])) {
-            throw usage_error(fmt::format("{}: tensor \"{}\" holds {} at flat index {}", path_.string(), name, out[i], i));
+            throw usage_error(
+                fmt::format("{}: tensor \"{}\" holds {} at flat index {}", path_.string(), name, out[i], i));
         }
     }
 }

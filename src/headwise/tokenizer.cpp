@@ -67,9 +67,14 @@ bool is_whitespace(char32_t c) {
 bool is_control(char32_t c) {
     if (c == U'\t' || c == U'\n' || c == U'\r') return false;
     switch (category(c)) {
-        case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CN:
-        case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CS: return true;
-        default: return false;
+        case UTF8PROC_CATEGORY_CC:
+        case UTF8PROC_CATEGORY_CF:
+        case UTF8PROC_CATEGORY_CN:
+        case UTF8PROC_CATEGORY_CO:
+        case UTF8PROC_CATEGORY_CS:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -78,9 +83,16 @@ bool is_control(char32_t c) {
 bool is_punctuation(char32_t c) {
     if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
     switch (category(c)) {
-        case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS: case UTF8PROC_CATEGORY_PE:
-        case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF: case UTF8PROC_CATEGORY_PO: return true;
-        default: return false;
+        case UTF8PROC_CATEGORY_PC:
+        case UTF8PROC_CATEGORY_PD:
+        case UTF8PROC_CATEGORY_PS:
+        case UTF8PROC_CATEGORY_PE:
+        case UTF8PROC_CATEGORY_PI:
+        case UTF8PROC_CATEGORY_PF:
+        case UTF8PROC_CATEGORY_PO:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -151,7 +163,8 @@ WordPiece WordPiece::from_tokens(std::vector<std::string> tokens, const std::str
     WordPiece wp;
     wp.tokens_ = std::move(tokens);
     for (std::size_t i = 0; i < wp.tokens_.size(); ++i) wp.ids_.emplace(wp.tokens_[i], static_cast<std::int32_t>(i));
-    for (auto [name, slot] : {std::pair{"[PAD]", &wp.pad_}, {"[UNK]", &wp.unk_}, {"[CLS]", &wp.cls_}, {"[SEP]", &wp.sep_}}) {
+    for (auto [name, slot] :
+         {std::pair{"[PAD]", &wp.pad_}, {"[UNK]", &wp.unk_}, {"[CLS]", &wp.cls_}, {"[SEP]", &wp.sep_}}) {
         *slot = wp.id(name);
         if (*slot < 0) throw usage_error(fmt::format("{}: the vocabulary has no {} token", label, name));
     }
@@ -201,7 +214,8 @@ std::vector<std::string> WordPiece::basic_tokenize(std::string_view text) const 
 }
 
 std::vector<std::string> WordPiece::wordpiece(std::string_view word) const {
-    if (id(word) >= 0 && std::find(specials.begin(), specials.end(), word) != specials.end()) return {std::string(word)};
+    if (id(word) >= 0 && std::find(specials.begin(), specials.end(), word) != specials.end())
+        return {std::string(word)};
     const Codepoints chars = decode(word);
     if (chars.size() > max_word_chars) return {tokens_[static_cast<std::size_t>(unk_)]};
     std::vector<std::string> pieces;

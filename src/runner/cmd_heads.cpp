@@ -18,9 +18,9 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
+#include <unistd.h>
 #include <memory>
 #include <optional>
-#include <unistd.h>
 
 namespace headwise::runner {
 
@@ -49,10 +49,12 @@ int heads(const HeadsArgs& a) {
     const bert::Model model = bert::Model::load(dir);
     const std::size_t L = model.config.layers, H = model.config.heads;
     if (a.layer && (*a.layer < 0 || static_cast<std::size_t>(*a.layer) >= L)) {
-        throw headwise::usage_error(fmt::format("--layer {} is outside 0..{} (the model has {} layers)", *a.layer, L - 1, L));
+        throw headwise::usage_error(
+            fmt::format("--layer {} is outside 0..{} (the model has {} layers)", *a.layer, L - 1, L));
     }
     if (a.head && (*a.head < 0 || static_cast<std::size_t>(*a.head) >= H)) {
-        throw headwise::usage_error(fmt::format("--head {} is outside 0..{} (each layer has {} heads)", *a.head, H - 1, H));
+        throw headwise::usage_error(
+            fmt::format("--head {} is outside 0..{} (each layer has {} heads)", *a.head, H - 1, H));
     }
     const auto enc = model.vocab.encode(a.sentence, model.config.max_positions);
     const bert::Batch batch = bert::make_batch({enc.ids}, model.vocab.pad_id());
@@ -75,8 +77,8 @@ int heads(const HeadsArgs& a) {
 
     fmt::print("tokens ({}): {}\n", N, fmt::join(enc.tokens, " "));
     auto w = [&](std::size_t l, std::size_t h) { return Tensor2(xt::view(out.attention[l], 0, h)); };  // (N, N)
-    fmt::print("\n{:<6} {:>10} {:>10} {:>9} {:>9} {:>14} {:>14}\n", "layer", "on [CLS]", "on [SEP]", "CLS>60%", "SEP>60%",
-               "best prev", "best next");
+    fmt::print("\n{:<6} {:>10} {:>10} {:>9} {:>9} {:>14} {:>14}\n", "layer", "on [CLS]", "on [SEP]", "CLS>60%",
+               "SEP>60%", "best prev", "best next");
     for (std::size_t l = 0; l < L; ++l) {
         double cls = 0.0, sep = 0.0;
         std::size_t cls_heads = 0, sep_heads = 0, best_prev = 0, best_next = 0;
@@ -91,8 +93,8 @@ int heads(const HeadsArgs& a) {
             if (const double p = roles::previous_token(wh, N); p > prev) prev = p, best_prev = h;
             if (const double n = roles::next_token(wh, N); n > next) next = n, best_next = h;
         }
-        fmt::print("{:<6} {:>9.1f}% {:>9.1f}% {:>9} {:>9} {:>14} {:>14}\n", l, 100.0 * cls, 100.0 * sep, cls_heads, sep_heads,
-                   fmt::format("h{} {:.3f}", best_prev, prev), fmt::format("h{} {:.3f}", best_next, next));
+        fmt::print("{:<6} {:>9.1f}% {:>9.1f}% {:>9} {:>9} {:>14} {:>14}\n", l, 100.0 * cls, 100.0 * sep, cls_heads,
+                   sep_heads, fmt::format("h{} {:.3f}", best_prev, prev), fmt::format("h{} {:.3f}", best_next, next));
     }
 
     // One head's heat map: --layer/--head, or the sharpest head (lowest entropy) of that layer.
@@ -106,8 +108,8 @@ int heads(const HeadsArgs& a) {
             if (const double e = roles::mean_entropy(w(layer, h), N); e < lowest) lowest = e, head = h;
     }
     const Tensor2 chosen = w(layer, head);
-    fmt::print("\nlayer {} head {}: previous-token {:.3f}, next-token {:.3f}, entropy {:.2f} (uniform {:.2f})\n", layer, head,
-               roles::previous_token(chosen, N), roles::next_token(chosen, N), roles::mean_entropy(chosen, N),
+    fmt::print("\nlayer {} head {}: previous-token {:.3f}, next-token {:.3f}, entropy {:.2f} (uniform {:.2f})\n", layer,
+               head, roles::previous_token(chosen, N), roles::next_token(chosen, N), roles::mean_entropy(chosen, N),
                std::log(static_cast<double>(N)));
     HeatmapOptions look;
     look.color = ::isatty(1) != 0 && std::getenv("NO_COLOR") == nullptr;
@@ -125,12 +127,15 @@ int heads(const HeadsArgs& a) {
 
 void add_heads_command(CLI::App& app, Action& action) {
     auto a = std::make_shared<HeadsArgs>();
-    auto* cmd = app.add_subcommand("heads", "lesson 07's trained model on your sentence: tokens, head roles, a heat map, .npy out");
-    cmd->footer("Example:\n"
-                "  ./headwise heads --sentence \"The animal didn't cross the street because it was too tired.\" \\\n"
-                "                   --layer 0 --head 2 --attention att.npy --embedding emb.npy\n"
-                "The model comes from scripts/fetch-model (HEADWISE_MODEL_DIR points at another copy).\n");
-    cmd->add_option("--sentence", a->sentence, "the text to run (UTF-8, at most 512 tokens with [CLS] and [SEP])")->required();
+    auto* cmd = app.add_subcommand(
+        "heads", "lesson 07's trained model on your sentence: tokens, head roles, a heat map, .npy out");
+    cmd->footer(
+        "Example:\n"
+        "  ./headwise heads --sentence \"The animal didn't cross the street because it was too tired.\" \\\n"
+        "                   --layer 0 --head 2 --attention att.npy --embedding emb.npy\n"
+        "The model comes from scripts/fetch-model (HEADWISE_MODEL_DIR points at another copy).\n");
+    cmd->add_option("--sentence", a->sentence, "the text to run (UTF-8, at most 512 tokens with [CLS] and [SEP])")
+        ->required();
     cmd->add_option("--layer", a->layer, "the layer whose head is drawn (0-5; default 0)");
     cmd->add_option("--head", a->head, "the head drawn (0-11; default: the layer's sharpest)");
     cmd->add_flag("--tokens", a->tokens_only, "only print the WordPiece tokens and ids");

@@ -103,8 +103,8 @@ void expect_score(const Tensor2& weights, std::size_t n, double expected, const 
 TEST_CASE("encoder_layer: transformers' BertLayer on a padded batch (d_model 32, 4 heads)", "[ex07]") {
     const fs::path dir = fixtures / "layer_d32_h4";
     const Mask2 padding = npy::to_mask(npy::read(dir / "key_padding_mask.npy"), "key_padding_mask");
-    expect_layer(small_layer(), load<3>(dir / "x.npy"), padding, load<3>(dir / "output.npy"), load<4>(dir / "weights.npy"),
-                 "BertLayer d32 h4");
+    expect_layer(small_layer(), load<3>(dir / "x.npy"), padding, load<3>(dir / "output.npy"),
+                 load<4>(dir / "weights.npy"), "BertLayer d32 h4");
 }
 
 TEST_CASE("encoder_layer: one sentence alone, no padding (its first 4 tokens)", "[ex07]") {
@@ -127,7 +127,8 @@ TEST_CASE("encoder_layer: one sentence alone, no padding (its first 4 tokens)", 
     expect_layer(w, x, padding, expected, expected_weights, "BertLayer d32 h4, 4 tokens");
 }
 
-TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded batch (when the model is cached)", "[ex07]") {
+TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded batch (when the model is cached)",
+          "[ex07]") {
     const fs::path dir = bert::model_dir();
     bool cached = true;
     try {
@@ -140,7 +141,8 @@ TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded bat
         WARN("all-MiniLM-L6-v2 is not cached: real layers not checked (scripts/fetch-model)");
         expect_layer(small_layer(), load<3>(fixtures / "layer_d32_h4" / "x.npy"),
                      npy::to_mask(npy::read(fixtures / "layer_d32_h4" / "key_padding_mask.npy"), "mask"),
-                     load<3>(fixtures / "layer_d32_h4" / "output.npy"), load<4>(fixtures / "layer_d32_h4" / "weights.npy"),
+                     load<3>(fixtures / "layer_d32_h4" / "output.npy"),
+                     load<4>(fixtures / "layer_d32_h4" / "weights.npy"),
                      "BertLayer d32 h4 (the real model is not cached)");
         return;
     }
@@ -148,7 +150,8 @@ TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded bat
     std::ifstream in(fixtures / "manifest.json");
     const nlohmann::json manifest = nlohmann::json::parse(in);
     const auto& cases = manifest.at("cases");
-    const auto it = std::find_if(cases.begin(), cases.end(), [](const auto& c) { return c.at("name") == "padded_batch"; });
+    const auto it =
+        std::find_if(cases.begin(), cases.end(), [](const auto& c) { return c.at("name") == "padded_batch"; });
     REQUIRE(it != cases.end());
     const auto mask_rows = it->at("attention_mask").get<std::vector<std::vector<int>>>();  // 1 = real token
     const std::size_t B = mask_rows.size(), N = mask_rows[0].size();
@@ -158,9 +161,9 @@ TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded bat
     const Tensor3 hidden = load<3>(fixtures / "padded_batch" / "hidden.npy");        // ((L+1)*B, N, d)
     const Tensor4 attention = load<4>(fixtures / "padded_batch" / "attention.npy");  // (L*B, H, N, N)
     for (std::size_t l : {0u, 5u}) {
-        const Tensor3 x = xt::view(hidden, xt::range(l * B, (l + 1) * B));              // (B, N, 384)
-        const Tensor3 y = xt::view(hidden, xt::range((l + 1) * B, (l + 2) * B));        // (B, N, 384)
-        const Tensor4 w = xt::view(attention, xt::range(l * B, (l + 1) * B));           // (B, 12, N, N)
+        const Tensor3 x = xt::view(hidden, xt::range(l * B, (l + 1) * B));        // (B, N, 384)
+        const Tensor3 y = xt::view(hidden, xt::range((l + 1) * B, (l + 2) * B));  // (B, N, 384)
+        const Tensor4 w = xt::view(attention, xt::range(l * B, (l + 1) * B));     // (B, 12, N, N)
         expect_layer(real_layer(model, l), x, padding, y, w, fmt::format("all-MiniLM-L6-v2 layer {}", l), {2e-4, 2e-4});
     }
 }
@@ -173,7 +176,8 @@ TEST_CASE("previous_token_score: hand-worked matrices", "[ex07]") {
     const Tensor2 uniform = xt::ones<float>({5, 5}) / 5.0f;
     expect_score(uniform, 5, 0.2, "uniform (5, 5)");
     // Rows 1 and 2 put 0.5 and 0.25 on their predecessor; row 3 is padding (n = 3) and ignored.
-    const Tensor2 w = {{1.0f, 0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f, 0.0f}, {0.25f, 0.25f, 0.5f, 0.0f}, {0.0f, 0.0f, 1.0f, 0.0f}};
+    const Tensor2 w = {
+        {1.0f, 0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f, 0.0f}, {0.25f, 0.25f, 0.5f, 0.0f}, {0.0f, 0.0f, 1.0f, 0.0f}};
     expect_score(w, 3, (0.5 + 0.25) / 2.0, "(4, 4) with 3 real tokens");
 }
 

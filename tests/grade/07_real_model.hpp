@@ -7,7 +7,8 @@
 namespace headwise::grade {
 
 struct Ex07 {
-    Tensor3 (*encoder_layer)(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& key_padding_mask, Tensor4& weights);
+    Tensor3 (*encoder_layer)(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& key_padding_mask,
+                             Tensor4& weights);
     double (*previous_token_score)(const Tensor2& weights, std::size_t n);
 };
 

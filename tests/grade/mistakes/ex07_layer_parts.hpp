@@ -36,12 +36,14 @@ inline Tensor3 norm(const Tensor3& x, const Tensor1& gamma, const Tensor1& beta,
             mean /= static_cast<double>(d);
             for (std::size_t c = 0; c < d; ++c) ss += (x(b, i, c) - mean) * (x(b, i, c) - mean);
             const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d - 1) + eps);  // d - 1: wrong
-            for (std::size_t c = 0; c < d; ++c) y(b, i, c) = static_cast<float>((x(b, i, c) - mean) * inv) * gamma(c) + beta(c);
+            for (std::size_t c = 0; c < d; ++c)
+                y(b, i, c) = static_cast<float>((x(b, i, c) - mean) * inv) * gamma(c) + beta(c);
         }
     return y;
 }
 
-inline Tensor3 attention(const LayerWeights& w, const Tensor3& x, const Mask2& padding, Tensor4& weights, const Wrong& wrong) {
+inline Tensor3 attention(const LayerWeights& w, const Tensor3& x, const Mask2& padding, Tensor4& weights,
+                         const Wrong& wrong) {
     auto proj = [&](const Tensor2& m, const Tensor1& b) {
         return wrong.x_times_w ? linear(x, Tensor2(xt::transpose(m)), b) : linear(x, m, b);
     };
@@ -83,7 +85,8 @@ inline Tensor3 ffn(const LayerWeights& w, const Tensor3& h, const Wrong& wrong) 
     return linear(up, w.w_2, w.b_2);
 }
 
-inline Tensor3 layer(const LayerWeights& w, const Tensor3& x, const Mask2& padding, Tensor4& weights, const Wrong& wrong) {
+inline Tensor3 layer(const LayerWeights& w, const Tensor3& x, const Mask2& padding, Tensor4& weights,
+                     const Wrong& wrong) {
     if (wrong.pre_ln) {
         const Tensor3 h = x + attention(w, norm(x, w.ln1_gamma, w.ln1_beta, w.eps, wrong), padding, weights, wrong);
         return h + ffn(w, norm(h, w.ln2_gamma, w.ln2_beta, w.eps, wrong), wrong);
