@@ -5,7 +5,9 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
+#include "kernels/tensor_core.cuh"
 #include "kernels/tiled.cuh"
+#include "kernels/warp.cuh"
 
 #include <cmath>
 #include <limits>
@@ -20,6 +22,8 @@ std::string_view name(Version v) {
         case Version::naive: return "naive";
         case Version::online: return "online";
         case Version::tiled: return "tiled";
+        case Version::warp: return "warp";
+        case Version::tensor_core: return "tensor_core";
     }
     return "?";
 }
@@ -27,6 +31,7 @@ std::string_view name(Version v) {
 bool supports(Version v, int d_head) {
     if (d_head < 1) return false;
     if (v == Version::naive) return true;
+    if (v == Version::tensor_core && d_head % 16 != 0) return false;
     for (int d : compiled_d_heads)
         if (d == d_head) return true;
     return false;
@@ -53,7 +58,7 @@ void validate(Version v, const Problem& p, const int* key_len) {
         throw std::invalid_argument("attention kernels: N * N * d_head must fit in a 32-bit int index");
     if (!supports(v, p.d_head))
         throw std::invalid_argument("the " + std::string(name(v)) + " kernel has no build for d_head " +
-                                    std::to_string(p.d_head) + " (8, 16, 32, 64 or 128)");
+                                    std::to_string(p.d_head) + (v == Version::tensor_core ? " (16, 32, 64 or 128)" : " (8, 16, 32, 64 or 128)"));
     for (int b = 0; key_len != nullptr && b < p.batch; ++b) {
         if (key_len[b] < 0 || key_len[b] > p.seq)
             throw std::invalid_argument("key_len[" + std::to_string(b) + "] = " + std::to_string(key_len[b]) +
@@ -67,6 +72,25 @@ unsigned blocks_for(int rows, int per_block) { return static_cast<unsigned>((row
 
 AttentionArgs args(const Problem& p) {
     return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal};
+}
+
+// tensor_core: q, k, v rounded to T on the host, as a GPU program would upload them.
+template <class T>
+emulator::LaunchStats emulate_16_bit(const Problem& p, const Inputs& in, float* out, emulator::Schedule schedule,
+                                     dim3 grid, dim3 block) {
+    const std::size_t n = qkv_elements(p);
+    const std::vector<T> q(in.q, in.q + n), k(in.k, in.k + n), v(in.v, in.v + n);  // each element rounded
+    return with_d_head(p.d_head, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        if constexpr (D % 16 == 0) {
+            return emulator::launch(schedule, grid, block, attention_tensor_core<D, T>, global_ptr<const T>(q.data(), n),
+                                    global_ptr<const T>(k.data(), n), global_ptr<const T>(v.data(), n),
+                                    global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
+                                    args(p));
+        } else {
+            return emulator::LaunchStats{};  // validate() refused this d_head already
+        }
+    });
 }
 
 }  // namespace
@@ -83,6 +107,21 @@ LaunchConfig launch_config(Version v, const Problem& p) {
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = TiledShape<decltype(d)::value>;
                 return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0};
+            });
+        case Version::warp:
+            return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
+                using Shape = WarpShape<decltype(d)::value>;
+                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes(1), 0};
+            });
+        case Version::tensor_core:
+            return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
+                constexpr int D = decltype(d)::value;
+                if constexpr (D % 16 == 0) {
+                    using Shape = TensorCoreShape<D>;
+                    return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes, 0};
+                } else {
+                    throw std::logic_error("tensor_core: validate() lets no d_head through that is not a multiple of 16");
+                }
             });
     }
     throw std::invalid_argument("unknown kernel version");
@@ -114,8 +153,33 @@ emulator::LaunchStats emulate(Version v, const Problem& p, const Inputs& in, flo
             return with_d_head(p.d_head, [&](auto d) {
                 return emulator::launch(schedule, grid, block, attention_tiled<decltype(d)::value>, q, k, vv, key_len, o, a);
             });
+        case Version::warp:
+            return with_d_head(p.d_head, [&](auto d) {
+                return emulator::launch(schedule, grid, block, attention_warp<decltype(d)::value>, q, k, vv, key_len, o, a);
+            });
+        case Version::tensor_core:
+            return p.bf16 ? emulate_16_bit<__nv_bfloat16>(p, in, out, schedule, grid, block)
+                          : emulate_16_bit<__half>(p, in, out, schedule, grid, block);
     }
     throw std::invalid_argument("unknown kernel version");
+}
+
+emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out) {
+    validate(Version::warp, p, in.key_len);
+    const LaunchConfig cfg = launch_config(Version::warp, p);
+    const std::size_t n = qkv_elements(p);
+    return with_d_head(p.d_head, [&](auto d) {
+        return emulator::launch(dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0]),
+                                attention_warp<decltype(d)::value, 0>, global_ptr<const float>(in.q, n),
+                                global_ptr<const float>(in.k, n), global_ptr<const float>(in.v, n),
+                                global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
+    });
+}
+
+std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16) {
+    std::vector<float> r(n);
+    for (std::size_t e = 0; e < n; ++e) r[e] = bf16 ? float(__nv_bfloat16(x[e])) : float(__half(x[e]));
+    return r;
 }
 
 }  // namespace headwise::kernels

@@ -9,6 +9,10 @@
 
 #ifdef __CUDACC__
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
 namespace headwise::kernels {
 template <class T>
 using global_ptr = T*;
@@ -17,7 +21,18 @@ template <class T>
 __device__ __forceinline__ T* slice(T* p, std::size_t offset, std::size_t /*count*/) {
     return p + offset;
 }
+
+// A (Rows, Cols) __shared__ tile: t(r, c) is an element, t.ptr(r, c) its address. On the emulator
+// the same name checks bounds and counts bank conflicts (emulator/emulator.hpp).
+template <class T, int Rows, int Cols>
+struct shared_tile {
+    alignas(128) T data[Rows][Cols];
+    __device__ __forceinline__ T& operator()(int r, int c) { return data[r][c]; }
+    __device__ __forceinline__ T* ptr(int r, int c) { return &data[r][c]; }
+};
 }  // namespace headwise::kernels
+
+#define HEADWISE_UNROLL _Pragma("unroll")
 
 #else
 
@@ -25,8 +40,11 @@ __device__ __forceinline__ T* slice(T* p, std::size_t offset, std::size_t /*coun
 
 namespace headwise::kernels {
 using emulator::global_ptr;
+using emulator::shared_tile;
 using emulator::slice;
 }  // namespace headwise::kernels
+
+#define HEADWISE_UNROLL
 
 #endif
 
@@ -45,6 +63,18 @@ struct AttentionArgs {
 };
 
 __device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
+
+// The largest and the sum of x over the 32 lanes of a warp, in every lane: five butterfly steps.
+// After the step with offset o, each lane holds the result over its group of 2o lanes; lane L
+// pairs with lane L ^ o, so nobody sits idle and nobody needs a broadcast at the end.
+__device__ __forceinline__ float warp_max(float x) {
+    for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+    return x;
+}
+__device__ __forceinline__ float warp_sum(float x) {
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+    return x;
+}
 
 // Query i of sequence b may look at keys [0, key_end): the causal bound and the padding bound,
 // whichever is tighter. key_end == 0 means every key is masked: that row's output is all zeros.
