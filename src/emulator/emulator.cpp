@@ -199,6 +199,7 @@ public:
             f.context.uc_stack.ss_size = f.stack.size();
             f.context.uc_link = nullptr;
             makecontext(&f.context, &FiberBlock::entry, 0);
+            f.started = false;
             f.state = State::ready;
             f.barriers = 0;
         }
@@ -312,9 +313,18 @@ private:
         dim3 index;
         unsigned linear;  // x fastest: warp linear / 32, lane linear % 32
         ucontext_t context{};
+        void* jump[5] = {};    // where suspend() left off (__builtin_setjmp's buffer)
+        bool started = false;  // entered once through its ucontext; since then by jump
         State state = State::ready;
         std::uint64_t barriers = 0;
     };
+
+    // A switch costs a swapcontext only the first time a fiber runs in a block. After that it is
+    // __builtin_setjmp / __builtin_longjmp: the registers and the stack pointer, no signal mask
+    // (swapcontext makes a system call for that each time, which warp-level kernels, meeting
+    // their lanes dozens of times per row, would pay millions of times). Under AddressSanitizer
+    // every switch stays a swapcontext, wrapped in the annotations it needs.
+    [[gnu::noinline, noreturn]] static void jump_to(void** buffer) { __builtin_longjmp(buffer, 1); }
 
     static thread_local FiberBlock* running_;
 
@@ -335,10 +345,17 @@ private:
 #if HEADWISE_ASAN_FIBERS
         void* fake_stack = nullptr;
         __sanitizer_start_switch_fiber(&fake_stack, f.stack.bottom(), f.stack.size());
-#endif
         swapcontext(&scheduler_, &f.context);
-#if HEADWISE_ASAN_FIBERS
         __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+        if (__builtin_setjmp(scheduler_jump_) == 0) {
+            if (!f.started) {
+                f.started = true;
+                swapcontext(&scheduler_, &f.context);  // returns only by the jump back to scheduler_jump_
+            } else {
+                jump_to(f.jump);
+            }
+        }
 #endif
         tl_worker = outer;
     }
@@ -347,10 +364,10 @@ private:
 #if HEADWISE_ASAN_FIBERS
         void* fake_stack = nullptr;
         __sanitizer_start_switch_fiber(finished ? nullptr : &fake_stack, scheduler_bottom_, scheduler_size_);
-#endif
         swapcontext(&f.context, &scheduler_);
-#if HEADWISE_ASAN_FIBERS
         __sanitizer_finish_switch_fiber(fake_stack, &scheduler_bottom_, &scheduler_size_);
+#else
+        if (__builtin_setjmp(f.jump) == 0) jump_to(scheduler_jump_);
 #endif
     }
 
@@ -471,6 +488,7 @@ private:
     SharedTraffic shared_;
     std::uint64_t collectives_ = 0;
     ucontext_t scheduler_{};
+    void* scheduler_jump_[5] = {};
     Fiber* current_ = nullptr;
     std::uint64_t barriers_ = 0;
     [[maybe_unused]] const void* scheduler_bottom_ = nullptr;
