@@ -262,7 +262,8 @@ public:
             if (p->call.mask != call.mask)
                 throw launch_error(at() + " with mask " + hex(call.mask) + " meets lanes waiting at " + first() +
                                    " with mask " + hex(p->call.mask) + ": lanes that meet must name the same lanes");
-            if (std::string_view(p->call.name) != call.name || p->call.where.line() != call.where.line() ||
+            if ((p->call.name != call.name && std::string_view(p->call.name) != call.name) ||
+                p->call.where.line() != call.where.line() ||
                 p->call.where.column() != call.where.column())
                 throw launch_error(at() + ": other lanes named in the mask " + hex(call.mask) + " wait at " + first() +
                                    " -- the warp has diverged (a *_sync call inside an if?)");
@@ -291,14 +292,17 @@ public:
         ++shared_.accesses;
         const unsigned lane = current_->linear % 32;
         Warp& w = warps_[current_->linear / 32];
-        Site* s = nullptr;
-        for (Site& candidate : w.sites)
-            if (candidate.line == where.line() && candidate.column == where.column() && candidate.file == where.file_name())
-                s = &candidate;
+        const auto same = [&](const Site& c) {
+            return c.line == where.line() && c.column == where.column() && c.file == where.file_name();
+        };
+        Site* s = w.last_site < w.sites.size() && same(w.sites[w.last_site]) ? &w.sites[w.last_site] : nullptr;
+        for (std::size_t n = 0; s == nullptr && n < w.sites.size(); ++n)
+            if (same(w.sites[n])) s = &w.sites[n];
         if (s == nullptr) {
             w.sites.push_back(Site{where.file_name(), where.line(), where.column(), {}, {}, {}});
             s = &w.sites.back();
         }
+        w.last_site = std::size_t(s - w.sites.data());
         const std::uint32_t k = s->next[lane]++;
         if (k >= s->lanes.size()) s->words.emplace_back(), s->lanes.push_back(0);
         s->words[k][lane] = word;
@@ -398,6 +402,7 @@ private:
         std::array<std::uint64_t, 32> sequence_of{};
         std::uint64_t sequence = 0;
         std::vector<Site> sites;
+        std::size_t last_site = 0;  // where the previous access was: usually where the next one is
         detail::WarpScratch scratch;
     };
 
@@ -464,15 +469,17 @@ private:
     void flush_banks(Warp& w) {
         for (Site& s : w.sites) {
             for (std::size_t k = 0; k < s.lanes.size() && s.lanes[k] != 0; ++k) {
-                std::uint32_t words[32];
-                int n = 0;
-                for (unsigned l = 0; l < 32; ++l)
-                    if (s.lanes[k] >> l & 1u) words[n++] = s.words[k][l];
-                std::sort(words, words + n);
-                n = int(std::unique(words, words + n) - words);
+                // Distinct words per bank: each bank keeps the words it has seen (a few at most).
+                std::uint32_t seen[32][32];
                 int per_bank[32] = {};
                 int worst = 0;
-                for (int e = 0; e < n; ++e) worst = std::max(worst, ++per_bank[words[e] % 32]);
+                for (unsigned l = 0; l < 32; ++l) {
+                    if (!(s.lanes[k] >> l & 1u)) continue;
+                    const std::uint32_t word = s.words[k][l], bank = word % 32;
+                    bool known = false;
+                    for (int e = 0; e < per_bank[bank] && !known; ++e) known = seen[bank][e] == word;
+                    if (!known) seen[bank][per_bank[bank]++] = word, worst = std::max(worst, per_bank[bank]);
+                }
                 ++shared_.requests;
                 shared_.wavefronts += std::uint64_t(worst);
                 s.lanes[k] = 0;

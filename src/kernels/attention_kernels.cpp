@@ -100,25 +100,25 @@ LaunchConfig launch_config(Version v, const Problem& p) {
     const auto H = static_cast<unsigned>(p.heads), B = static_cast<unsigned>(p.batch);
     switch (v) {
         case Version::naive:
-            return {{blocks_for(p.seq, NaiveShape::threads), H, B}, {NaiveShape::threads, 1, 1}, 0, scores_elements(p)};
+            return {{blocks_for(p.seq, NaiveShape::threads), H, B}, {NaiveShape::threads, 1, 1}, 0, scores_elements(p), NaiveShape::threads};
         case Version::online:
-            return {{blocks_for(p.seq, OnlineShape::threads), H, B}, {OnlineShape::threads, 1, 1}, 0, 0};
+            return {{blocks_for(p.seq, OnlineShape::threads), H, B}, {OnlineShape::threads, 1, 1}, 0, 0, OnlineShape::threads};
         case Version::tiled:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = TiledShape<decltype(d)::value>;
-                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0};
+                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0, Shape::rows};
             });
         case Version::warp:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = WarpShape<decltype(d)::value>;
-                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes(1), 0};
+                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes(1), 0, Shape::rows};
             });
         case Version::tensor_core:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 constexpr int D = decltype(d)::value;
                 if constexpr (D % 16 == 0) {
                     using Shape = TensorCoreShape<D>;
-                    return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes, 0};
+                    return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes, 0, Shape::rows};
                 } else {
                     throw std::logic_error("tensor_core: validate() lets no d_head through that is not a multiple of 16");
                 }

@@ -59,6 +59,7 @@ struct LaunchConfig {
     std::array<unsigned, 3> block;  // threads per block, x y z
     std::size_t shared_bytes;       // static __shared__ memory per block
     std::size_t scratch_floats;     // extra global memory the kernel needs (naive's (B, H, N, N))
+    unsigned rows_per_block = 0;    // query rows one block owns
 };
 LaunchConfig launch_config(Version v, const Problem& p);
 
