@@ -1,4 +1,5 @@
-// Exercise 06 -- attention as CUDA kernels: online softmax (part 1) and tiled (part 2, stretch).
+// Exercise 06 -- attention as CUDA kernels: online softmax (part 1), tiled (part 2, stretch), and
+// the warp reductions of lesson 06's version 4 (part 3, optional).
 //
 // Read lesson 06 first (./headwise run 6, lessons/06_cuda_kernel.cpp, src/kernels/*.cuh).
 // Grade with:  ./headwise grade 6    (or: ctest --preset grade -L ex06)
@@ -9,7 +10,8 @@
 // `offset`, and the emulator stops you (naming block and thread) the moment you index outside.
 // The grader compares with the CPU reference in double precision, on N = 1, 17, 64, 100, 130,
 // d_head = 8 and 64, causal and not, and runs your tiled kernel's threads in two different orders:
-// a correct kernel gives the same answer either way.
+// a correct kernel gives the same answer either way. Parts are graded as milestones: the grade
+// says "part 1 of 2 done" as soon as part 1's tests pass, whatever parts 2 and 3 do.
 #include "attention_kernels.hpp"
 
 namespace headwise::ex06 {
@@ -18,8 +20,9 @@ namespace headwise::ex06 {
 // normaliser l = sum_j exp(s_j - m) and a running output acc = sum_j exp(s_j - m) v_j.
 template <int D>
 __global__ void attention_online(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                                 global_ptr<float> out, AttentionArgs a) {
+                                 global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     // BEGIN SOLUTION
+    (void)key_len;  // every sequence has all N keys here
     const int i = int(blockIdx.x * blockDim.x + threadIdx.x);  // query row
     if (i >= a.seq) return;
     const std::size_t head = (std::size_t(blockIdx.z) * a.heads + blockIdx.y) * a.seq;  // row 0 of (b, h)
@@ -60,8 +63,9 @@ __global__ void attention_online(global_ptr<const float> q, global_ptr<const flo
 // other, compute, and wait again before the next tile overwrites it.
 template <int D>
 __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                                global_ptr<float> out, AttentionArgs a) {
+                                global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     // BEGIN SOLUTION
+    (void)key_len;
     constexpr int Bc = keys_per_tile<D>;
     __shared__ float k_tile[Bc][D];  // (Bc, D)
     __shared__ float v_tile[Bc][D];  // (Bc, D)
@@ -126,15 +130,64 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     // END SOLUTION
 }
 
+// Part 3 (optional). The sum over the warp in five steps: in the step with offset o (16, 8, 4,
+// 2, 1) every lane adds the value of lane (its own ^ o), read with
+// __shfl_xor_sync(0xffffffff, x, o). After the last step every lane holds the whole sum.
+__device__ float warp_sum(float x) {
+    // BEGIN SOLUTION
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+    return x;
+    // STUB
+    // TODO(ex06): part 3 (optional). Five butterfly steps, offsets 16, 8, 4, 2, 1, all 32 lanes
+    // taking part in each (mask 0xffffffff). (lesson 06, step 6; src/kernels/warp.cuh)
+    (void)x;
+    not_implemented_yet();
+    // END SOLUTION
+}
+
+// The same with fmaxf instead of +.
+__device__ float warp_max(float x) {
+    // BEGIN SOLUTION
+    for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+    return x;
+    // STUB
+    // TODO(ex06): part 3 (optional). As warp_sum, combining with fmaxf.
+    (void)x;
+    not_implemented_yet();
+    // END SOLUTION
+}
+
 // ---------------------------------------------------------------------------------------------
-// Nothing to change below: how the grader runs your kernels on the emulator.
+// Nothing to change below: how the grader runs your kernels on the emulator, launched exactly as
+// lesson 06 launches its own (kernels::launch_on_emulator).
 
 Tensor4 online_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal, Schedule schedule) {
-    return run_on_emulator(q, k, v, causal, schedule, [](auto d) { return &attention_online<decltype(d)::value>; });
+    return kernels::with_d_head(int(q.shape()[3]), [&](auto d) {
+        return launch_like_the_lesson(kernels::Version::online, &attention_online<decltype(d)::value>, q, k, v, causal,
+                                      schedule);
+    });
 }
 
 Tensor4 tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal, Schedule schedule) {
-    return run_on_emulator(q, k, v, causal, schedule, [](auto d) { return &attention_tiled<decltype(d)::value>; });
+    return kernels::with_d_head(int(q.shape()[3]), [&](auto d) {
+        return launch_like_the_lesson(kernels::Version::tiled, &attention_tiled<decltype(d)::value>, q, k, v, causal,
+                                      schedule);
+    });
+}
+
+// One block of 64 threads (2 warps): thread t reduces x[t] and writes what it gets back.
+__global__ void reduce_each_warp(global_ptr<const float> x, global_ptr<float> out, bool maximum) {
+    const int t = int(threadIdx.x);
+    out[t] = maximum ? warp_max(x[t]) : warp_sum(x[t]);
+}
+
+Tensor2 warp_reduce(const Tensor2& x, bool maximum, Schedule schedule) {
+    if (x.shape()[0] != 2 || x.shape()[1] != 32) throw usage_error("warp_reduce takes x of shape (2, 32)");
+    Tensor2 out = Tensor2::from_shape({2, 32});  // (warp, lane)
+    out.fill(std::numeric_limits<float>::quiet_NaN());
+    emulator::launch(schedule, dim3(1), dim3(64), reduce_each_warp, global_ptr<const float>(x.data(), 64),
+                     global_ptr<float>(out.data(), 64), maximum);
+    return out;
 }
 
 }  // namespace headwise::ex06

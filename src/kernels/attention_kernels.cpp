@@ -3,6 +3,7 @@
 #include "kernels/attention_kernels.hpp"
 
 #include "kernels/dispatch.hpp"
+#include "kernels/launch.hpp"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
 #include "kernels/tensor_core.cuh"
@@ -147,15 +148,15 @@ emulator::LaunchStats emulate(Version v, const Problem& p, const Inputs& in, flo
         }
         case Version::online:
             return with_d_head(p.d_head, [&](auto d) {
-                return emulator::launch(schedule, grid, block, attention_online<decltype(d)::value>, q, k, vv, key_len, o, a);
+                return launch_on_emulator(v, p, in, out, schedule, &attention_online<decltype(d)::value>);
             });
         case Version::tiled:
             return with_d_head(p.d_head, [&](auto d) {
-                return emulator::launch(schedule, grid, block, attention_tiled<decltype(d)::value>, q, k, vv, key_len, o, a);
+                return launch_on_emulator(v, p, in, out, schedule, &attention_tiled<decltype(d)::value>);
             });
         case Version::warp:
             return with_d_head(p.d_head, [&](auto d) {
-                return emulator::launch(schedule, grid, block, attention_warp<decltype(d)::value>, q, k, vv, key_len, o, a);
+                return launch_on_emulator(v, p, in, out, schedule, &attention_warp<decltype(d)::value>);
             });
         case Version::tensor_core:
             return p.bf16 ? emulate_16_bit<__nv_bfloat16>(p, in, out, schedule, grid, block)
@@ -165,15 +166,21 @@ emulator::LaunchStats emulate(Version v, const Problem& p, const Inputs& in, flo
 }
 
 emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out) {
-    validate(Version::warp, p, in.key_len);
-    const LaunchConfig cfg = launch_config(Version::warp, p);
-    const std::size_t n = qkv_elements(p);
     return with_d_head(p.d_head, [&](auto d) {
-        return emulator::launch(dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0]),
-                                attention_warp<decltype(d)::value, 0>, global_ptr<const float>(in.q, n),
-                                global_ptr<const float>(in.k, n), global_ptr<const float>(in.v, n),
-                                global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
+        return launch_on_emulator(Version::warp, p, in, out, emulator::Schedule::fibers,
+                                  &attention_warp<decltype(d)::value, 0>);
     });
+}
+
+emulator::LaunchStats launch_on_emulator(Version v, const Problem& p, const Inputs& in, float* out,
+                                         emulator::Schedule schedule, AttentionKernel kernel) {
+    validate(v, p, in.key_len);
+    const LaunchConfig cfg = launch_config(v, p);
+    const std::size_t n = qkv_elements(p);
+    return emulator::launch(schedule, dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]),
+                            dim3(cfg.block[0], cfg.block[1], cfg.block[2]), kernel, global_ptr<const float>(in.q, n),
+                            global_ptr<const float>(in.k, n), global_ptr<const float>(in.v, n),
+                            global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
 }
 
 std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16) {

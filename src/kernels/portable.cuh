@@ -64,18 +64,6 @@ struct AttentionArgs {
 
 __device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
 
-// The largest and the sum of x over the 32 lanes of a warp, in every lane: five butterfly steps.
-// After the step with offset o, each lane holds the result over its group of 2o lanes; lane L
-// pairs with lane L ^ o, so nobody sits idle and nobody needs a broadcast at the end.
-__device__ __forceinline__ float warp_max(float x) {
-    for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
-    return x;
-}
-__device__ __forceinline__ float warp_sum(float x) {
-    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-    return x;
-}
-
 // Query i of sequence b may look at keys [0, key_end): the causal bound and the padding bound,
 // whichever is tighter. key_end == 0 means every key is masked: that row's output is all zeros.
 __device__ __forceinline__ int key_end(int i, int n_keys, bool causal) {

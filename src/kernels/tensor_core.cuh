@@ -30,6 +30,7 @@
 #pragma once
 
 #include "kernels/portable.cuh"
+#include "kernels/warp_reduce.cuh"
 
 namespace headwise::kernels {
 

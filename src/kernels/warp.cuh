@@ -7,7 +7,7 @@
 //
 //   scores   lanes split the keys: lane j computes s_j = q_i . k_j for key k0 + j of the tile
 //            (Bc = 32 keys, one per lane). The row maximum and the sum of exponentials are then
-//            warp reductions: five __shfl_xor_sync butterfly steps each (portable.cuh).
+//            warp reductions: five __shfl_xor_sync butterfly steps each (warp_reduce.cuh).
 //   output   lanes split d_head: lane L owns output columns L, L + 32, ... For each key j the
 //            weight p_j is broadcast from lane j with __shfl_sync, and every lane adds p_j v_j[c]
 //            for its own columns.
@@ -26,6 +26,7 @@
 #pragma once
 
 #include "kernels/portable.cuh"
+#include "kernels/warp_reduce.cuh"
 
 namespace headwise::kernels {
 
