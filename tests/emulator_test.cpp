@@ -531,6 +531,61 @@ TEST_CASE("emulator: shared-memory requests are counted in wavefronts of 32 four
 }
 
 // ---------------------------------------------------------------------------------------------
+// Races on shared tiles: a missing __syncthreads() or __syncwarp() is reported with both lines.
+
+namespace {
+
+template <bool with_barrier>
+__global__ void reverse_through_tile(global_ptr<int> out) {
+    __shared__ shared_tile<int, 1, 64> tile;
+    const int t = int(threadIdx.x);
+    tile(0, t) = t;  // the write
+    if (with_barrier) __syncthreads();
+    out[t] = tile(0, 63 - t);  // the read
+}
+
+// Lanes pass values through a tile instead of a shuffle: ordered by __syncwarp, or not at all.
+template <bool with_syncwarp>
+__global__ void rotate_through_tile(global_ptr<int> out) {
+    __shared__ shared_tile<int, 1, 32> tile;
+    const int lane = int(threadIdx.x);
+    tile(0, lane) = lane * 10;
+    if (with_syncwarp) __syncwarp();
+    out[lane] = tile(0, (lane + 1) % 32);
+}
+
+std::vector<int> run_ints(void (*kernel)(global_ptr<int>), unsigned threads, Schedule s = Schedule::fibers) {
+    std::vector<int> out(threads, -1);
+    launch(s, dim3(2), dim3(threads), kernel, global_ptr<int>(out.data(), out.size()));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("emulator: a shared tile read before its writer passed __syncthreads is a race naming both lines",
+          "[emulator][race]") {
+    const std::vector<int> ok = run_ints(reverse_through_tile<true>, 64);
+    for (int t = 0; t < 64; ++t) CHECK(ok[std::size_t(t)] == 63 - t);
+    for (Schedule s : {Schedule::fibers, Schedule::fibers_reversed}) {
+        INFO("schedule " << name(s));
+        // Forwards, thread 0 reads element 63 first (not written yet in this block), and thread
+        // 63 then overwrites what thread 0 read; backwards, thread 0 reads what thread 63 wrote.
+        CHECK_THROWS_WITH(run_ints(reverse_through_tile<false>, 64, s),
+                          Catch::Contains("shared memory race in block (0,0,0)") &&
+                              Catch::Contains("of a shared tile at emulator_test.cpp:") &&
+                              Catch::Contains("a __syncthreads() is missing between the two lines"));
+    }
+    // The threads schedule is for ThreadSanitizer, which finds such races itself.
+    CHECK(run_ints(reverse_through_tile<true>, 64, Schedule::threads)[0] == 63);
+}
+
+TEST_CASE("emulator: lanes of a warp are ordered by __syncwarp, and racing without it", "[emulator][race]") {
+    const std::vector<int> ok = run_ints(rotate_through_tile<true>, 32);
+    for (int lane = 0; lane < 32; ++lane) CHECK(ok[std::size_t(lane)] == ((lane + 1) % 32) * 10);
+    CHECK_THROWS_WITH(run_ints(rotate_through_tile<false>, 32), Catch::Contains("shared memory race"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // wmma: one warp multiplies 16x16 tiles; expected values worked out by hand.
 
 namespace {

@@ -60,15 +60,17 @@ __global__ void attention_online(global_ptr<const float> q, global_ptr<const flo
 
 // Part 2 (stretch). The same mathematics, but the 64 threads of a block share each tile of
 // keys_per_tile<D> K and V rows: they copy it into __shared__ memory together, wait for each
-// other, compute, and wait again before the next tile overwrites it.
+// other, compute, and wait again before the next tile overwrites it. Declare the tiles as
+// shared_tile (as lesson 06's versions 4 and 5 do): the emulator then checks every access, and a
+// missing __syncthreads() is reported as a race naming the two lines of your kernel.
 template <int D>
 __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
                                 global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     // BEGIN SOLUTION
     (void)key_len;
     constexpr int Bc = keys_per_tile<D>;
-    __shared__ float k_tile[Bc][D];  // (Bc, D)
-    __shared__ float v_tile[Bc][D];  // (Bc, D)
+    __shared__ shared_tile<float, Bc, D> k_tile;  // (Bc, D): element (r, c) is k_tile(r, c)
+    __shared__ shared_tile<float, Bc, D> v_tile;  // (Bc, D)
 
     const int q0 = int(blockIdx.x) * rows_per_block;  // first query row of this block
     const int i = q0 + int(threadIdx.x);               // this thread's row; may be >= N
@@ -89,7 +91,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     for (int k0 = 0; k0 < block_end; k0 += Bc) {  // the last tile may be partial
         for (int e = int(threadIdx.x); e < Bc * D; e += rows_per_block) {  // every thread helps, rows >= N too
             const int r = e / D, c = e % D;
-            if (k0 + r < block_end) k_tile[r][c] = keys[(k0 + r) * D + c], v_tile[r][c] = values[(k0 + r) * D + c];
+            if (k0 + r < block_end) k_tile(r, c) = keys[(k0 + r) * D + c], v_tile(r, c) = values[(k0 + r) * D + c];
         }
         __syncthreads();  // the tile is complete before anyone reads it
 
@@ -99,7 +101,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
             float m_new = m;
             for (int j = 0; j < cols; ++j) {
                 s[j] = 0.0f;
-                for (int c = 0; c < D; ++c) s[j] += q_i[c] * k_tile[j][c];
+                for (int c = 0; c < D; ++c) s[j] += q_i[c] * k_tile(j, c);
                 m_new = fmaxf(m_new, s[j]);
             }
             const float rescale = expf(m - m_new);  // once per tile
@@ -108,7 +110,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
             for (int j = 0; j < cols; ++j) {
                 const float p = expf(s[j] - m_new);
                 l += p;
-                for (int c = 0; c < D; ++c) acc[c] += p * v_tile[j][c];
+                for (int c = 0; c < D; ++c) acc[c] += p * v_tile(j, c);
             }
             m = m_new;
         }
@@ -120,8 +122,8 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     }
     return;
     // STUB
-    // TODO(ex06): part 2 (stretch). Declare two __shared__ float tiles [keys_per_tile<D>][D] for K
-    // and V. Keep q_i, acc, m, l per thread as in part 1, but loop over the keys a tile at a time:
+    // TODO(ex06): part 2 (stretch). Declare two tiles for K and V,
+    // `__shared__ shared_tile<float, keys_per_tile<D>, D> k_tile;` (element (r, c): k_tile(r, c)). Keep q_i, acc, m, l per thread as in part 1, but loop over the keys a tile at a time:
     // all 64 threads copy the tile's rows (those below N, or below the block's last row + 1 when
     // causal) -- including threads whose own row i >= N, which must not return early -- then
     // __syncthreads(), then each thread updates m, l, acc with its visible keys of the tile, then
@@ -173,21 +175,6 @@ Tensor4 tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bo
         return launch_like_the_lesson(kernels::Version::tiled, &attention_tiled<decltype(d)::value>, q, k, v, causal,
                                       schedule);
     });
-}
-
-// One block of 64 threads (2 warps): thread t reduces x[t] and writes what it gets back.
-__global__ void reduce_each_warp(global_ptr<const float> x, global_ptr<float> out, bool maximum) {
-    const int t = int(threadIdx.x);
-    out[t] = maximum ? warp_max(x[t]) : warp_sum(x[t]);
-}
-
-Tensor2 warp_reduce(const Tensor2& x, bool maximum, Schedule schedule) {
-    if (x.shape()[0] != 2 || x.shape()[1] != 32) throw usage_error("warp_reduce takes x of shape (2, 32)");
-    Tensor2 out = Tensor2::from_shape({2, 32});  // (warp, lane)
-    out.fill(std::numeric_limits<float>::quiet_NaN());
-    emulator::launch(schedule, dim3(1), dim3(64), reduce_each_warp, global_ptr<const float>(x.data(), 64),
-                     global_ptr<float>(out.data(), 64), maximum);
-    return out;
 }
 
 }  // namespace headwise::ex06

@@ -131,6 +131,13 @@ struct Worker {
     virtual detail::WarpResult warp(const detail::WarpCall& call) = 0;
     virtual detail::WarpScratch& scratch() = 0;
     virtual void shared(const std::source_location& where, std::uint32_t word) = 0;
+    // Where the calling thread stands, for the race check; epoch 0: not checked (threads schedule).
+    struct Moment {
+        std::uint64_t epoch = 0, seq = 0;
+        std::uint32_t thread = 0;
+    };
+    virtual Moment now() = 0;
+    virtual std::string thread_name(std::uint32_t linear) = 0;
 
 protected:
     ~Worker() = default;
@@ -204,6 +211,8 @@ public:
             f.barriers = 0;
         }
         for (auto& w : warps_) w.pending.clear();
+        epoch_base_ = next_block_serial() << 32;
+        block_barriers_ = 1;
         for (;;) {
             // Run every fiber that can run; a warp collective completing makes its lanes ready
             // again, possibly ones earlier in the order, hence the repeat.
@@ -231,6 +240,7 @@ public:
             }
             if (!any_waiting) break;
             ++barriers_;
+            ++block_barriers_;
         }
         std::vector<std::uint64_t> counts;
         for (const auto& f : fibers_) counts.push_back(f->barriers);
@@ -287,6 +297,12 @@ public:
     }
 
     detail::WarpScratch& scratch() override { return warps_[current_->linear / 32].scratch; }
+
+    Moment now() override {
+        const Fiber& f = *current_;
+        return {epoch_base_ | block_barriers_, warps_[f.linear / 32].sequence_of[f.linear % 32], f.linear};
+    }
+    std::string thread_name(std::uint32_t linear) override { return str(launch_.thread_index(linear)); }
 
     void shared(const std::source_location& where, std::uint32_t word) override {
         ++shared_.accesses;
@@ -494,6 +510,13 @@ private:
     std::vector<Warp> warps_;
     SharedTraffic shared_;
     std::uint64_t collectives_ = 0;
+    std::uint64_t epoch_base_ = 0;      // this block's serial number << 32
+    std::uint64_t block_barriers_ = 0;  // barrier intervals so far in this block, from 1
+
+    static std::uint64_t next_block_serial() {
+        static std::atomic<std::uint64_t> serial{0};
+        return ++serial;
+    }
     ucontext_t scheduler_{};
     void* scheduler_jump_[5] = {};
     Fiber* current_ = nullptr;
@@ -552,6 +575,8 @@ public:
     }
     detail::WarpScratch& scratch() override { throw launch_error("wmma runs under the fiber schedules only"); }
     void shared(const std::source_location&, std::uint32_t) override {}  // banks are counted under fibers only
+    Moment now() override { return {}; }                                 // and races checked
+    std::string thread_name(std::uint32_t) override { return "?"; }
 
 private:
     std::optional<std::barrier<>>& block_barrier_;
@@ -639,6 +664,55 @@ WarpScratch& warp_scratch(std::source_location where) {
 
 void shared_access(const std::source_location& where, std::uint32_t word) {
     if (tl_worker != nullptr) tl_worker->shared(where, word);
+}
+
+namespace {
+
+std::string at_line(const char* file, std::uint32_t line) {
+    std::string f = file == nullptr ? "?" : file;
+    const std::size_t slash = f.find_last_of('/');
+    if (slash != std::string::npos) f = f.substr(slash + 1);
+    return f + ":" + std::to_string(line);
+}
+
+// Were `other`'s access (at warp-collective count other_seq) and the current thread's ordered by
+// something other than a barrier: the same thread, or two lanes of one warp that met since?
+bool ordered(const Worker::Moment& now, std::uint32_t other, std::uint64_t other_seq) {
+    return other == now.thread || (other / 32 == now.thread / 32 && now.seq > other_seq);
+}
+
+[[noreturn]] void race(Worker& w, const Worker::Moment& now, const char* verb, int r, int c,
+                       const std::source_location& where, std::uint32_t other, const char* other_verb,
+                       const char* other_file, std::uint32_t other_line) {
+    throw launch_error("shared memory race in block " + str(blockIdx) + ": thread " + w.thread_name(now.thread) + " " +
+                       verb + " element (" + std::to_string(r) + ", " + std::to_string(c) + ") of a shared tile at " +
+                       site(where) + ", which thread " + w.thread_name(other) + " " + other_verb + " at " +
+                       at_line(other_file, other_line) +
+                       " since the last __syncthreads(): a __syncthreads() is missing between the two lines");
+}
+
+}  // namespace
+
+void shared_read(SharedWord& word, int r, int c, const std::source_location& where) {
+    if (tl_worker == nullptr) return;
+    const Worker::Moment now = tl_worker->now();
+    if (now.epoch == 0) return;
+    if (word.write_epoch == now.epoch && !ordered(now, word.writer, word.write_seq))
+        race(*tl_worker, now, "reads", r, c, where, word.writer, "wrote", word.write_file, word.write_line);
+    word.read_epoch = now.epoch, word.read_seq = now.seq, word.reader = now.thread;
+    word.read_file = where.file_name(), word.read_line = where.line();
+}
+
+void shared_write(SharedWord& word, int r, int c, const std::source_location& where) {
+    if (tl_worker == nullptr) return;
+    const Worker::Moment now = tl_worker->now();
+    if (now.epoch == 0) return;
+    if (word.write_epoch == now.epoch && !ordered(now, word.writer, word.write_seq))
+        race(*tl_worker, now, "writes", r, c, where, word.writer, "wrote", word.write_file, word.write_line);
+    if (word.read_epoch == now.epoch && !ordered(now, word.reader, word.read_seq))
+        race(*tl_worker, now, "writes", r, c, where, word.reader, "read", word.read_file, word.read_line);
+    word.write_epoch = now.epoch, word.write_seq = now.seq, word.writer = now.thread;
+    word.write_file = where.file_name(), word.write_line = where.line();
 }
 
 void shared_out_of_bounds(int r, int c, int rows, int cols, const std::source_location& where) {

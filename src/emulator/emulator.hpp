@@ -38,9 +38,10 @@
 // the launch with the kernel's file:line. The stricter-than-Volta part: lanes meeting at different
 // lines are reported even when the hardware might let them through.
 //
-// Shared-memory banks: accesses through shared_tile<T, R, C> are checked against the tile's
-// bounds and grouped into warp requests to count bank conflicts (runtime.hpp, SharedTraffic),
-// assuming each tile starts at bank 0. Plain __shared__ arrays and wmma loads and stores are not
+// Shared-memory banks and races: accesses through shared_tile<T, R, C> are checked against the
+// tile's bounds, grouped into warp requests to count bank conflicts (runtime.hpp, SharedTraffic;
+// each tile assumed to start at bank 0), and checked for races between __syncthreads() (fiber
+// schedules). Plain __shared__ arrays and wmma loads and stores are not
 // counted (a wmma fragment's layout is the hardware's secret).
 //
 // What it does not model: caches (the traffic counted is what the kernel *asks* global memory
@@ -297,19 +298,81 @@ global_ptr<T> slice(global_ptr<T> p, std::size_t offset, std::size_t count) {
     return global_ptr<T>(p.get() + offset, count);
 }
 
+namespace detail {
+
+// Who last wrote and who last read one element of a shared tile, and when: the race check.
+struct SharedWord {
+    std::uint64_t write_epoch = 0, read_epoch = 0;  // block and barrier interval; 0 = never
+    std::uint64_t write_seq = 0, read_seq = 0;      // the thread's warp collectives completed by then
+    std::uint32_t writer = 0, reader = 0;           // linear thread index in the block
+    const char* write_file = nullptr;
+    const char* read_file = nullptr;
+    std::uint32_t write_line = 0, read_line = 0;
+};
+void shared_read(SharedWord& word, int r, int c, const std::source_location& where);
+void shared_write(SharedWord& word, int r, int c, const std::source_location& where);
+
+}  // namespace detail
+
+// One element of a shared tile: reading it and assigning to it go through the race check.
+template <class T>
+class shared_ref {
+public:
+    shared_ref(T& x, detail::SharedWord& word, int r, int c, const std::source_location& where)
+        : x_(x), word_(word), r_(r), c_(c), where_(where) {}
+    shared_ref(const shared_ref&) = default;
+
+    [[gnu::always_inline]] operator T() const {
+        detail::shared_read(word_, r_, c_, where_);
+        return x_;
+    }
+    // A 16-bit element read straight into a float (two conversions C++ would not chain).
+    explicit operator float() const
+        requires(!std::is_same_v<T, float>)
+    {
+        return float(static_cast<T>(*this));
+    }
+    [[gnu::always_inline]] shared_ref& operator=(const T& v) {
+        detail::shared_write(word_, r_, c_, where_);
+        x_ = v;
+        return *this;
+    }
+    shared_ref& operator=(const shared_ref& other) { return *this = static_cast<T>(other); }
+    template <class U>
+    shared_ref& operator*=(const U& v) {
+        return *this = static_cast<T>(static_cast<T>(*this) * v);
+    }
+    template <class U>
+    shared_ref& operator+=(const U& v) {
+        return *this = static_cast<T>(static_cast<T>(*this) + v);
+    }
+
+private:
+    T& x_;
+    detail::SharedWord& word_;
+    int r_, c_;
+    std::source_location where_;
+};
+
 // A (Rows, Cols) tile of __shared__ memory: `__shared__ shared_tile<float, 32, 65> k_tile;` and
 // k_tile(r, c) for an element, k_tile.ptr(r, c) for its address (wmma loads and stores). Under nvcc
 // the same name is a plain array in a struct (kernels/portable.cuh). Here every access through
-// operator() is bounds-checked and goes into the bank-conflict count.
+// operator() is bounds-checked, goes into the bank-conflict count, and is checked for races: a
+// thread reading an element another thread wrote since the last __syncthreads() (or writing one
+// another thread read or wrote), unless both are lanes of one warp that have met at a warp
+// collective since, stops the launch naming both lines. (Accesses through ptr() -- wmma -- are
+// neither counted nor checked.)
 template <class T, int Rows, int Cols>
 struct shared_tile {
     static_assert(sizeof(T) <= 4, "the bank model covers 1-, 2- and 4-byte elements");
     alignas(128) T data[Rows][Cols];
+    detail::SharedWord words[Rows][Cols];
 
-    [[gnu::always_inline]] T& operator()(int r, int c, std::source_location where = std::source_location::current()) {
+    [[gnu::always_inline]] shared_ref<T> operator()(int r, int c,
+                                                    std::source_location where = std::source_location::current()) {
         if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);
         detail::shared_access(where, static_cast<std::uint32_t>((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) / 4));
-        return data[r][c];
+        return shared_ref<T>(data[r][c], words[r][c], r, c, where);
     }
     T* ptr(int r, int c, std::source_location where = std::source_location::current()) {
         if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);

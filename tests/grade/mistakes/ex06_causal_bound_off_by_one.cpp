@@ -58,17 +58,4 @@ Tensor4 tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bo
     });
 }
 
-__global__ void reduce_each_warp(global_ptr<const float> x, global_ptr<float> out, bool maximum) {
-    const int t = int(threadIdx.x);
-    out[t] = maximum ? warp_max(x[t]) : warp_sum(x[t]);
-}
-
-Tensor2 warp_reduce(const Tensor2& x, bool maximum, Schedule schedule) {
-    Tensor2 out = Tensor2::from_shape({2, 32});
-    out.fill(std::numeric_limits<float>::quiet_NaN());
-    emulator::launch(schedule, dim3(1), dim3(64), reduce_each_warp, global_ptr<const float>(x.data(), 64),
-                     global_ptr<float>(out.data(), 64), maximum);
-    return out;
-}
-
 }  // namespace headwise::ex06
