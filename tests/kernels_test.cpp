@@ -20,6 +20,12 @@ using emulator::Schedule;
 
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+
 // q, k, v (B, H, N, d_head) with N(0, 1) entries, and key_len (B).
 struct Case {
     Problem p;
@@ -96,7 +102,7 @@ std::string describe(Version v, const Problem& p) {
 
 TEST_CASE("kernels: every version matches the CPU reference on awkward sizes", "[kernels]") {
     const int seq = GENERATE(1, 17, 64, 100, 257);
-    const int d_head = GENERATE(8, 16, 64);
+    const int d_head = GENERATE(8, 64);
     const bool causal = GENERATE(false, true);
     // Two sequences of two heads up to N = 64, fewer above: the double-precision reference is
     // what dominates a Debug + ASan run, and batch and head indexing are already exercised.
@@ -105,6 +111,9 @@ TEST_CASE("kernels: every version matches the CPU reference on awkward sizes", "
     const Tensor4 ref = reference(c);
     for (Version v : kernels::versions) {
         if (!kernels::supports(v, d_head)) continue;  // tensor_core: multiples of 16
+        // Under AddressSanitizer every meeting of a warp's lanes is a swapcontext system call:
+        // the warp-level versions stop at N = 100 there (N = 257 runs in every other build).
+        if (sanitized && seq > 100 && (v == Version::warp || v == Version::tensor_core)) continue;
         INFO(describe(v, c.p));
         CHECK(excess(v, c, run(v, c)) == 0.0);
     }

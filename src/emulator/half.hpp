@@ -59,9 +59,9 @@ inline std::uint16_t float_to_half_bits(float f) {
     const std::uint32_t u = float_bits(f);
     const std::uint32_t sign = (u >> 16) & 0x8000u;
     const std::uint32_t mag = u & 0x7fffffffu;
-    if (mag > 0x7f800000u) return 0x7fff;                               // NaN
-    if (mag == 0x7f800000u) return std::uint16_t(sign | 0x7c00u);       // +-inf
-    const int exponent = int(mag >> 23) - 127;                          // unbiased
+    if (mag > 0x7f800000u) return 0x7fff;                          // NaN
+    if (mag == 0x7f800000u) return std::uint16_t(sign | 0x7c00u);  // +-inf
+    const int exponent = int(mag >> 23) - 127;                     // unbiased
     std::uint32_t mantissa = mag & 0x7fffffu;
     if (exponent >= -14) {
         // A normal fp16 (or one that rounds up to infinity): rebias 127 -> 15, drop 13 bits.

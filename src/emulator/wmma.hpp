@@ -91,7 +91,8 @@ void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, const V& value,
 template <class Use, int M, int N, int K, class T, class Layout>
 void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned ldm,
                       std::source_location where = std::source_location::current()) {
-    static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load names its layout: mem_row_major or mem_col_major");
+    static_assert(!std::is_same_v<Use, accumulator>,
+                  "an accumulator load names its layout: mem_row_major or mem_col_major");
     detail::check_memory("wmma::load_matrix_sync", p, ldm, where);
     constexpr bool row = detail::is_row_major<Use, Layout>();
     detail::meet("wmma::load_matrix_sync", detail::fingerprint(p, ldm, row), where);

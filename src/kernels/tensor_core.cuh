@@ -39,11 +39,11 @@ struct TensorCoreShape {
     static_assert(D % 16 == 0, "wmma tiles are 16 wide: d_head must be a multiple of 16");
     static constexpr int warps = D <= 64 ? 4 : 2;  // per block (2 at d_head 128 to stay within 48 KiB)
     static constexpr int threads = 32 * warps;
-    static constexpr int rows = 16 * warps;        // Br: query rows per block, 16 per warp
-    static constexpr int cols = 32;                // Bc: keys per tile, one per lane in the softmax
-    static constexpr int ld_in = D + 8;            // row stride of the 16-bit Q, K, V tiles (+16 bytes)
-    static constexpr int ld_s = cols + 16;         // row stride of the float score tile
-    static constexpr int ld_p = cols + 8;          // row stride of the 16-bit P tile
+    static constexpr int rows = 16 * warps;  // Br: query rows per block, 16 per warp
+    static constexpr int cols = 32;          // Bc: keys per tile, one per lane in the softmax
+    static constexpr int ld_in = D + 8;      // row stride of the 16-bit Q, K, V tiles (+16 bytes)
+    static constexpr int ld_s = cols + 16;   // row stride of the float score tile
+    static constexpr int ld_p = cols + 8;    // row stride of the 16-bit P tile
     static constexpr std::size_t shared_bytes = 2 * std::size_t(rows + 2 * cols) * ld_in +
                                                 4 * std::size_t(rows) * ld_s + 2 * std::size_t(rows) * ld_p +
                                                 4 * std::size_t(warps) * 16;
@@ -61,11 +61,11 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
     using Shape = TensorCoreShape<D>;
     constexpr int Br = Shape::rows, Bc = Shape::cols, LI = Shape::ld_in, LS = Shape::ld_s, LP = Shape::ld_p;
     static_assert(Bc == 32, "the softmax gives one key of the tile to each lane");
-    __shared__ shared_tile<T, Br, LI> q_tile;                 // (Br, D) + padding
-    __shared__ shared_tile<T, Bc, LI> k_tile;                 // (Bc, D) + padding
-    __shared__ shared_tile<T, Bc, LI> v_tile;                 // (Bc, D) + padding
-    __shared__ shared_tile<float, Br, LS> s_tile;             // per warp (16, Bc): scores, then O scratch
-    __shared__ shared_tile<T, Br, LP> p_tile;                 // per warp (16, Bc): weights in 16 bits
+    __shared__ shared_tile<T, Br, LI> q_tile;                  // (Br, D) + padding
+    __shared__ shared_tile<T, Bc, LI> k_tile;                  // (Bc, D) + padding
+    __shared__ shared_tile<T, Bc, LI> v_tile;                  // (Bc, D) + padding
+    __shared__ shared_tile<float, Br, LS> s_tile;              // per warp (16, Bc): scores, then O scratch
+    __shared__ shared_tile<T, Br, LP> p_tile;                  // per warp (16, Bc): weights in 16 bits
     __shared__ shared_tile<float, Shape::warps, 16> row_tile;  // per warp (16): a factor per row
 
     const int t = static_cast<int>(threadIdx.x);
@@ -92,7 +92,7 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
     __syncthreads();
 
     wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> q_frag[D / 16];  // (16, D) in 16-wide pieces
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> o_frag[D / 16];           // (16, D), unnormalised
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> o_frag[D / 16];            // (16, D), unnormalised
     HEADWISE_UNROLL
     for (int n = 0; n < D / 16; ++n) {
         wmma::load_matrix_sync(q_frag[n], q_tile.ptr(r0, 16 * n), LI);
@@ -135,7 +135,7 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
             const float s = k0 + lane < end ? s_tile(r0 + r, lane) * a.scale : -INFINITY;
             const float m_new = fmaxf(m[r], warp_max(s));
             const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
-            const float p = expf(s - m_safe);                         // 0 for a masked key
+            const float p = expf(s - m_safe);                        // 0 for a masked key
             const float rescale = expf(m[r] - m_safe);
             l[r] = l[r] * rescale + warp_sum(p);
             m[r] = m_new;

@@ -32,13 +32,13 @@ namespace headwise::kernels {
 
 template <int D>
 struct WarpShape {
-    static constexpr int warps = 4;                           // per block
-    static constexpr int threads = 32 * warps;                // per block
-    static constexpr int rows_per_warp = D <= 64 ? 16 : 4;    // query rows owned by one warp
-    static constexpr int rows = warps * rows_per_warp;        // Br: query rows per block
-    static constexpr int cols = 32;                           // Bc: keys per tile, one per lane
-    static constexpr int columns_per_lane = (D + 31) / 32;    // output columns a lane owns
-    static constexpr std::size_t shared_bytes(int k_pad) {    // q_tile + k_tile + v_tile
+    static constexpr int warps = 4;                         // per block
+    static constexpr int threads = 32 * warps;              // per block
+    static constexpr int rows_per_warp = D <= 64 ? 16 : 4;  // query rows owned by one warp
+    static constexpr int rows = warps * rows_per_warp;      // Br: query rows per block
+    static constexpr int cols = 32;                         // Bc: keys per tile, one per lane
+    static constexpr int columns_per_lane = (D + 31) / 32;  // output columns a lane owns
+    static constexpr std::size_t shared_bytes(int k_pad) {  // q_tile + k_tile + v_tile
         return sizeof(float) * (std::size_t(rows) * D + std::size_t(cols) * (D + k_pad) + std::size_t(cols) * D);
     }
 };
@@ -113,7 +113,7 @@ __global__ void attention_warp(global_ptr<const float> q, global_ptr<const float
             }
             const float m_new = fmaxf(m[rr], warp_max(s));  // every lane gets the row's maximum
             const float p = lane < cols ? expf(s - m_new) : 0.0f;
-            const float rescale = expf(m[rr] - m_new);      // 0 on the row's first tile
+            const float rescale = expf(m[rr] - m_new);  // 0 on the row's first tile
             l[rr] = l[rr] * rescale + warp_sum(p);
             HEADWISE_UNROLL
             for (int u = 0; u < CL; ++u) acc[rr][u] *= rescale;

@@ -37,8 +37,7 @@ int to_int(const std::string& text, const char* flag) {
         std::size_t used = 0;
         const int x = std::stoi(text, &used);
         if (used == text.size() && x > 0) return x;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     usage(std::string(flag) + " takes a positive integer, not '" + text + "'");
 }
 
@@ -52,10 +51,14 @@ int main(int argc, char** argv) {
         const std::string flag = argv[a];
         if (a + 1 >= argc) usage(flag + " needs a value");
         const std::string value = argv[++a];
-        if (flag == "--csv") csv = value;
-        else if (flag == "--repeats") repeats = to_int(value, "--repeats");
-        else if (flag == "--warmup") warmup = to_int(value, "--warmup");
-        else if (flag == "--max-naive-n") max_naive_n = to_int(value, "--max-naive-n");
+        if (flag == "--csv")
+            csv = value;
+        else if (flag == "--repeats")
+            repeats = to_int(value, "--repeats");
+        else if (flag == "--warmup")
+            warmup = to_int(value, "--warmup");
+        else if (flag == "--max-naive-n")
+            max_naive_n = to_int(value, "--max-naive-n");
         else if (flag == "--n") {
             seqs.clear();
             std::stringstream list(value);
@@ -76,7 +79,8 @@ int main(int argc, char** argv) {
     // The GPU's name without "CUDA device 0: " and the SM count.
     std::string gpu = status.text.substr(status.text.find(':') + 2);
     gpu = gpu.substr(0, gpu.find(" ("));
-    out << "gpu,version,dtype,batch,heads,seq,d_head,causal,median_ms,min_ms,tflops,registers,shared_bytes,local_bytes,note\n";
+    out << "gpu,version,dtype,batch,heads,seq,d_head,causal,median_ms,min_ms,tflops,registers,shared_bytes,local_bytes,"
+           "note\n";
     const int B = 8, H = 16, D = 64;
     try {
         for (int N : seqs) {
@@ -91,19 +95,19 @@ int main(int argc, char** argv) {
             for (Version version : kernels::versions) {
                 const char* dtype = kernels::sixteen_bit(version) ? "fp16" : "fp32";
                 if (version == Version::naive && N > max_naive_n) {
-                    out << fmt::format("{},{},{},{},{},{},{},0,,,,,,,skipped: the N x N scratch would be {:.1f} GB\n", gpu,
-                                       kernels::name(version), dtype, B, H, N, D,
+                    out << fmt::format("{},{},{},{},{},{},{},0,,,,,,,skipped: the N x N scratch would be {:.1f} GB\n",
+                                       gpu, kernels::name(version), dtype, B, H, N, D,
                                        4.0 * B * H * double(N) * double(N) / 1e9);
                     continue;
                 }
                 const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
                 const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
-                out << fmt::format("{},{},{},{},{},{},{},0,{:.4f},{:.4f},{:.3f},{},{},{},\n", gpu, kernels::name(version),
-                                   dtype, B, H, N, D, t.median_ms, t.min_ms, tflops, t.registers, t.shared_bytes,
-                                   t.local_bytes);
-                fmt::print("{:<11} {} N={:<5} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B local)\n",
-                           kernels::name(version), dtype, N, t.median_ms, tflops, t.registers, t.shared_bytes,
-                           t.local_bytes);
+                out << fmt::format("{},{},{},{},{},{},{},0,{:.4f},{:.4f},{:.3f},{},{},{},\n", gpu,
+                                   kernels::name(version), dtype, B, H, N, D, t.median_ms, t.min_ms, tflops,
+                                   t.registers, t.shared_bytes, t.local_bytes);
+                fmt::print(
+                    "{:<11} {} N={:<5} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B local)\n",
+                    kernels::name(version), dtype, N, t.median_ms, tflops, t.registers, t.shared_bytes, t.local_bytes);
                 out.flush();
             }
         }

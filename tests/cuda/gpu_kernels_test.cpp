@@ -88,10 +88,10 @@ int main(int argc, char** argv) {
                         if (kernels::sixteen_bit(version)) {
                             const double u = 0x1p-11;
                             const Tensor4 qr = rounded(q), kr = rounded(k), vr = rounded(v);
-                            ok = test::excess_error_16_bit(gpu.data(), ref.data(), q.data(), k.data(), v.data(), layout, u,
-                                                           false) == 0.0 &&
-                                 test::excess_error_16_bit(gpu.data(), emu.data(), qr.data(), kr.data(), vr.data(), layout,
-                                                           2 * u, true) == 0.0;
+                            ok = test::excess_error_16_bit(gpu.data(), ref.data(), q.data(), k.data(), v.data(), layout,
+                                                           u, false) == 0.0 &&
+                                 test::excess_error_16_bit(gpu.data(), emu.data(), qr.data(), kr.data(), vr.data(),
+                                                           layout, 2 * u, true) == 0.0;
                             worst_fp16 = std::max(worst_fp16, max_abs(gpu, emu));
                         } else {
                             ok = test::excess_error(gpu.data(), ref.data(), ref.size()) == 0.0 &&
@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
         fmt::print("FAIL: {}\n", e.what());
         return 1;
     }
-    fmt::print("summary: {} checks, {} failures; max |gpu - emulator| fp32 versions {:.2e}, tensor_core (fp16) {:.2e}\n",
-               checks, failures, worst_fp32, worst_fp16);
+    fmt::print(
+        "summary: {} checks, {} failures; max |gpu - emulator| fp32 versions {:.2e}, tensor_core (fp16) {:.2e}\n",
+        checks, failures, worst_fp32, worst_fp16);
     return failures == 0 ? 0 : 1;
 }
