@@ -16,13 +16,11 @@ int list() {
     const auto course = load_course();
     const State state = load_state();
 
-    // The title column fits the longest title, up to a limit; longer ones are cut with "...".
-    constexpr std::size_t max_title = 56;
+    // The title column fits the longest title: a title is never cut.
     std::size_t title_width = 6;
-    for (const auto& l : course) title_width = std::max(title_width, std::min(l.title.size(), max_title));
+    for (const auto& l : course) title_width = std::max(title_width, l.title.size());
     auto row = [&](const std::string& number, const std::string& title, const std::string& id, const std::string& status) {
-        const std::string shown = title.size() > max_title ? title.substr(0, max_title - 3) + "..." : title;
-        fmt::print("{:<4}{:<{}}  {:<10}{}\n", number, shown, title_width, id, status);
+        fmt::print("{:<4}{:<{}}  {:<10}{}\n", number, title, title_width, id, status);
     };
 
     std::size_t exercises = 0, passed = 0;
