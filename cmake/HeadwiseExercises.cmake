@@ -39,6 +39,16 @@ check_linker_flag(CXX "-fuse-ld=gold" HEADWISE_HAVE_GOLD)
 
 # headwise_add_exercise(<id> <dir>)
 function(headwise_add_exercise id dir)
+  # An exercise listed in HEADWISE_GRADE_UNSANITIZED compiles its subject with the warnings only
+  # (no sanitizers, the plain PCH): see tests/grade/CMakeLists.txt for which, and why.
+  set(subject_options ${HEADWISE_GRADE_SUBJECT_OPTIONS})
+  set(link_options ${HEADWISE_GRADE_LINK_OPTIONS})
+  set(subject_pch headwise_grade_pch)
+  if(id IN_LIST HEADWISE_GRADE_UNSANITIZED)
+    set(subject_options ${HEADWISE_GRADE_WARNING_OPTIONS})
+    set(link_options -Wl,--wrap=__cxa_throw)
+    set(subject_pch headwise_pch)
+  endif()
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${dir}")
   set(exercise_dir "${PROJECT_SOURCE_DIR}/exercises/${dir}")
   set(solution_includes "${solution_dir}" "${PROJECT_SOURCE_DIR}/solutions/common")
@@ -102,8 +112,8 @@ namespace {
     target_link_libraries(headwise_grade_${id}_mistakes PRIVATE headwise_grade_deps)
     # Compiled exactly like the subject (sanitized, -O1, xtensor's checks on): a mistake and a
     # learner's identical code must give identical numbers, NaNs and infs included.
-    target_compile_options(headwise_grade_${id}_mistakes PRIVATE -Wno-unused-parameter -O1 ${HEADWISE_GRADE_SUBJECT_OPTIONS} -w)
-    target_precompile_headers(headwise_grade_${id}_mistakes REUSE_FROM headwise_grade_pch)
+    target_compile_options(headwise_grade_${id}_mistakes PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
+    target_precompile_headers(headwise_grade_${id}_mistakes REUSE_FROM ${subject_pch})
   endif()
 
   # --- The learner's grader: `ctest --preset grade [-L <id>]`.
@@ -222,15 +232,15 @@ function(_headwise_grader target id)
     headwise_grade_main headwise::gradekit)
   # A stub leaves its parameters unused until the learner writes the body. -O1: the graders'
   # inputs are tiny, and the learner's file recompiles ~25% faster than at -O3 (measured on ex03).
-  target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${HEADWISE_GRADE_SUBJECT_OPTIONS})
-  target_link_options(${target} PRIVATE ${HEADWISE_GRADE_LINK_OPTIONS})
-  if(HEADWISE_GRADE_SANITIZE)
+  target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${subject_options})
+  target_link_options(${target} PRIVATE ${link_options})
+  if(HEADWISE_GRADE_SANITIZE AND NOT id IN_LIST HEADWISE_GRADE_UNSANITIZED)
     target_link_libraries(${target} PRIVATE headwise_grade_core_sanitized)
   endif()
   if(HEADWISE_HAVE_GOLD)
     target_link_options(${target} PRIVATE -fuse-ld=gold)
   endif()
-  target_precompile_headers(${target} REUSE_FROM headwise_grade_pch)
+  target_precompile_headers(${target} REUSE_FROM ${subject_pch})
 endfunction()
 
 # A meta-test: run a grader binary through headwise-gradetool's run step (as `headwise grade`
