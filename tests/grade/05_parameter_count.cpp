@@ -5,6 +5,8 @@
 // The sizes reach past 32 bits on purpose: Megatron-LM's 1-trillion-parameter configuration has
 // d_model = 25,600 (4 d^2 = 2,621,440,000 > 2^31), and long contexts pass 2^32 bytes and FLOPs,
 // so counting in int or unsigned fails here (and signed overflow stops the sanitized grade build).
+// Two milestones: [part1] the parameter counts (lesson 05, steps 1-3), [part2] FLOPs and
+// attention memory against N (step 5), the lesson's harder half.
 #include "05_parameter_count.hpp"
 #include "grade.hpp"
 
@@ -42,23 +44,23 @@ void expect_counts(const char* function, Count Ex05::*which, bool bias) {
 
 }  // namespace
 
-TEST_CASE("parameter_count: nn.MultiheadAttention with biases, from d_model 1 to GPT-3", "[ex05]") {
+TEST_CASE("parameter_count: nn.MultiheadAttention with biases, from d_model 1 to GPT-3", "[ex05][part1]") {
     expect_counts("parameter_count", &Ex05::parameter_count, true);
 }
 
-TEST_CASE("parameter_count: without biases it is 4 d_model^2", "[ex05]") {
+TEST_CASE("parameter_count: without biases it is 4 d_model^2", "[ex05][part1]") {
     expect_counts("parameter_count", &Ex05::parameter_count, false);
 }
 
-TEST_CASE("per_head_parameter_count: with biases, the same totals", "[ex05]") {
+TEST_CASE("per_head_parameter_count: with biases, the same totals", "[ex05][part1]") {
     expect_counts("per_head_parameter_count", &Ex05::per_head_parameter_count, true);
 }
 
-TEST_CASE("per_head_parameter_count: without biases, the same totals", "[ex05]") {
+TEST_CASE("per_head_parameter_count: without biases, the same totals", "[ex05][part1]") {
     expect_counts("per_head_parameter_count", &Ex05::per_head_parameter_count, false);
 }
 
-TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Megatron-LM's width", "[ex05]") {
+TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Megatron-LM's width", "[ex05][part2]") {
     struct Case {
         std::size_t d_model, context;
         std::uint64_t flops;
@@ -72,7 +74,7 @@ TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Me
     }
 }
 
-TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05]") {
+TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05][part2]") {
     struct Case {
         std::size_t batch, heads, context;
         std::uint64_t bytes;
@@ -92,7 +94,7 @@ TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05
     }
 }
 
-TEST_CASE("both counts refuse heads that do not divide d_model, and heads = 0", "[ex05]") {
+TEST_CASE("both counts refuse heads that do not divide d_model, and heads = 0", "[ex05][part1]") {
     for (Count Ex05::*which : {&Ex05::parameter_count, &Ex05::per_head_parameter_count}) {
         grade::expect_usage_error<Ex05>("count(d_model = 64, heads = 7)",
                                         [&](const Ex05& ex) { return (ex.*which)(64, 7, true); });

@@ -502,17 +502,22 @@ Diagnosis describe_exception(const std::string& what, const std::exception& e) {
     if (__sanitizer_symbolize_pc != nullptr) {
         const auto files = subject_files();
         for (int i = 0; i < throw_depth && d.where.empty(); ++i) {
-            char buffer[2048];
-            // The return address points after the call: step back one byte into it.
-            __sanitizer_symbolize_pc(static_cast<char*>(throw_stack[i]) - 1, "%s:%l:%c", buffer, sizeof buffer);
-            const std::string frame = buffer;
-            const auto colon = frame.find(':');
-            const std::string file = frame.substr(0, colon);
-            if (std::ranges::find(files, file) == files.end()) continue;
-            const long line = std::atol(frame.c_str() + colon + 1);
-            d.where = relative_to_source(frame);
-            if (d.where.ends_with(":0")) d.where.resize(d.where.size() - 2);
-            d.source = line_of(file, line);
+            char buffer[4096] = {};
+            // The return address points after the call: step back one byte into it. One string
+            // per frame inlined at that address, most inlined first, then an empty one: the
+            // learner's line may be any of them (xtensor's operator() is inlined into it).
+            __sanitizer_symbolize_pc(static_cast<char*>(throw_stack[i]) - 1, "%s:%l:%c", buffer, sizeof buffer - 1);
+            for (const char* at = buffer; *at != '\0' && at < buffer + sizeof buffer - 1 && d.where.empty();
+                 at += std::strlen(at) + 1) {
+                const std::string frame = at;
+                const auto colon = frame.find(':');
+                const std::string file = frame.substr(0, colon);
+                if (std::ranges::find(files, file) == files.end()) continue;
+                const long line = std::atol(frame.c_str() + colon + 1);
+                d.where = relative_to_source(frame);
+                if (d.where.ends_with(":0")) d.where.resize(d.where.size() - 2);
+                d.source = line_of(file, line);
+            }
         }
     }
     if (!d.where.empty()) d.message = d.where + ": " + d.message;
