@@ -79,13 +79,16 @@ int patch(const std::vector<std::string>& args) {
             occurrence = std::stoi(line.substr(8));
             from = line.substr(line.find(": ") + 2);
         } else if (line.rfind("with: ", 0) == 0) {
-            if (from.empty()) throw usage(fmt::format("{}:{}: 'with:' without a 'replace:' before it", args[0], line_no));
+            if (from.empty())
+                throw usage(fmt::format("{}:{}: 'with:' without a 'replace:' before it", args[0], line_no));
             const std::string to = line.substr(6);
             std::size_t at = text.find(from);
             for (int k = 1; k < occurrence && at != std::string::npos; ++k) at = text.find(from, at + 1);
             if (at == std::string::npos || (occurrence == 0 && text.find(from, at + 1) != std::string::npos)) {
-                throw usage(fmt::format("{}:{}: the text to replace must occur exactly once in {} (or say which: "
-                                        "replace#N:): {}", args[0], line_no - 1, args[1], from));
+                throw usage(
+                    fmt::format("{}:{}: the text to replace must occur exactly once in {} (or say which: "
+                                "replace#N:): {}",
+                                args[0], line_no - 1, args[1], from));
             }
             text.replace(at, from.size(), to);
             from.clear();
@@ -116,16 +119,23 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw usage(fmt::format("{} needs a value", a));
             return args[++i];
         };
-        if (a == "--id") s.id = value();
-        else if (a == "--source-dir") s.source_dir = value();
-        else if (a == "--report") s.report = value();
-        else if (a == "--build-dir") build_dir = value();
-        else if (a == "--target") target = value();
-        else if (a == "--subject") s.files.emplace_back(value());
+        if (a == "--id")
+            s.id = value();
+        else if (a == "--source-dir")
+            s.source_dir = value();
+        else if (a == "--report")
+            s.report = value();
+        else if (a == "--build-dir")
+            build_dir = value();
+        else if (a == "--target")
+            target = value();
+        else if (a == "--subject")
+            s.files.emplace_back(value());
         else if (a == "--") {
             grader.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
             break;
-        } else throw usage(fmt::format("unknown argument '{}'", a));
+        } else
+            throw usage(fmt::format("unknown argument '{}'", a));
     }
     if (s.id.empty() || s.source_dir.empty() || s.report.empty() || s.files.empty()) {
         throw usage(fmt::format("{} needs --id, --source-dir, --report and at least one --subject", command));

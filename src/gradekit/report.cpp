@@ -66,8 +66,8 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         r.total = j.at("total").get<int>();
         r.running = text(j, "running");
         for (const auto& f : j.value("failures", json::array())) {
-            Failure x{text(f, "test"), text(f, "message"), text(f, "mistake"), text(f, "explanation"),
-                      text(f, "where"), text(f, "source"), text(f, "lesson"), {}};
+            Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
+                      text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};
             for (const auto& d : f.value("details", json::array()))
                 if (d.is_string()) x.details.push_back(d.get<std::string>());
             r.failures.push_back(std::move(x));

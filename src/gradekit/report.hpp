@@ -23,13 +23,13 @@
 namespace headwise::gradekit {
 
 struct Failure {
-    std::string test;         // the Catch2 test case ("(build)" for a compile error)
-    std::string message;      // one line: what failed and why
-    std::string mistake;      // a catalogued mistake that fits every failing case, or empty
-    std::string explanation;  // its two lines, or empty
-    std::string where;        // file:line:col in the learner's file (memory errors, crashes, throws)
-    std::string source;       // that line of source
-    std::string lesson;       // the lesson section or doc that explains the concept
+    std::string test;                  // the Catch2 test case ("(build)" for a compile error)
+    std::string message;               // one line: what failed and why
+    std::string mistake;               // a catalogued mistake that fits every failing case, or empty
+    std::string explanation;           // its two lines, or empty
+    std::string where;                 // file:line:col in the learner's file (memory errors, crashes, throws)
+    std::string source;                // that line of source
+    std::string lesson;                // the lesson section or doc that explains the concept
     std::vector<std::string> details;  // what `headwise grade N -v` prints
 };
 
@@ -46,7 +46,7 @@ struct Report {
     bool finished = false;  // false: the grader stopped early (crash, timeout) or never ran
     int passed = 0;
     int total = 0;
-    std::string running;    // the test case that was running when the report was written
+    std::string running;  // the test case that was running when the report was written
     std::vector<Failure> failures;
     std::vector<std::string> warnings;
     std::vector<Part> parts;

@@ -3,18 +3,18 @@
 
 #include <fmt/format.h>
 
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
-#include <chrono>
-#include <csignal>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace headwise::gradekit {
 
@@ -58,8 +58,7 @@ bool is_subject_file(const std::string& path, const Subject& s) {
 std::string source_line(const fs::path& file, int line) {
     std::ifstream in(file);
     std::string text;
-    for (int i = 0; i < line && std::getline(in, text); ++i) {
-    }
+    for (int i = 0; i < line && std::getline(in, text); ++i) {}
     if (!in) return {};
     const auto first = text.find_first_not_of(" \t");
     return first == std::string::npos ? std::string() : text.substr(first);
@@ -166,13 +165,14 @@ CompilerOutput parse_compiler_output(const std::string& log, const Subject& s) {
                 if (first_any == lines.size()) first_any = i;
                 if (mine && first_mine == lines.size()) first_mine = i;
             }
-        } else if (required_here.empty() && std::regex_match(lines[i], m, required_from) && is_subject_file(m[1].str(), s)) {
-            required_here = fmt::format("{}:{}:{}: the call in your file that led there:\n    {}",
-                                        relative(m[1].str(), s.source_dir), m[2].str(), m[3].str(),
-                                        source_line(s.source_dir / relative(m[1].str(), s.source_dir), std::stoi(m[2].str())));
-        } else if (first_any == lines.size() &&
-                   (lines[i].find("undefined reference to") != std::string::npos ||
-                    lines[i].find("multiple definition of") != std::string::npos)) {
+        } else if (required_here.empty() && std::regex_match(lines[i], m, required_from) &&
+                   is_subject_file(m[1].str(), s)) {
+            required_here =
+                fmt::format("{}:{}:{}: the call in your file that led there:\n    {}",
+                            relative(m[1].str(), s.source_dir), m[2].str(), m[3].str(),
+                            source_line(s.source_dir / relative(m[1].str(), s.source_dir), std::stoi(m[2].str())));
+        } else if (first_any == lines.size() && (lines[i].find("undefined reference to") != std::string::npos ||
+                                                 lines[i].find("multiple definition of") != std::string::npos)) {
             first_any = i;
         }
     }
@@ -189,16 +189,16 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
                 const std::function<void(const std::string&)>& progress) {
     std::string log;
     bool recompiled = false;
-    const int rc = run_captured({"cmake", "--build", build_dir.string(), "--target", target}, {},
-                                [&](const std::string& line) {
-                                    log += line + "\n";
-                                    if (line.rfind("[", 0) == 0) {
-                                        for (const fs::path& f : s.files)
-                                            if (line.find(f.filename().string() + ".o") != std::string::npos) recompiled = true;
-                                        if (progress) progress(line);
-                                    }
-                                    return false;
-                                });
+    const int rc =
+        run_captured({"cmake", "--build", build_dir.string(), "--target", target}, {}, [&](const std::string& line) {
+            log += line + "\n";
+            if (line.rfind("[", 0) == 0) {
+                for (const fs::path& f : s.files)
+                    if (line.find(f.filename().string() + ".o") != std::string::npos) recompiled = true;
+                if (progress) progress(line);
+            }
+            return false;
+        });
     const CompilerOutput parsed = parse_compiler_output(log, s);
     if (rc == 0) {
         // The warnings of the last compile of the learner's file, kept for the report of every
@@ -230,7 +230,8 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
 Failure diagnose_crash(const std::string& output, int exit_code, const Subject& s, bool timed_out) {
     static const std::regex asan_error(R"(==[0-9]+==ERROR: AddressSanitizer: ([A-Za-z-]+))");
     static const std::regex access(R"(^(READ|WRITE) of size ([0-9]+) at)");
-    static const std::regex region(R"(is located ([0-9]+) bytes (to the right of|to the left of|inside of) ([0-9]+)-byte region)");
+    static const std::regex region(
+        R"(is located ([0-9]+) bytes (to the right of|to the left of|inside of) ([0-9]+)-byte region)");
     static const std::regex frame(R"(^ *#[0-9]+ 0x[0-9a-f]+ in (.*) (\S+?):([0-9]+)(?::([0-9]+))?$)");
     static const std::regex ubsan(R"(^(\S+?):([0-9]+):([0-9]+): runtime error: (.*)$)");
     static const std::regex segv_access(R"(The signal is caused by a (READ|WRITE) memory access)");
@@ -272,7 +273,8 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
             // The first frame in the subject's file; for a stack overflow the second one that
             // differs from it (the first is the function's entry, the next the call that recursed).
             const std::string here = m[2].str() + ":" + m[3].str();
-            const bool take = subject_frames == 0 || (kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
+            const bool take =
+                subject_frames == 0 || (kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
             if (take) {
                 if (subject_frames++ == 0) first_frame = here;
                 where_file = relative(m[2].str(), s.source_dir);
@@ -295,20 +297,24 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     const std::string views_doc = "docs/xtensor-for-pytorch-users.md, \"Views, references and lazy expressions\"";
     if (kind == "heap-buffer-overflow" || kind == "stack-buffer-overflow" || kind == "global-buffer-overflow") {
         if (side == "to the right of") {
-            what = fmt::format("{} {} bytes {} the end of a {}-byte buffer{}: an index one (or more) past the last "
-                               "element, e.g. a loop bound <= n or a wrong axis size",
-                               verb, size, offset == "0" ? "just past" : offset + " bytes past", bytes, floats(bytes));
+            what = fmt::format(
+                "{} {} bytes {} the end of a {}-byte buffer{}: an index one (or more) past the last "
+                "element, e.g. a loop bound <= n or a wrong axis size",
+                verb, size, offset == "0" ? "just past" : offset + " bytes past", bytes, floats(bytes));
         } else if (side == "to the left of") {
-            what = fmt::format("{} {} bytes {} bytes before the start of a {}-byte buffer{}: an index below 0 (an "
-                               "unsigned index that wrapped around?)",
-                               verb, size, offset, bytes, floats(bytes));
+            what = fmt::format(
+                "{} {} bytes {} bytes before the start of a {}-byte buffer{}: an index below 0 (an "
+                "unsigned index that wrapped around?)",
+                verb, size, offset, bytes, floats(bytes));
         } else {
             what = fmt::format("{} {} bytes outside a buffer ({})", verb, size, kind);
         }
         f.lesson = bounds_doc;
     } else if (kind == "heap-use-after-free") {
-        what = fmt::format("{} {} bytes of memory that was already freed: a view, pointer or reference used after the "
-                           "tensor it points into was destroyed or reassigned", verb, size);
+        what = fmt::format(
+            "{} {} bytes of memory that was already freed: a view, pointer or reference used after the "
+            "tensor it points into was destroyed or reassigned",
+            verb, size);
         f.lesson = views_doc;
     } else if (kind == "stack-use-after-return" || kind == "stack-use-after-scope") {
         what = fmt::format("{} {} bytes of a local variable whose {} already ended: a dangling reference or view", verb,
@@ -318,14 +324,17 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
         what = "freed the same memory twice (double free) or freed memory that was never allocated";
         f.lesson = views_doc;
     } else if (kind == "SEGV") {
-        what = fmt::format("crashed with a segmentation fault (SIGSEGV) on a {}: an index far outside any tensor, or a "
-                           "null or dangling pointer", read ? "read" : "write");
+        what = fmt::format(
+            "crashed with a segmentation fault (SIGSEGV) on a {}: an index far outside any tensor, or a "
+            "null or dangling pointer",
+            read ? "read" : "write");
         f.lesson = bounds_doc;
     } else if (kind == "stack-overflow") {
         what = "ran out of stack (stack overflow): a function that calls itself without end?";
     } else if (timed_out) {
-        what = "did not finish in time: an endless loop? (a loop whose condition never becomes false, e.g. an "
-               "unsigned j >= 0, or a bound that grows); it was at this line when stopped";
+        what =
+            "did not finish in time: an endless loop? (a loop whose condition never becomes false, e.g. an "
+            "unsigned j >= 0, or a bound that grows); it was at this line when stopped";
     } else if (kind == "ABRT" || exit_code == 128 + 6) {
         what = terminate_what.empty() ? "aborted (SIGABRT): an assert failed or std::terminate was called"
                                       : "an exception escaped and aborted the grader: " + terminate_what;
@@ -334,7 +343,8 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     } else if (!ub.empty()) {
         what = "undefined behaviour: " + ub;
         if (ub.find("overflow") != std::string::npos) {
-            what += " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
+            what +=
+                " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
             f.lesson = "lesson 05 (docs/05_parameter_count.md): counts that pass 2^31";
         } else if (ub.find("shift") != std::string::npos) {
             what += " -- a shift by a negative amount or by the type's width or more";
@@ -344,11 +354,13 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     } else if (exit_code > 128) {
         what = fmt::format("the grader was killed by signal {} ({})", exit_code - 128, strsignal(exit_code - 128));
     } else {
-        what = fmt::format("the grader stopped before its last test (exit code {}) without a sanitizer report", exit_code);
+        what =
+            fmt::format("the grader stopped before its last test (exit code {}) without a sanitizer report", exit_code);
     }
     if (output.find("/xtensor/xreducer.hpp") != std::string::npos && !kind.empty()) {
-        what += " (inside an xtensor reduction such as xt::sum(..., xt::keep_dims) used inside a lazy expression: "
-                "xtensor 0.24 then reads past the buffer; evaluate the reduction into a tensor first)";
+        what +=
+            " (inside an xtensor reduction such as xt::sum(..., xt::keep_dims) used inside a lazy expression: "
+            "xtensor 0.24 then reads past the buffer; evaluate the reduction into a tensor first)";
     }
     if (!check.empty()) what += " -- while checking " + check;
     if (!where_file.empty()) {
@@ -357,13 +369,15 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
         f.source = source_line(s.source_dir / where_file, where_line);
         f.message = fmt::format("{}: {}", f.where, what);
     } else {
-        f.message = what + (kind.empty() && ub.empty() ? std::string() : " (not in your file: see the stack in the details)");
+        f.message =
+            what + (kind.empty() && ub.empty() ? std::string() : " (not in your file: see the stack in the details)");
     }
     if (f.test.empty()) f.test = "(the grader itself)";
     // The sanitizer's own report, for -v.
     bool in_report = false;
     for (const std::string& line : lines) {
-        if (line.find("==ERROR:") != std::string::npos || line.find("runtime error:") != std::string::npos) in_report = true;
+        if (line.find("==ERROR:") != std::string::npos || line.find("runtime error:") != std::string::npos)
+            in_report = true;
         if (in_report && f.details.size() < 60) {
             std::string shown = replace_all(line, s.source_dir.string() + "/", "");
             if (shown.size() > 240) shown = shown.substr(0, 200) + " ... " + shown.substr(shown.size() - 35);
@@ -410,8 +424,8 @@ int run_step(const Subject& s, const fs::path& grader, const std::vector<std::st
         },
         timeout_s);
     // Stopped by the time limit (its SIGABRT makes the sanitizer print where it was, a report too).
-    const bool timed_out = timeout_s > 0 && rc != 0 &&
-                           std::chrono::steady_clock::now() - started >= std::chrono::seconds(timeout_s);
+    const bool timed_out =
+        timeout_s > 0 && rc != 0 && std::chrono::steady_clock::now() - started >= std::chrono::seconds(timeout_s);
 
     Report r;
     if (auto written = read_report(s.report)) {
@@ -425,7 +439,9 @@ int run_step(const Subject& s, const fs::path& grader, const std::vector<std::st
         Failure f = diagnose_crash(output, rc, s, timed_out);
         if (!r.running.empty() && f.test == "(the grader itself)") f.test = r.running;
         const int not_run = r.total - r.passed - static_cast<int>(r.failures.size()) - 1;
-        if (not_run > 0) f.message += fmt::format(" [the grader stopped here: {} more test{} did not run]", not_run, not_run == 1 ? "" : "s");
+        if (not_run > 0)
+            f.message +=
+                fmt::format(" [the grader stopped here: {} more test{} did not run]", not_run, not_run == 1 ? "" : "s");
         r.failures.push_back(std::move(f));
         r.running.clear();
     }

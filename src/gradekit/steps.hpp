@@ -22,10 +22,10 @@ namespace headwise::gradekit {
 namespace fs = std::filesystem;
 
 struct Subject {
-    std::string id;                // "ex03"
-    fs::path source_dir;           // the repository: paths in messages are relative to it
-    std::vector<fs::path> files;   // the learner's (or the meta-test's subject's) source files
-    fs::path report;               // build/grade/ex03.json
+    std::string id;               // "ex03"
+    fs::path source_dir;          // the repository: paths in messages are relative to it
+    std::vector<fs::path> files;  // the learner's (or the meta-test's subject's) source files
+    fs::path report;              // build/grade/ex03.json
 };
 
 // Runs `args` (PATH searched) with `env` added, feeding each line of its merged stdout and stderr
@@ -48,8 +48,8 @@ int run_step(const Subject& s, const fs::path& grader, const std::vector<std::st
 
 // What a compiler's output says about the subject's files (exposed for tests).
 struct CompilerOutput {
-    std::string first_error;             // whole: location, message, source line, caret
-    std::vector<std::string> warnings;   // the subject's own, each whole, once
+    std::string first_error;            // whole: location, message, source line, caret
+    std::vector<std::string> warnings;  // the subject's own, each whole, once
 };
 CompilerOutput parse_compiler_output(const std::string& log, const Subject& s);
 

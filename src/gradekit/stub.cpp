@@ -30,15 +30,18 @@ SplitSolution split_solution(const std::string& text, const std::string& name) {
         ++line_no;
         const std::string_view s = stripped(line);
         if (s == "// BEGIN SOLUTION") {
-            if (state != State::outside) throw std::runtime_error(fmt::format("{}:{}: BEGIN SOLUTION inside another block", name, line_no));
+            if (state != State::outside)
+                throw std::runtime_error(fmt::format("{}:{}: BEGIN SOLUTION inside another block", name, line_no));
             state = State::solution;
             block_start = line_no;
         } else if (s == "// STUB") {
-            if (state != State::solution) throw std::runtime_error(fmt::format("{}:{}: STUB outside a BEGIN SOLUTION block", name, line_no));
+            if (state != State::solution)
+                throw std::runtime_error(fmt::format("{}:{}: STUB outside a BEGIN SOLUTION block", name, line_no));
             state = State::stub;
         } else if (s == "// END SOLUTION") {
             if (state != State::stub) {
-                throw std::runtime_error(fmt::format("{}:{}: END SOLUTION without BEGIN SOLUTION and STUB before it", name, line_no));
+                throw std::runtime_error(
+                    fmt::format("{}:{}: END SOLUTION without BEGIN SOLUTION and STUB before it", name, line_no));
             }
             state = State::outside;
         } else {
@@ -47,7 +50,8 @@ SplitSolution split_solution(const std::string& text, const std::string& name) {
         }
     }
     if (state != State::outside) {
-        throw std::runtime_error(fmt::format("{}:{}: block opened here is never closed with // END SOLUTION", name, block_start));
+        throw std::runtime_error(
+            fmt::format("{}:{}: block opened here is never closed with // END SOLUTION", name, block_start));
     }
     return out;
 }

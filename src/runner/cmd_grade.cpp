@@ -16,9 +16,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <memory>
 #include <sstream>
-#include <unistd.h>
 
 namespace headwise::runner {
 
@@ -59,8 +59,9 @@ std::string milestones(const gradekit::Report& r) {
     std::string s;
     for (const auto& p : r.parts) {
         if (p.name == "optional") continue;
-        s += fmt::format("{}{} of {} {}", s.empty() ? "" : "; ", p.name, parts,
-                         p.passed == p.total ? "done" : fmt::format("not yet ({} of {} tests pass)", p.passed, p.total));
+        s +=
+            fmt::format("{}{} of {} {}", s.empty() ? "" : "; ", p.name, parts,
+                        p.passed == p.total ? "done" : fmt::format("not yet ({} of {} tests pass)", p.passed, p.total));
     }
     for (const auto& p : r.parts)
         if (p.name == "optional") s += fmt::format("; optional: {} of {} tests pass", p.passed, p.total);
@@ -106,8 +107,9 @@ void print_row(const Exercise& e, int number, const std::optional<GradeReport>& 
                 fmt::print("{}no known mistake matches every failing check: the differences above say where to look.\n",
                            indent);
             }
-            if (!verbose) fmt::print("{}(`./headwise grade {} -v`: every failing check with shapes, elements, tolerance)\n",
-                                     indent, number);
+            if (!verbose)
+                fmt::print("{}(`./headwise grade {} -v`: every failing check with shapes, elements, tolerance)\n",
+                           indent, number);
         }
     }
     if (!r->warnings.empty()) {
@@ -165,8 +167,9 @@ int grade(const std::string& which, bool verbose, const std::string& junit) {
     const fs::path dir = binary_dir() / "grade";
     fs::create_directories(dir);
     if (junit.empty()) {
-        fmt::print("headwise: grading {} (building what changed first)\n",
-                   exercises.size() == 1 ? "exercise " + exercises[0].id : fmt::format("{} exercises", exercises.size()));
+        fmt::print(
+            "headwise: grading {} (building what changed first)\n",
+            exercises.size() == 1 ? "exercise " + exercises[0].id : fmt::format("{} exercises", exercises.size()));
         for (const Exercise& e : exercises) grade_one(e);
     } else {
         // ctest --preset grade, spelled out so that it works in any build directory.

@@ -4,14 +4,14 @@
 
 #include <fmt/format.h>
 
+#include <execinfo.h>
 #include <algorithm>
 #include <bit>
-#include <cstdint>
-#include <cstring>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <execinfo.h>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <typeinfo>
@@ -35,7 +35,8 @@ std::vector<std::string> axis_names(std::string_view dims, std::size_t rank) {
     std::size_t pos = 0;
     while (pos <= dims.size() && !dims.empty()) {
         const std::size_t comma = dims.find(',', pos);
-        std::string_view part = dims.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+        std::string_view part =
+            dims.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
         while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
         while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
         names.emplace_back(part);
@@ -93,7 +94,8 @@ std::string name_factor(double c) {
 
 // Patterns that say what kind of mistake produced `actual` (same shape as `expected`).
 std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<const float> actual,
-                                  std::span<const float> expected, const std::vector<std::string>& names, Tolerance tol) {
+                                  std::span<const float> expected, const std::vector<std::string>& names,
+                                  Tolerance tol) {
     std::vector<std::string> found;
     const std::size_t n = expected.size(), rank = shape.size();
     if (n == 0) return found;
@@ -107,7 +109,9 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
         const double c = ae / ee;
         bool all = std::abs(c - 1) > 1e-3;
         for (std::size_t i = 0; all && i < n; ++i) all = agrees(actual[i], c * expected[i], tol);
-        if (all) found.push_back(fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c)));
+        if (all)
+            found.push_back(
+                fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c)));
     }
     // A constant offset (e.g. accumulated with += into memory never set to 0).
     {
@@ -116,10 +120,11 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
         for (std::size_t i = 0; all && i < n; ++i) all = agrees(actual[i], expected[i] + c, tol);
         if (all) {
             const bool fill = std::abs(c - double(std::bit_cast<float>(0xbebebebeu))) < 1e-6;
-            found.push_back(fmt::format("it is the expected result plus {:.6g}{}", c,
-                                        fill ? ", the pattern grade builds fill fresh memory with: added (+=) to elements "
-                                               "never set (uninitialised; from_shape does not fill)"
-                                             : " (an offset)"));
+            found.push_back(
+                fmt::format("it is the expected result plus {:.6g}{}", c,
+                            fill ? ", the pattern grade builds fill fresh memory with: added (+=) to elements "
+                                   "never set (uninitialised; from_shape does not fill)"
+                                 : " (an offset)"));
         }
     }
     // Two axes of the same size swapped (a transpose), for ranks up to 4.
@@ -132,7 +137,9 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
                 std::swap(idx[a], idx[b]);
                 all = agrees(actual[i], expected[ravel(idx, shape)], tol);
             }
-            if (all) found.push_back(fmt::format("it is the expected result with axes {} and {} swapped (transposed)", names[a], names[b]));
+            if (all)
+                found.push_back(fmt::format("it is the expected result with axes {} and {} swapped (transposed)",
+                                            names[a], names[b]));
         }
     // Shifted by one along an axis.
     for (std::size_t a = 0; a < rank; ++a) {
@@ -149,8 +156,9 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
                 ++compared;
             }
             if (all && compared > 0) {
-                found.push_back(fmt::format("element {}=i holds the expected element {}=i{}1 (shifted by one, off by one)",
-                                            names[a], names[a], shift > 0 ? "+" : "-"));
+                found.push_back(
+                    fmt::format("element {}=i holds the expected element {}=i{}1 (shifted by one, off by one)",
+                                names[a], names[a], shift > 0 ? "+" : "-"));
             }
         }
     }
@@ -177,7 +185,8 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
         for (std::size_t s = 0; s < m; ++s) identity = identity && perm[s] == s;
         if (all && !identity) {
             std::string order;
-            for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s) order += fmt::format("{}{}", s ? ", " : "", perm[s]);
+            for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
+                order += fmt::format("{}{}", s ? ", " : "", perm[s]);
             found.push_back(fmt::format("its {} slices are the expected ones in another order ({}{})", names[a], order,
                                         m > 8 ? ", ..." : ""));
         }
@@ -222,7 +231,8 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
             if (touched[d][k]) at.push_back(k);
         if (at.size() == touched[d].size() || touched[d].size() < 2) continue;
         std::string list;
-        for (std::size_t k = 0; k < std::min<std::size_t>(at.size(), 6); ++k) list += fmt::format("{}{}", k ? ", " : "", at[k]);
+        for (std::size_t k = 0; k < std::min<std::size_t>(at.size(), 6); ++k)
+            list += fmt::format("{}{}", k ? ", " : "", at[k]);
         where.push_back(fmt::format("{} in {{{}{}}}", names[d], list, at.size() > 6 ? ", ..." : ""));
     }
     if (!where.empty()) {
@@ -237,14 +247,16 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
         if (bits == 0xbebebebeu && !agrees(actual[i], expected[i], tol)) ++unwritten;
     }
     if (unwritten > 0) {
-        o.detail += fmt::format("; {} of them hold {:.6g}, the pattern grade builds fill fresh memory with: elements "
-                                "read or returned before they were ever written (uninitialised; from_shape does not fill)",
-                                unwritten, std::bit_cast<float>(0xbebebebeu));
+        o.detail += fmt::format(
+            "; {} of them hold {:.6g}, the pattern grade builds fill fresh memory with: elements "
+            "read or returned before they were ever written (uninitialised; from_shape does not fill)",
+            unwritten, std::bit_cast<float>(0xbebebebeu));
     }
     if (first_bad < expected.size()) {
-        o.detail += fmt::format("; first {} at {} where the expected value is finite (the inputs are finite, so your "
-                                "code produced it: exp of a large score? 0/0?)",
-                                std::isnan(actual[first_bad]) ? "NaN" : "inf", named_index(first_bad, expected_shape, names));
+        o.detail += fmt::format(
+            "; first {} at {} where the expected value is finite (the inputs are finite, so your "
+            "code produced it: exp of a large score? 0/0?)",
+            std::isnan(actual[first_bad]) ? "NaN" : "inf", named_index(first_bad, expected_shape, names));
     }
     // Weights: does every row still sum to 1?
     if (rank >= 2 && names.back() == "N_k") {
@@ -269,8 +281,8 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
         } else {
             std::string at = named_index(first_off * row, expected_shape, names);
             at = at.substr(0, at.rfind(", ")) + ")";  // the row: every axis but N_k
-            o.detail += fmt::format("; {} of {} weights rows do not sum to 1, the first at {} sums to {:.4g}", off, rows, at,
-                                    first_sum);
+            o.detail += fmt::format("; {} of {} weights rows do not sum to 1, the first at {} sums to {:.4g}", off,
+                                    rows, at, first_sum);
         }
     }
     for (const std::string& p : patterns(expected_shape, actual, expected, names, tol)) o.detail += "; " + p;
@@ -364,7 +376,9 @@ std::map<std::string, std::string>& explanations() {
 }
 }  // namespace
 
-void remember_explanation(const std::string& name, const std::string& explanation) { explanations()[name] = explanation; }
+void remember_explanation(const std::string& name, const std::string& explanation) {
+    explanations()[name] = explanation;
+}
 
 std::string explanation_of(const std::string& name) {
     const auto it = explanations().find(name);
@@ -378,7 +392,8 @@ std::string fitting_mistake() {
     std::vector<std::string> fits = all.front().matching;
     for (const Diagnosis& d : all) {
         large = large || d.large;
-        std::erase_if(fits, [&](const std::string& name) { return std::ranges::find(d.matching, name) == d.matching.end(); });
+        std::erase_if(fits,
+                      [&](const std::string& name) { return std::ranges::find(d.matching, name) == d.matching.end(); });
     }
     return large && !fits.empty() ? fits.front() : std::string();
 }
@@ -387,7 +402,8 @@ void fail_check(Diagnosis d) {
     if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr) {  // which mistakes each failing check matched
         std::string names;
         for (const auto& n : d.matching) names += "'" + n + "' ";
-        std::fprintf(stderr, "[headwise-debug] large=%d matches: %s| %s\n", int(d.large), names.c_str(), d.message.c_str());
+        std::fprintf(stderr, "[headwise-debug] large=%d matches: %s| %s\n", int(d.large), names.c_str(),
+                     d.message.c_str());
     }
     std::string text = d.message;
     if (!d.where.empty()) text += "\n    " + d.source;
@@ -471,18 +487,22 @@ std::string translate(std::string message) {
             };
             shapes = fmt::format(" shapes {} and {}", cut(lhs), cut(rhs));
         }
-        return fmt::format("two tensors of{} were combined element by element (or assigned), but their shapes do not "
-                           "broadcast: every axis must be equal or 1, counted from the last (xtensor: \"Incompatible "
-                           "dimension of arrays\")",
-                           shapes.empty() ? " different shapes" : shapes);
+        return fmt::format(
+            "two tensors of{} were combined element by element (or assigned), but their shapes do not "
+            "broadcast: every axis must be equal or 1, counted from the last (xtensor: \"Incompatible "
+            "dimension of arrays\")",
+            shapes.empty() ? " different shapes" : shapes);
     }
-    if (const auto at = message.find("index "); at != std::string::npos && message.find("is out of bounds for axis") != std::string::npos) {
+    if (const auto at = message.find("index ");
+        at != std::string::npos && message.find("is out of bounds for axis") != std::string::npos) {
         // xtensor's bounds check (grade builds): "...: check failed  index 5 is out of bounds for axis 2 with size 5"
         unsigned long index = 0, axis = 0, size = 0;
-        if (std::sscanf(message.c_str() + at, "index %lu is out of bounds for axis %lu with size %lu", &index, &axis, &size) == 3) {
-            return fmt::format("an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}) "
-                               "-- a loop bound one too far (<= instead of <), or the size of another axis",
-                               index, axis, size, size == 0 ? 0 : size - 1);
+        if (std::sscanf(message.c_str() + at, "index %lu is out of bounds for axis %lu with size %lu", &index, &axis,
+                        &size) == 3) {
+            return fmt::format(
+                "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}) "
+                "-- a loop bound one too far (<= instead of <), or the size of another axis",
+                index, axis, size, size == 0 ? 0 : size - 1);
         }
         return "an index is outside its tensor (xtensor's bounds check: " + message + ")";
     }

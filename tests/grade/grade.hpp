@@ -23,8 +23,8 @@
 #include "headwise/tensor.hpp"
 #include "headwise/trace.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <cstddef>
 #include <optional>
@@ -99,11 +99,11 @@ inline bool is_large(std::size_t count) { return count > 1000; }
 
 // One failing check, as the report shows it and as mistake naming weighs it.
 struct Diagnosis {
-    std::string message;               // one line
-    std::vector<std::string> details;  // for -v
-    std::string where, source, lesson; // the subject's line (a throw), and what to reread
-    bool large = false;                // counts towards "named only on a large case"
-    std::vector<std::string> matching; // catalogued mistakes that reproduce this failure
+    std::string message;                // one line
+    std::vector<std::string> details;   // for -v
+    std::string where, source, lesson;  // the subject's line (a throw), and what to reread
+    bool large = false;                 // counts towards "named only on a large case"
+    std::vector<std::string> matching;  // catalogued mistakes that reproduce this failure
 };
 
 // Records `d` for the report and fails the current check without ending the test case.
@@ -150,8 +150,8 @@ std::vector<std::string> diagnose(const Call& call, const Result& actual, const 
 // neither for nor against naming a mistake); other exceptions fail the check with the line that
 // threw. Returns true when the check passed.
 template <class Api, class Call, class Result>
-bool expect(const std::string& what, const Call& call, const Result& expected, std::string_view dims, Tolerance tol = {},
-            std::string_view after = {}) {
+bool expect(const std::string& what, const Call& call, const Result& expected, std::string_view dims,
+            Tolerance tol = {}, std::string_view after = {}) {
     announce(what);
     std::optional<Result> actual;
     try {
@@ -169,7 +169,8 @@ bool expect(const std::string& what, const Call& call, const Result& expected, s
     }
     Diagnosis d;
     d.message = what + ": " + o.detail;
-    if (!after.empty()) d.message += std::string("; ") + std::string(after) + " matched, so the difference arises after them";
+    if (!after.empty())
+        d.message += std::string("; ") + std::string(after) + " matched, so the difference arises after them";
     d.details = std::move(o.details);
     d.large = is_large(expected);
     d.matching = diagnose<Api>(call, *actual, expected, dims, tol);
@@ -200,8 +201,7 @@ void expect_usage_error(const std::string& what, const Call& call) {
             call(m.api);
             d.matching.push_back(m.name);
         } catch (const usage_error&) {
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
     }
     d.large = true;
     fail_check(std::move(d));

@@ -98,7 +98,9 @@ public:
                     f.details.push_back(d.message);
                     for (const std::string& line : d.details) f.details.push_back("    " + line);
                 }
-                if (checks.size() > 1) f.message += fmt::format(" [and {} more failing check{} in this test]", checks.size() - 1, checks.size() > 2 ? "s" : "");
+                if (checks.size() > 1)
+                    f.message += fmt::format(" [and {} more failing check{} in this test]", checks.size() - 1,
+                                             checks.size() > 2 ? "s" : "");
             } else {
                 f.message = other_.empty() ? "failed" : other_;
             }
@@ -118,7 +120,8 @@ public:
                 f.mistake = name;
                 f.explanation = explanation_of(name);
             }
-            fmt::print("headwise: every failing check matches the known mistake \"{}\":\n  {}\n", name, explanation_of(name));
+            fmt::print("headwise: every failing check matches the known mistake \"{}\":\n  {}\n", name,
+                       explanation_of(name));
         } else if (!run_failures().empty()) {
             fmt::print("headwise: no known mistake matches every failing check\n");
         }
