@@ -141,7 +141,7 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
         throw usage(fmt::format("{} needs --id, --source-dir, --report and at least one --subject", command));
     }
     const auto echo = [](const std::string& line) { std::puts(line.c_str()); };
-    int timeout = 60;
+    int timeout = 90;
     if (const char* t = std::getenv("HEADWISE_GRADE_TIMEOUT")) timeout = std::atoi(t);
     if (command == "build") {
         if (build_dir.empty() || target.empty()) throw usage("build needs --build-dir and --target");

@@ -44,7 +44,7 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
 // `timeout_s` seconds is stopped and reported as an endless loop at the learner's line where it
 // was. Returns its exit code (0: every test passed).
 int run_step(const Subject& s, const fs::path& grader, const std::vector<std::string>& extra_args,
-             const std::function<void(const std::string&)>& echo, int timeout_s = 60);
+             const std::function<void(const std::string&)>& echo, int timeout_s = 90);
 
 // What a compiler's output says about the subject's files (exposed for tests).
 struct CompilerOutput {

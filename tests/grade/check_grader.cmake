@@ -18,7 +18,7 @@ cmake_minimum_required(VERSION 3.25)
 string(REPLACE "|" ";" subject_args "${SUBJECT_ARGS}")
 file(REMOVE "${REPORT}")
 if(NOT DEFINED TIMEOUT)
-  set(TIMEOUT 30)
+  set(TIMEOUT 100)
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env HEADWISE_GRADE_TIMEOUT=${TIMEOUT} ${GRADETOOL} run --id ${ID} --source-dir ${SOURCE_DIR} --report ${REPORT} ${subject_args}
     -- ${GRADER}
