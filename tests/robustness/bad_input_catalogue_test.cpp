@@ -151,6 +151,9 @@ const std::vector<Case> runner_cases{
     {"headwise", {"run", "1", "--", "--seq", "0"}, "--seq.*0"},
     {"headwise", {"run", "1", "--", "--seq", "abc"}, "--seq.*abc"},
     {"headwise", {"run", "all", "--", "--seq", "-1"}, "--seq.*-1"},
+    // Lesson flags given to the runner: the one line shows the `--` form.
+    {"headwise", {"run", "1", "--seq", "8"}, "put lesson flags after --, as in ./headwise run 1 -- --seq 8"},
+    {"headwise", {"run", "all", "--batch", "2", "--seq", "3"}, "./headwise run all -- --batch 2 --seq 3"},
     {"headwise", {"list", "extra"}, "extra"},
     {"headwise", {"list", "--no-such-flag"}, "--no-such-flag"},
     {"headwise", {"hint"}, "exercise"},
