@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
         trace.shape_line("key_len", std::array<std::size_t, 1>{B}, "B");
         trace.shape_line("scratch (naive only)", std::array<std::size_t, 4>{B, H, N, N}, "B, H, N_query, N_key");
         fmt::print("  q, k, v: {} each; naive's scratch: {} -- it grows with N^2, the others with N.\n",
-                   mebibytes(4.0 * double(bhnd)), mebibytes(4.0 * double(bhnn)));
+                   mebibytes(4.0 * double(kernels::qkv_elements(p))), mebibytes(4.0 * double(kernels::scores_elements(p))));
         const kernels::Inputs in{q.data(), k.data(), v.data(), key_len.data()};
 
         // -----------------------------------------------------------------------------------------
