@@ -24,6 +24,7 @@
 #include "headwise/trace.hpp"
 
 #include <fmt/format.h>
+#include <typeinfo>
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -143,6 +144,28 @@ std::vector<std::string> diagnose(const Call& call, const Result& actual, const 
     return names;
 }
 
+// A thrown message with its file:line[:col] references blanked, so the same failure from the
+// learner's file and from a catalogued mistake's file reads the same.
+std::string without_locations(std::string_view message);
+
+// Every catalogued mistake that throws the same kind of exception with the same message
+// (locations aside) as the subject did on this case.
+template <class Api, class Call>
+std::vector<std::string> diagnose_throw(const Call& call, const std::exception& subject_error) {
+    std::vector<std::string> names;
+    const std::string expected = without_locations(subject_error.what());
+    for (const Mistake<Api>& m : catalogue<Api>()) {
+        remember_explanation(m.name, m.explanation);
+        try {
+            (void)call(m.api);
+        } catch (const std::exception& theirs) {
+            if (typeid(theirs) == typeid(subject_error) && without_locations(theirs.what()) == expected)
+                names.push_back(m.name);
+        }
+    }
+    return names;
+}
+
 // Runs `call` on the subject and checks its result against `expected`. `what` says which call
 // on which input, e.g. "split_heads(x (2, 5, 64), heads = 8)". `after` (optional) names what
 // earlier checks of the same call already matched ("the per-head weights"), so a difference here
@@ -159,7 +182,10 @@ bool expect(const std::string& what, const Call& call, const Result& expected, s
     } catch (const std::exception& e) {
         // A stub (or a launch wrapping one): the test fails with it, and it weighs on no name.
         if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
-        fail_check(describe_exception(what, e));
+        Diagnosis d = describe_exception(what, e);
+        d.large = is_large(expected);
+        d.matching = diagnose_throw<Api>(call, e);
+        fail_check(std::move(d));
         return false;
     }
     Outcome o = compare(*actual, expected, dims, tol);
