@@ -2,6 +2,8 @@
 // (scripts/bench-compare). Benchmarks are measured here, never asserted in timed tests.
 #include "common.hpp"
 
+#include "headwise/blas_coretype.hpp"
+
 #include <fmt/format.h>
 
 #include <memory>
@@ -14,6 +16,11 @@ void add_bench_command(CLI::App& app, Action& action) {
     cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
     cmd->callback([&action, extra] {
         action = [extra] {
+            // Which BLAS kernels every figure below is made with (blas_coretype.hpp chose them
+            // before main(); the programs started from here inherit the choice).
+            const blas::KernelReport k = blas::kernel_report();
+            fmt::print("headwise: BLAS kernels {} ({}); {}\n", k.corename, k.source, k.config);
+            if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
             fmt::print("headwise: building the benchmarks\n");
             if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
                                            source_dir());
