@@ -5,6 +5,7 @@
 #include "headwise/vexp.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -13,14 +14,6 @@ namespace headwise::detail {
 namespace {
 
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-
-// Queries per tile. Bigger tiles mean fewer and larger GEMMs (K and V are packed once per tile
-// instead of once per 64 queries), but a tile's scores (rows x N_k floats) should stay within
-// the L2 cache. Measured at the issue-8 sizes (docs/performance.md): 256 rows beat 128 and 64.
-std::size_t tile_rows(std::size_t nk) {
-    constexpr std::size_t scores_floats = 256 * 1024;  // 1 MiB of scores per worker at most
-    return std::clamp<std::size_t>(scores_floats / std::max<std::size_t>(nk, 1), 16, 256);
-}
 
 // With a causal mask, the queries of a tile next to the diagonal go in strips this tall: a strip
 // computes only the keys up to its own last query, so of the masked triangle above the diagonal
@@ -31,80 +24,134 @@ struct Tile {
     std::size_t b, h, i0, i1;
 };
 
+// One worker's scratch, kept from tile to tile.
+struct Scratch {
+    std::vector<float> scores;  // (rows, keys of one block)
+    std::vector<float> acc;     // (rows, d_head): running sum of exp(score - max) * v
+    std::vector<float> max;     // (rows): running max of each row's scores
+    std::vector<float> sum;     // (rows): running sum of exp(score - max)
+};
+
+class TileRun {
+public:
+    TileRun(const AttentionShape& s, const Tile& t, Strided<const float> q, Strided<const float> k,
+            Strided<const float> v, float scale, const AttentionOptions& o, Scratch& w)
+        : s_(s), t_(t), scale_(scale), o_(o), w_(w), rows_(t.i1 - t.i0),
+          qp_(q.data + t.b * q.batch + t.h * q.head + t.i0 * q.row), q_row_(q.row),
+          kp_(k.data + t.b * k.batch + t.h * k.head), k_row_(k.row),
+          vp_(v.data + t.b * v.batch + t.h * v.head), v_row_(v.row) {
+        w_.acc.assign(rows_ * s.d_head, 0.0f);
+        w_.max.assign(rows_, neg_inf);
+        w_.sum.assign(rows_, 0.0f);
+    }
+
+    // Rows [r0, r1) of the tile against keys [j0, j1): scores, masks, online softmax, times V.
+    void block(std::size_t r0, std::size_t r1, std::size_t j0, std::size_t j1, bool causal_mask) {
+        const std::size_t n = r1 - r0, len = j1 - j0, d_head = s_.d_head;
+        w_.scores.resize(std::max(w_.scores.size(), n * len));
+        float* const sc = w_.scores.data();
+        // scores (n, len) = q (n, d_head) . k^T (d_head, len) * scale
+        blas::gemm(false, true, n, len, d_head, scale_, qp_ + r0 * q_row_, q_row_, kp_ + j0 * k_row_, k_row_, 0.0f, sc,
+                   len);
+        for (std::size_t r = r0; r < r1; ++r) {
+            const std::size_t i = t_.i0 + r;
+            float* row = sc + (r - r0) * len;
+            if (causal_mask)
+                for (std::size_t j = std::max(j0, i + 1); j < j1; ++j) row[j - j0] = neg_inf;
+            if (o_.attn_mask != nullptr)
+                for (std::size_t j = j0; j < j1; ++j)
+                    if ((*o_.attn_mask)(i, j)) row[j - j0] = neg_inf;
+            if (o_.key_padding_mask != nullptr)
+                for (std::size_t j = j0; j < j1; ++j)
+                    if ((*o_.key_padding_mask)(t_.b, j)) row[j - j0] = neg_inf;
+            const float old_max = w_.max[r];
+            const float new_max = std::max(old_max, row_max(row, len));
+            if (new_max == neg_inf) {  // no key of this row seen yet: contributes nothing
+                std::fill(row, row + len, 0.0f);
+                continue;
+            }
+            if (new_max != old_max && old_max != neg_inf) {
+                // What was summed so far used exp(score - old_max): rescale it to the new max.
+                const float alpha = std::exp(old_max - new_max);
+                w_.sum[r] *= alpha;
+                float* a = w_.acc.data() + r * d_head;
+                for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
+            }
+            w_.max[r] = new_max;
+            // row becomes exp(row - max); the division by the sum waits until the very end, where
+            // a row is d_head numbers long instead of N_k.
+            w_.sum[r] += exp_shifted_sum(row, len, new_max);
+        }
+        // acc (n, d_head) += exp(scores) (n, len) . v (len, d_head)
+        blas::gemm(false, false, n, d_head, len, 1.0f, sc, len, vp_ + j0 * v_row_, v_row_, 1.0f,
+                   w_.acc.data() + r0 * d_head, d_head);
+    }
+
+    // out rows = acc / sum; a row that saw no key at all (every key masked) is zeros.
+    void finish(Strided<float> out) const {
+        float* dst = out.data + t_.b * out.batch + t_.h * out.head + t_.i0 * out.row;
+        for (std::size_t r = 0; r < rows_; ++r) {
+            const float inv = w_.sum[r] > 0.0f ? 1.0f / w_.sum[r] : 0.0f;
+            const float* a = w_.acc.data() + r * s_.d_head;
+            float* o_row = dst + r * out.row;
+            for (std::size_t c = 0; c < s_.d_head; ++c) o_row[c] = a[c] * inv;
+        }
+    }
+
+    std::size_t rows() const { return rows_; }
+
+private:
+    const AttentionShape& s_;
+    const Tile& t_;
+    float scale_;
+    const AttentionOptions& o_;
+    Scratch& w_;
+    std::size_t rows_;
+    const float* qp_;
+    std::size_t q_row_;
+    const float* kp_;
+    std::size_t k_row_;
+    const float* vp_;
+    std::size_t v_row_;
+};
+
 void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, Strided<const float> k,
-              Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
-              std::vector<float>& scores, std::vector<float>& inv_sums) {
-    const std::size_t rows = t.i1 - t.i0;
+              Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o, const Tiling& tiling,
+              Scratch& scratch) {
+    TileRun run(s, t, q, k, v, scale, o, scratch);
+    const std::size_t rows = run.rows();
     // Keys this tile can see: with a causal mask, none beyond its last query.
     const std::size_t keys = o.causal ? std::min(s.nk, t.i1) : s.nk;
-    float* dst = out.data + t.b * out.batch + t.h * out.head + t.i0 * out.row;
-    if (keys == 0) {
-        for (std::size_t i = 0; i < rows; ++i) std::fill(dst + i * out.row, dst + i * out.row + s.d_head, 0.0f);
-        return;
-    }
-    scores.resize(rows * keys);  // (rows, keys), row-major
-    inv_sums.resize(rows);
-    const float* qp = q.data + t.b * q.batch + t.h * q.head + t.i0 * q.row;
-    const float* kp = k.data + t.b * k.batch + t.h * k.head;
-    const float* vp = v.data + t.b * v.batch + t.h * v.head;
-
-    // Every query of the tile sees keys [0, shared): one rectangle for all rows. Without a mask
-    // that is all of them. With a causal mask, keys [shared, seen(strip)) follow strip by strip.
-    const std::size_t shared = o.causal ? std::min(keys, t.i0) : keys;
-    const std::size_t strip = o.causal ? diagonal_strip : rows;
-    auto seen = [&](std::size_t r0) { return o.causal ? std::min(keys, t.i0 + std::min(rows, r0 + strip)) : keys; };
-
-    // scores (rows, keys) = q_tile (rows, d_head) . k^T (d_head, keys) * scale
-    if (shared > 0)
-        blas::gemm(false, true, rows, shared, s.d_head, scale, qp, q.row, kp, k.row, 0.0f, scores.data(), keys);
-    for (std::size_t r0 = 0; r0 < rows; r0 += strip)
-        if (seen(r0) > shared)
-            blas::gemm(false, true, std::min(rows, r0 + strip) - r0, seen(r0) - shared, s.d_head, scale, qp + r0 * q.row,
-                       q.row, kp + shared * k.row, k.row, 0.0f, scores.data() + r0 * keys + shared, keys);
-
-    for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t i = t.i0 + r, len = seen(r - r % strip);  // row r's computed keys: [0, len)
-        float* row = scores.data() + r * keys;
-        if (o.causal)
-            for (std::size_t j = i + 1; j < len; ++j) row[j] = neg_inf;
-        if (o.attn_mask != nullptr)
-            for (std::size_t j = 0; j < len; ++j)
-                if ((*o.attn_mask)(i, j)) row[j] = neg_inf;
-        if (o.key_padding_mask != nullptr)
-            for (std::size_t j = 0; j < len; ++j)
-                if ((*o.key_padding_mask)(t.b, j)) row[j] = neg_inf;
-        const float m = row_max(row, len);
-        if (m == neg_inf) {  // every key masked: zeros, as everywhere in headwise
-            std::fill(row, row + len, 0.0f);
-            inv_sums[r] = 0.0f;
+    for (std::size_t j0 = 0; j0 < keys; j0 += tiling.keys) {
+        const std::size_t j1 = std::min(keys, j0 + tiling.keys);
+        if (!o.causal || j1 <= t.i0 + 1) {  // every query of the tile sees every key of the block
+            run.block(0, rows, j0, j1, false);
             continue;
         }
-        // row becomes exp(row - m); the division by its sum waits until after the GEMM, where a
-        // row is d_head numbers long instead of `keys`.
-        inv_sums[r] = 1.0f / exp_shifted_sum(row, len, m);
+        // The block reaches past the tile's first query: strip by strip, each up to its last query.
+        for (std::size_t r0 = 0; r0 < rows; r0 += diagonal_strip) {
+            const std::size_t r1 = std::min(rows, r0 + diagonal_strip);
+            const std::size_t last = std::min(j1, t.i0 + r1);  // keys [j0, last) for this strip
+            if (last > j0) run.block(r0, r1, j0, last, true);
+        }
     }
+    run.finish(out);
+}
 
-    // out_tile (rows, d_head) = exp(scores) (rows, keys) . v (keys, d_head), in the same pieces
-    if (shared > 0)
-        blas::gemm(false, false, rows, s.d_head, shared, 1.0f, scores.data(), keys, vp, v.row, 0.0f, dst, out.row);
-    for (std::size_t r0 = 0; r0 < rows; r0 += strip)
-        if (seen(r0) > shared)
-            blas::gemm(false, false, std::min(rows, r0 + strip) - r0, s.d_head, seen(r0) - shared, 1.0f,
-                       scores.data() + r0 * keys + shared, keys, vp + shared * v.row, v.row, shared > 0 ? 1.0f : 0.0f,
-                       dst + r0 * out.row, out.row);
-    // ... then / each row's sum
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* o_row = dst + r * out.row;
-        const float inv = inv_sums[r];
-        for (std::size_t c = 0; c < s.d_head; ++c) o_row[c] *= inv;
-    }
+std::size_t rows_per_tile(const AttentionShape& s, const Tiling& tiling) {
+    return std::max<std::size_t>(1, std::min(tiling.rows, s.nq));
 }
 
 }  // namespace
 
+std::size_t fused_attention_scratch_bytes(const AttentionShape& s, const Tiling& tiling) {
+    const std::size_t rows = rows_per_tile(s, tiling), keys = std::max<std::size_t>(1, std::min(tiling.keys, s.nk));
+    return worker_count() * (rows * keys + rows * s.d_head + 2 * rows) * sizeof(float);
+}
+
 void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<const float> k, Strided<const float> v,
-                     Strided<float> out, float scale, const AttentionOptions& options) {
-    const std::size_t rows = tile_rows(s.nk);
+                     Strided<float> out, float scale, const AttentionOptions& options, const Tiling& tiling) {
+    const std::size_t rows = rows_per_tile(s, tiling);
     std::vector<Tile> tiles;
     for (std::size_t b = 0; b < s.batch; ++b)
         for (std::size_t h = 0; h < s.heads; ++h)
@@ -113,10 +160,9 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
     if (options.causal)
         std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) { return a.i1 > b.i1; });
 
-    // Each worker keeps its scratch rows from tile to tile.
-    std::vector<std::vector<float>> scores(worker_count()), inv_sums(worker_count());
+    std::vector<Scratch> scratch(worker_count());
     parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
-        run_tile(s, tiles[t], q, k, v, out, scale, options, scores[worker], inv_sums[worker]);
+        run_tile(s, tiles[t], q, k, v, out, scale, options, tiling, scratch[worker]);
     });
 }
 

@@ -1,11 +1,13 @@
 // headwise/fused_attention.hpp -- the fast path behind scaled_dot_product_attention and
 // MultiHeadAttention::forward when nobody asked for the (B, H, N_q, N_k) weights.
 //
-// Instead of materialising every head's N_q x N_k weights, it works on a tile of queries at a
-// time: scores for the tile (one BLAS call), masked and softmaxed in place while they are still in
-// cache, then multiplied by V (a second BLAS call) straight into the output, wherever the output
-// lives (e.g. already merged as (B, N, d_model)). Causal tiles stop at the diagonal, so the
-// masked half is never computed. Tiles are shared between the machine's cores.
+// Flash-style: instead of materialising every head's N_q x N_k weights, it takes a tile of
+// queries against one block of keys at a time: the block's scores (one BLAS call), masked and
+// exponentiated while they are in cache, then multiplied by the block of V (a second BLAS call)
+// into the tile's running output. An online softmax carries each row's running max and sum from
+// block to block (when the max grows, what was summed so far is scaled down by exp(old - new)),
+// so memory is one tile of scores per core however long N is. Causal tiles stop at the diagonal,
+// so the masked half is never computed. Tiles are shared between the machine's cores.
 #pragma once
 
 #include "headwise/attention.hpp"
@@ -24,7 +26,18 @@ struct AttentionShape {
     std::size_t batch, heads, nq, nk, d_head;
 };
 
+// Queries per tile and keys per block. The defaults keep a tile's scores at 1 MiB (in L2);
+// tests pass small blocks to exercise many blocks on small inputs.
+struct Tiling {
+    std::size_t rows = 256;
+    std::size_t keys = 1024;
+};
+
 void fused_attention(const AttentionShape& shape, Strided<const float> q, Strided<const float> k,
-                     Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& options);
+                     Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& options,
+                     const Tiling& tiling = {});
+
+// Bytes fused_attention allocates, whatever N is: one tile of scores and running sums per core.
+std::size_t fused_attention_scratch_bytes(const AttentionShape& shape, const Tiling& tiling = {});
 
 }  // namespace headwise::detail
