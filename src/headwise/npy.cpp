@@ -4,14 +4,13 @@
 // noticing (the missing bytes stay uninitialised), reads the header length through signed chars
 // (a length whose low byte is 128 or more comes out wrong), allocates whatever the shape says before
 // looking at the data, parses "-1" as a huge size, and throws "formats not matching" for
-// float64. The format is small (numpy's NEP 1), so it is parsed here, byte by byte. Writing
-// uses xt::dump_npy, which is right for the C-order float32 tensors written here.
+// float64. The format is small (numpy's NEP 1), so it is parsed here, byte by byte, and written
+// here too (encode(): one copy of the data, where xt::dump_npy made several).
 #include "headwise/npy.hpp"
 
 #include "headwise/cli.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xnpy.hpp>
 
 #include <atomic>
 #include <bit>
@@ -386,7 +385,27 @@ Mask2 to_mask(const Array& a, const std::string& what) {
 
 template <std::size_t R>
 std::string encode(const Tensor<R>& t) {
-    return xt::dump_npy(t);
+    // Version 1.0: magic, header length, the header dict padded with spaces (and a final '\n') so
+    // the data starts at a multiple of 64 bytes, as numpy writes it; then the floats as they are
+    // in memory (little-endian, C order). Built in one string of the final size: xt::dump_npy
+    // went through a growing stringstream, several copies of a possibly large output.
+    static_assert(std::endian::native == std::endian::little);
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+    for (std::size_t k = 0; k < R; ++k) dict += std::to_string(t.shape()[k]) + (R == 1 || k + 1 < R ? ", " : "");
+    if (R == 1) dict.resize(dict.size() - 1);  // (n,) for one dimension
+    dict += "), }";
+    const std::size_t unpadded = 10 + dict.size() + 1;
+    dict.append((64 - unpadded % 64) % 64, ' ');
+    dict += '\n';
+    const std::size_t data_bytes = t.size() * sizeof(float);
+    std::string out;
+    out.reserve(10 + dict.size() + data_bytes);
+    out.append("\x93NUMPY\x01\x00", 8);
+    out += static_cast<char>(dict.size() & 0xff);
+    out += static_cast<char>(dict.size() >> 8);
+    out += dict;
+    out.append(reinterpret_cast<const char*>(t.data()), data_bytes);
+    return out;
 }
 
 template std::string encode<1>(const Tensor<1>&);
