@@ -4,6 +4,7 @@
 //   build/bench/headwise_bench --benchmark_filter=mha       (scripts/bench-compare runs this)
 //   build/bench/headwise_bench --blas-kernels               which OpenBLAS kernels run, as JSON
 //   build/bench/headwise_bench --memory B N d H [causal]    one forward: seconds and peak memory
+//   build/bench/headwise_bench --kernels B N d H [causal|-] [rounds]   BLAS vs micro-kernel attention
 //
 // Each forward is checked against the double-precision reference (on a slice) before it is
 // timed. FLOPs are the dense count 2*B*N*d*4d + 4*B*N^2*d, also for causal, so causal
@@ -11,13 +12,16 @@
 #include "headwise/attention.hpp"
 #include "headwise/blas.hpp"
 #include "headwise/blas_coretype.hpp"
+#include "headwise/fused_attention.hpp"
 #include "headwise/parallel.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -81,7 +85,8 @@ void BM_mha_forward_with_weights(benchmark::State& state) {
 }
 
 // The attention part alone (no projections): softmax(q k^T / sqrt(d_head)) v on (B, H, N, d_head),
-// so a forward's time can be split into projections and attention.
+// so a forward's time can be split into projections and attention; with the BLAS kernel
+// (kernel:0) or the AVX-512 micro-kernels (kernel:1, BLAS where the CPU lacks AVX-512).
 void BM_attention_only(benchmark::State& state) {
     const auto batch = static_cast<std::size_t>(state.range(0));
     const auto n = static_cast<std::size_t>(state.range(1));
@@ -93,10 +98,12 @@ void BM_attention_only(benchmark::State& state) {
     const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
     AttentionOptions o;
     o.causal = state.range(4) != 0;
+    detail::set_default_kernel(state.range(5) != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
     for (auto _ : state) {
         Tensor4 y = scaled_dot_product_attention(q, k, v, o);
         benchmark::DoNotOptimize(y.data());
     }
+    detail::set_default_kernel(detail::Kernel::automatic);
     state.counters["GFLOP/s"] = benchmark::Counter(4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9,
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -153,13 +160,11 @@ BENCHMARK(BM_mha_forward_with_weights)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_attention_only)
-    ->Args({8, 512, 512, 8, 0})
-    ->Args({8, 512, 512, 8, 1})
-    ->Args({4, 1024, 768, 12, 0})
-    ->Args({4, 1024, 768, 12, 1})
-    ->Args({1, 4096, 512, 8, 0})
-    ->Args({1, 4096, 512, 8, 1})
-    ->ArgNames({"B", "N", "d", "H", "causal"})
+    ->ArgsProduct({{8}, {512}, {512}, {8}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{4}, {1024}, {768}, {12}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{1}, {4096}, {512}, {8}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{2}, {2048}, {2048}, {16}, {0, 1}, {0, 1}})
+    ->ArgNames({"B", "N", "d", "H", "causal", "kernel"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_projections_only)
@@ -216,6 +221,51 @@ int memory_run(char** argv, int argc) {
     return 0;
 }
 
+// The attention part with each kernel, calls alternating (BLAS, micro-kernel, BLAS, ...): median
+// wall time and median process CPU time (both threads) per call. CPU time is what a busy,
+// shared machine distorts least.
+int kernels_run(char** argv, int argc) {
+    const auto arg = [&](int i) { return static_cast<std::size_t>(std::strtoull(argv[i], nullptr, 10)); };
+    const std::size_t batch = arg(2), n = arg(3), d = arg(4), heads = arg(5);
+    const bool causal = argc > 6 && std::strcmp(argv[6], "causal") == 0;
+    const std::size_t rounds = argc > 7 ? arg(7) : 9;
+    Random rng(1);
+    const Tensor4 q = rng.normal<4>({batch, heads, n, d / heads});  // (B, H, N, d_head)
+    const Tensor4 k = rng.normal<4>({batch, heads, n, d / heads});
+    const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
+    AttentionOptions o;
+    o.causal = causal;
+    auto cpu_now = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+    };
+    std::vector<double> wall[2], cpu[2];
+    for (std::size_t r = 0; r <= rounds; ++r)
+        for (int kernel : {0, 1}) {
+            detail::set_default_kernel(kernel != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
+            const double c0 = cpu_now();
+            const auto t0 = std::chrono::steady_clock::now();
+            Tensor4 y = scaled_dot_product_attention(q, k, v, o);
+            benchmark::DoNotOptimize(y.data());
+            if (r == 0) continue;  // warm-up
+            wall[kernel].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            cpu[kernel].push_back(cpu_now() - c0);
+        }
+    auto median = [](std::vector<double> x) {
+        std::sort(x.begin(), x.end());
+        return x[x.size() / 2];
+    };
+    const double gflop = 4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9;
+    for (int kernel : {0, 1})
+        fmt::print("({}, {}, {}, {}) causal={} {:<13} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
+                   batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * median(wall[kernel]),
+                   1e3 * median(cpu[kernel]), 2 * gflop / median(cpu[kernel]));
+    fmt::print("micro-kernel / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", median(wall[0]) / median(wall[1]),
+               median(cpu[0]) / median(cpu[1]));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,6 +278,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (argc >= 6 && std::strcmp(argv[1], "--memory") == 0) return memory_run(argv, argc);
+    if (argc >= 6 && std::strcmp(argv[1], "--kernels") == 0) return kernels_run(argv, argc);
     const blas::KernelReport k = blas::kernel_report();
     benchmark::AddCustomContext("blas_kernels", k.corename + " (" + k.source + ")");
     if (!k.warning.empty()) fmt::print(stderr, "headwise_bench: warning: {}\n", k.warning);

@@ -225,10 +225,11 @@ double relative_diff(const Tensor4& fast, const Tensor4& ref) {
 TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1, 17, 257 and d_head = 1, 3",
           "[attention][fused]") {
     // Default tiles, and tiles of 16 queries against blocks of 32 keys, so the online softmax
-    // carries its max and sum across many blocks and causal strips end inside blocks.
+    // carries its max and sum across many blocks and causal strips end inside blocks; both
+    // kernels (the micro-kernels run where the CPU has AVX-512 and d_head is 16, 64 or 128).
     Random rng(25);
     for (std::size_t n : {1u, 17u, 257u})
-        for (std::size_t d_head : {1u, 3u, 64u})
+        for (std::size_t d_head : {1u, 3u, 16u, 64u, 128u})
             for (bool causal : {false, true})
                 for (bool padded : {false, true}) {
                     const std::size_t nk = causal ? n : n + 5;
@@ -250,10 +251,13 @@ TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1,
                         return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * rows * d_head,
                                                                                      rows * d_head, d_head};
                     };
-                    detail::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
-                                            view(v.data(), nk), view(small.data(), n),
-                                            1.0f / std::sqrt(float(d_head)), o, {16, 32});
-                    CHECK(relative_diff(small, ref) <= 1e-5);
+                    for (auto kernel : {detail::Kernel::blas, detail::Kernel::micro_kernel}) {
+                        detail::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
+                                                view(v.data(), nk), view(small.data(), n),
+                                                1.0f / std::sqrt(float(d_head)), o, {16, 32, kernel});
+                        INFO("kernel = " << (kernel == detail::Kernel::blas ? "BLAS" : "micro-kernel (BLAS where the CPU or d_head rule it out)"));
+                        CHECK(relative_diff(small, ref) <= 1e-5);
+                    }
                 }
 }
 
@@ -270,9 +274,9 @@ TEST_CASE("attention: the chunked fast path (batch elements, then groups of head
     Mask2 pad_mem = Mask2::from_shape({3, 29});
     pad_mem.fill(false);
     pad_mem(1, 3) = true;
-    // 1 MiB: whole batch; one batch element's self-attention workspace (4 * 41 * 24 floats,
-    // 15.4 KiB) fits 2 at a time below 32 KiB; below 15 KiB heads go in groups (2, then 1).
-    for (std::size_t budget : {std::size_t{1} << 20, std::size_t{32} << 10, std::size_t{9} << 10, std::size_t{1} << 10}) {
+    // 1 MiB: the whole batch at once; smaller budgets: a batch element at a time, then groups of
+    // heads, then one head at a time (the exact split depends on the attention's scratch).
+    for (std::size_t budget : {std::size_t{1} << 20, std::size_t{64} << 10, std::size_t{24} << 10, std::size_t{1} << 10}) {
         detail::set_fused_budget(budget);
         for (bool causal : {false, true}) {
             AttentionOptions o;
@@ -305,11 +309,12 @@ TEST_CASE("attention: the fast path's memory is O(N * d) and within 64 MiB at N 
     CHECK(mha.forward_scratch_bytes(1, 32768, 32768, false) <= 2 * long_context);
     // With weights the (B, H, N_q, N_k) weights are counted.
     CHECK(mha.forward_scratch_bytes(1, 4096, 4096, true) >= std::size_t{16} * 4096 * 4096 * sizeof(float));
-    // At the benchmark sizes the workspace is the whole batch at once (4 * B * N * d_model floats).
+    // At the benchmark sizes the whole batch goes at once: Q, K, V and the merged heads are
+    // 4 * B * N * d_model floats, and the attention's packed K and V up to as much again.
     MultiHeadAttention small;
     small.heads = 8;
     small.in_proj_weight = Tensor2::from_shape({3 * 512, 512});
     small.out_proj_weight = Tensor2::from_shape({512, 512});
     CHECK(small.forward_scratch_bytes(8, 512, 512, false) >= std::size_t{4} * 8 * 512 * 512 * sizeof(float));
-    CHECK(small.forward_scratch_bytes(8, 512, 512, false) <= 40 * mib);
+    CHECK(small.forward_scratch_bytes(8, 512, 512, false) <= 64 * mib);
 }

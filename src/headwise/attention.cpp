@@ -8,12 +8,8 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
-#include <sys/mman.h>
-
 #include <cmath>
-#include <cstdlib>
 #include <limits>
-#include <new>
 #include <vector>
 
 namespace headwise {
@@ -24,30 +20,8 @@ namespace {
 
 // Scratch for MultiHeadAttention::forward's fast path, kept per thread from call to call and
 // grown when needed: at the benchmark sizes it is 32-48 MB, and fresh pages on every call cost
-// more than a tenth of the forward pass. It is asked for in 2 MiB huge pages (a hint the kernel
-// may ignore): the first call, e.g. `headwise attend`'s only one, then takes a few dozen page
-// faults instead of thousands. Contents are garbage on entry.
-float* workspace(std::size_t n) {
-    struct Block {
-        float* data = nullptr;
-        std::size_t size = 0;
-        ~Block() { std::free(data); }
-    };
-    thread_local Block buf;
-    if (buf.size < n) {
-        std::free(buf.data);
-        buf.data = nullptr;
-        buf.size = 0;
-        constexpr std::size_t huge_page = std::size_t{2} << 20;
-        const std::size_t bytes = (n * sizeof(float) + huge_page - 1) / huge_page * huge_page;
-        void* p = std::aligned_alloc(huge_page, bytes);
-        if (p == nullptr) throw std::bad_alloc();
-        madvise(p, bytes, MADV_HUGEPAGE);
-        buf.data = static_cast<float*>(p);
-        buf.size = bytes / sizeof(float);
-    }
-    return buf.data;
-}
+// more than a tenth of the forward pass. Contents are garbage on entry.
+float* workspace(std::size_t n) { return detail::thread_workspace(n, 0); }
 
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
@@ -289,7 +263,7 @@ namespace {
 // The fast path's working memory is capped at this many bytes whatever N is (issue 19: at most
 // 64 MiB beyond inputs and outputs at (1, 16384, 1024, 16), where Q, K and V alone are 192 MiB).
 // Up to the cap, the whole batch and every head go at once: the biggest GEMMs, the fastest path.
-constexpr std::size_t default_fused_budget_bytes = 48u << 20;
+constexpr std::size_t default_fused_budget_bytes = 64u << 20;
 std::size_t fused_budget_bytes = default_fused_budget_bytes;
 
 // How the fast path splits its work: `batch_chunk` batch elements and `head_group` heads at a
@@ -299,10 +273,12 @@ struct FusedPlan {
     std::size_t floats = 0;  // the workspace that needs
 };
 
-// Floats for bb batch elements and g heads: Q, K, V of those heads and their merged output. With
-// every head of a self-attention it is one (B * N, 3 * d_model) buffer and the merged heads.
+// Floats for bb batch elements and g heads: Q, K, V of those heads and their merged output (with
+// every head of a self-attention, one (B * N, 3 * d_model) buffer and the merged heads), and the
+// K^T that the attention's micro-kernels pack (fused_attention_scratch_bytes counts it).
 std::size_t fused_floats(std::size_t bb, std::size_t g, std::size_t d_head, std::size_t nq, std::size_t nk) {
-    return bb * (2 * nq + 2 * nk) * g * d_head;
+    return bb * (2 * nq + 2 * nk) * g * d_head +
+           detail::fused_attention_scratch_bytes({bb, g, nq, nk, d_head}) / sizeof(float);
 }
 
 FusedPlan plan_fused(std::size_t batch, std::size_t heads, std::size_t d_head, std::size_t nq, std::size_t nk) {
@@ -334,9 +310,7 @@ std::size_t MultiHeadAttention::forward_scratch_bytes(std::size_t batch, std::si
         const std::size_t n = std::max(nq, nk);
         return (batch * heads * nq * nk + 8 * batch * n * d) * sizeof(float);
     }
-    const FusedPlan plan = plan_fused(batch, heads, d_head, nq, nk);
-    return plan.floats * sizeof(float) +
-           detail::fused_attention_scratch_bytes({plan.batch_chunk, plan.head_group, nq, nk, d_head});
+    return plan_fused(batch, heads, d_head, nq, nk).floats * sizeof(float);
 }
 
 Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& key, const Tensor3& value,
@@ -351,7 +325,8 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
     const bool self = query.data() == key.data() && key.data() == value.data() && query.shape() == key.shape();
 
     const FusedPlan plan = plan_fused(batch, heads, d_head, nq, nk);
-    float* const buf = workspace(plan.floats);  // per thread, kept from call to call
+    // Q, K, V and the merged heads of one chunk (the attention's own scratch is its business).
+    float* const buf = workspace(plan.batch_chunk * (2 * nq + 2 * nk) * plan.head_group * d_head);
     Tensor3 out = Tensor3::from_shape({batch, nq, d});
     // The key padding mask is (B, N_k): each batch chunk sees its own rows through a shifted copy.
     for (std::size_t b0 = 0; b0 < batch; b0 += plan.batch_chunk) {

@@ -64,7 +64,7 @@ struct MultiHeadAttention {
     // `weights`, if given, receives the per-head weights (B, H, N_q, N_k).
     // Without `weights` the fast path runs on every core, and it keeps its scratch (the projected
     // Q, K, V and the merged heads: 4 * B * N * d_model floats for self-attention, done in chunks
-    // of batch elements and heads past 48 MiB) per calling thread from call to call; the memory
+    // of batch elements and heads past 64 MiB) per calling thread from call to call; the memory
     // goes back when that thread ends. Without weights nothing of size N_q x N_k is allocated.
     Tensor3 forward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                     const AttentionOptions& options = {}, Tensor4* weights = nullptr) const;
@@ -83,7 +83,7 @@ private:
 };
 
 namespace detail {
-// The fast path's workspace cap (48 MiB; 0 restores it). Tests shrink it to run the chunked path
+// The fast path's workspace cap (64 MiB; 0 restores it). Tests shrink it to run the chunked path
 // (batch elements, then groups of heads, one at a time) on small inputs.
 void set_fused_budget(std::size_t bytes);
 }  // namespace detail

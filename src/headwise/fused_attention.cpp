@@ -4,9 +4,13 @@
 #include "headwise/parallel.hpp"
 #include "headwise/vexp.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <vector>
 
 namespace headwise::detail {
@@ -138,19 +142,221 @@ void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, St
     run.finish(out);
 }
 
+// ---- The AVX-512 micro-kernels ---------------------------------------------------------------
+//
+// BLAS packs both operands of every call: for a tile of queries against a block of keys that
+// is the block of K (again for every tile of the same head) and the tile's exp(scores). Here K
+// is transposed once per head into K^T (d_head, N_k), so a row of 16 keys is one load, and the
+// two products are register tiles that read their operands where they lie:
+//   scores (6, 32) = q (6, d_head) . K^T (d_head, 32): 12 accumulators, q broadcast from memory,
+//   K^T in panels of 32 keys;
+//   acc (6, 64) += p (6, len) . v (len, 64): 24 accumulators, four 16-float loads of a v row.
+// GCC's vector extensions spell them; target("avx512f") gives 32 zmm registers.
+
+using v16 = float __attribute__((vector_size(64)));
+using v16u = float __attribute__((vector_size(64), aligned(4), may_alias));  // an unaligned load
+
+constexpr std::size_t micro_rows = 6;
+
+__attribute__((target("avx512f"), always_inline)) inline v16 load16(const float* p) {
+    return *reinterpret_cast<const v16u*>(p);
+}
+__attribute__((target("avx512f"), always_inline)) inline void store16(float* p, v16 x) { *reinterpret_cast<v16u*>(p) = x; }
+
+// s (R, len32) = scale * q (R rows, q_row apart) . K^T, for len32 (a multiple of 32) keys whose
+// K^T lies in panels of 32 keys: panel p holds (d_head, 32) contiguously, so the 64 rows of a
+// panel are one 8 KiB stream (rows of a plain (d_head, N_k) K^T are N_k floats apart, and at
+// N_k = 4096 all of them fall into the same L1 set).
+template <std::size_t R>
+__attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t q_row, const float* panels,
+                                                     std::size_t d_head, std::size_t len32, float scale, float* s,
+                                                     std::size_t ls) {
+    for (std::size_t j = 0; j < len32; j += 32) {
+        const float* kt = panels + (j / 32) * 32 * d_head;
+        v16 acc[R][2] = {};
+        for (std::size_t c = 0; c < d_head; ++c) {
+            const v16 b0 = load16(kt + 32 * c), b1 = load16(kt + 32 * c + 16);
+            for (std::size_t r = 0; r < R; ++r) {
+                const float a = q[r * q_row + c];
+                acc[r][0] += a * b0;
+                acc[r][1] += a * b1;
+            }
+        }
+        for (std::size_t r = 0; r < R; ++r) {
+            store16(s + r * ls + j, acc[r][0] * scale);
+            store16(s + r * ls + j + 16, acc[r][1] * scale);
+        }
+    }
+}
+
+// acc (R, 16 * C columns, acc_ld apart) += p (R, len; ls apart) . v (len rows, v_row apart).
+template <std::size_t R, std::size_t C>
+__attribute__((target("avx512f"))) void micro_pv(const float* p, std::size_t ls, const float* v, std::size_t v_row,
+                                                 std::size_t len, float* acc, std::size_t acc_ld) {
+    v16 o[R][C];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t c = 0; c < C; ++c) o[r][c] = load16(acc + r * acc_ld + 16 * c);
+    for (std::size_t k = 0; k < len; ++k) {
+        v16 b[C];
+        for (std::size_t c = 0; c < C; ++c) b[c] = load16(v + k * v_row + 16 * c);
+        for (std::size_t r = 0; r < R; ++r) {
+            const float a = p[r * ls + k];
+            for (std::size_t c = 0; c < C; ++c) o[r][c] += a * b[c];
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t c = 0; c < C; ++c) store16(acc + r * acc_ld + 16 * c, o[r][c]);
+}
+
+template <std::size_t R>
+void micro_scores_rows(std::size_t rows, const float* q, std::size_t q_row, const float* panels, std::size_t d_head,
+                       std::size_t len32, float scale, float* s, std::size_t ls) {
+    if constexpr (R > 1) {
+        if (rows < R) return micro_scores_rows<R - 1>(rows, q, q_row, panels, d_head, len32, scale, s, ls);
+    }
+    micro_scores<R>(q, q_row, panels, d_head, len32, scale, s, ls);
+}
+
+template <std::size_t R>
+void micro_pv_rows(std::size_t rows, const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len,
+                   float* acc, std::size_t d_head) {
+    if constexpr (R > 1) {
+        if (rows < R) return micro_pv_rows<R - 1>(rows, p, ls, v, v_row, len, acc, d_head);
+    }
+    std::size_t c = 0;
+    for (; c + 64 <= d_head; c += 64) micro_pv<R, 4>(p, ls, v + c, v_row, len, acc + c, d_head);
+    switch ((d_head - c) / 16) {
+        case 3: micro_pv<R, 3>(p, ls, v + c, v_row, len, acc + c, d_head); break;
+        case 2: micro_pv<R, 2>(p, ls, v + c, v_row, len, acc + c, d_head); break;
+        case 1: micro_pv<R, 1>(p, ls, v + c, v_row, len, acc + c, d_head); break;
+        default: break;
+    }
+}
+
+std::size_t round32(std::size_t n) { return (n + 31) / 32 * 32; }
+
+// One tile with the micro-kernels: for each block of keys, micro-rows of 6 queries each compute
+// their scores, masks and online softmax in L1, then add exp(scores) . v into the tile's acc.
+void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float> q, const float* kt_head,
+                    Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
+                    const Tiling& tiling, Scratch& w) {
+    const std::size_t rows = t.i1 - t.i0, d_head = s.d_head, block = round32(std::max<std::size_t>(tiling.keys, 32));
+    const std::size_t keys = o.causal ? std::min(s.nk, t.i1) : s.nk;
+    w.acc.assign(rows * d_head, 0.0f);
+    w.max.assign(rows, neg_inf);
+    w.sum.assign(rows, 0.0f);
+    w.scores.resize(std::max(w.scores.size(), micro_rows * block));
+    float* const sc = w.scores.data();
+    const float* qp = q.data + t.b * q.batch + t.h * q.head + t.i0 * q.row;
+    const float* vp = v.data + t.b * v.batch + t.h * v.head;
+    for (std::size_t j0 = 0; j0 < keys; j0 += block) {
+        const std::size_t j1 = std::min(keys, j0 + block);
+        for (std::size_t r0 = 0; r0 < rows; r0 += micro_rows) {
+            const std::size_t n = std::min(micro_rows, rows - r0);
+            // Keys [j0, last) for these queries: with a causal mask, none past the last of them.
+            const std::size_t last = o.causal ? std::min(j1, t.i0 + r0 + n) : j1;
+            if (last <= j0) continue;
+            const std::size_t len = last - j0;
+            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, round32(len), scale,
+                                          sc, block);
+            for (std::size_t r = r0; r < r0 + n; ++r) {
+                const std::size_t i = t.i0 + r;
+                float* row = sc + (r - r0) * block;
+                if (o.causal)
+                    for (std::size_t j = std::max(j0, i + 1); j < last; ++j) row[j - j0] = neg_inf;
+                if (o.attn_mask != nullptr)
+                    for (std::size_t j = j0; j < last; ++j)
+                        if ((*o.attn_mask)(i, j)) row[j - j0] = neg_inf;
+                if (o.key_padding_mask != nullptr)
+                    for (std::size_t j = j0; j < last; ++j)
+                        if ((*o.key_padding_mask)(t.b, j)) row[j - j0] = neg_inf;
+                const float old_max = w.max[r];
+                const float new_max = std::max(old_max, row_max(row, len));
+                if (new_max == neg_inf) {
+                    std::fill(row, row + len, 0.0f);
+                    continue;
+                }
+                if (new_max != old_max && old_max != neg_inf) {
+                    const float alpha = std::exp(old_max - new_max);
+                    w.sum[r] *= alpha;
+                    float* a = w.acc.data() + r * d_head;
+                    for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
+                }
+                w.max[r] = new_max;
+                w.sum[r] += exp_shifted_sum(row, len, new_max);
+            }
+            micro_pv_rows<micro_rows>(n, sc, block, vp + j0 * v.row, v.row, len, w.acc.data() + r0 * d_head, d_head);
+        }
+    }
+    float* dst = out.data + t.b * out.batch + t.h * out.head + t.i0 * out.row;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float inv = w.sum[r] > 0.0f ? 1.0f / w.sum[r] : 0.0f;
+        const float* a = w.acc.data() + r * d_head;
+        float* o_row = dst + r * out.row;
+        for (std::size_t c = 0; c < d_head; ++c) o_row[c] = a[c] * inv;
+    }
+}
+
+Kernel default_kernel = Kernel::automatic;
+
 std::size_t rows_per_tile(const AttentionShape& s, const Tiling& tiling) {
     return std::max<std::size_t>(1, std::min(tiling.rows, s.nq));
 }
 
 }  // namespace
 
+Kernel choose_kernel(std::size_t d_head) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    return avx512 && d_head % 16 == 0 && d_head > 0 ? Kernel::micro_kernel : Kernel::blas;
+}
+
+void set_default_kernel(Kernel kernel) { default_kernel = kernel; }
+
+float* thread_workspace(std::size_t n, int slot) {
+    struct Block {
+        float* data = nullptr;
+        std::size_t size = 0;
+        ~Block() { std::free(data); }
+    };
+    thread_local Block blocks[2];
+    Block& b = blocks[slot];
+    if (b.size < n) {
+        std::free(b.data);
+        b.data = nullptr;
+        b.size = 0;
+        // 2 MiB huge pages (a hint the kernel may ignore): a first call, e.g. `headwise attend`'s
+        // only one, then takes a few dozen page faults instead of thousands.
+        constexpr std::size_t huge_page = std::size_t{2} << 20;
+        const std::size_t bytes = (n * sizeof(float) + huge_page - 1) / huge_page * huge_page;
+        void* p = std::aligned_alloc(huge_page, bytes);
+        if (p == nullptr) throw std::bad_alloc();
+        madvise(p, bytes, MADV_HUGEPAGE);
+        b.data = static_cast<float*>(p);
+        b.size = bytes / sizeof(float);
+    }
+    return b.data;
+}
+
+namespace {
+Kernel resolve(const Tiling& tiling, std::size_t d_head) {
+    const Kernel wanted = tiling.kernel != Kernel::automatic ? tiling.kernel : default_kernel;
+    const Kernel possible = choose_kernel(d_head);
+    if (wanted == Kernel::automatic) return possible;
+    return wanted == Kernel::micro_kernel && possible != Kernel::micro_kernel ? Kernel::blas : wanted;
+}
+}  // namespace
+
 std::size_t fused_attention_scratch_bytes(const AttentionShape& s, const Tiling& tiling) {
     const std::size_t rows = rows_per_tile(s, tiling), keys = std::max<std::size_t>(1, std::min(tiling.keys, s.nk));
-    return worker_count() * (rows * keys + rows * s.d_head + 2 * rows) * sizeof(float);
+    const std::size_t per_worker = (rows * keys + rows * s.d_head + 2 * rows) * sizeof(float);
+    // The micro-kernels' K^T and V, every head of the call: 2 * (B, H, N_k rounded up to 32, d_head).
+    const std::size_t packed = 2 * s.batch * s.heads * s.d_head * round32(s.nk) * sizeof(float);
+    return worker_count() * per_worker + (resolve(tiling, s.d_head) == Kernel::micro_kernel ? packed : 0);
 }
 
 void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<const float> k, Strided<const float> v,
                      Strided<float> out, float scale, const AttentionOptions& options, const Tiling& tiling) {
+    const Kernel kernel = resolve(tiling, s.d_head);
     const std::size_t rows = rows_per_tile(s, tiling);
     std::vector<Tile> tiles;
     for (std::size_t b = 0; b < s.batch; ++b)
@@ -161,8 +367,36 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
         std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) { return a.i1 > b.i1; });
 
     std::vector<Scratch> scratch(worker_count());
+    if (kernel == Kernel::blas) {
+        parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
+            run_tile(s, tiles[t], q, k, v, out, scale, options, tiling, scratch[worker]);
+        });
+        return;
+    }
+    // K^T of every head in panels of 32 keys, zero-padded past N_k: (B * H, N_k / 32, d_head, 32);
+    // and V of every head as one contiguous (N_k, d_head) block. Rows of V in place are
+    // 3 * d_model floats apart, a stride that keeps only two L1 sets busy.
+    const std::size_t per_head = s.d_head * round32(s.nk);
+    float* const kt = thread_workspace(2 * s.batch * s.heads * per_head, 1);
+    float* const vp = kt + s.batch * s.heads * per_head;
+    parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t) {
+        const float* k_src = k.data + (bh / s.heads) * k.batch + (bh % s.heads) * k.head;
+        const float* v_src = v.data + (bh / s.heads) * v.batch + (bh % s.heads) * v.head;
+        float* k_dst = kt + bh * per_head;
+        float* v_dst = vp + bh * per_head;
+        std::fill(k_dst + s.nk / 32 * 32 * s.d_head, k_dst + per_head, 0.0f);
+        for (std::size_t j = 0; j < s.nk; ++j) {
+            float* panel = k_dst + (j / 32) * 32 * s.d_head + j % 32;
+            for (std::size_t c = 0; c < s.d_head; ++c) panel[32 * c] = k_src[j * k.row + c];
+            std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
+        }
+    });
     parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
-        run_tile(s, tiles[t], q, k, v, out, scale, options, tiling, scratch[worker]);
+        const Tile& tile = tiles[t];
+        const std::size_t bh = tile.b * s.heads + tile.h;
+        // This head's packed V: rows d_head apart (batch and head strides 0: it is one head already).
+        const Strided<const float> v_head{vp + bh * per_head, 0, 0, s.d_head};
+        run_tile_micro(s, tile, q, kt + bh * per_head, v_head, out, scale, options, tiling, scratch[worker]);
     });
 }
 

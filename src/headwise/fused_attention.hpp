@@ -26,12 +26,31 @@ struct AttentionShape {
     std::size_t batch, heads, nq, nk, d_head;
 };
 
-// Queries per tile and keys per block. The defaults keep a tile's scores at 1 MiB (in L2);
-// tests pass small blocks to exercise many blocks on small inputs.
+// How a tile's two products are computed.
+//   blas:         scores and exp(scores) . V as BLAS calls (any CPU, any d_head);
+//   micro_kernel: hand-written AVX-512 register tiles (6 queries x 32 keys for the scores,
+//                 6 queries x 64 columns for exp(scores) . V) on K^T packed once per head, so
+//                 nothing is packed per tile; used when the CPU has AVX-512 and d_head is a
+//                 multiple of 16 (docs/performance.md has the numbers that justify it).
+enum class Kernel { automatic, blas, micro_kernel };
+
+// Queries per tile, keys per block, and the kernel. The defaults keep a BLAS tile's scores at
+// 1 MiB (in L2); tests pass small blocks to exercise many blocks on small inputs.
 struct Tiling {
     std::size_t rows = 256;
     std::size_t keys = 1024;
+    Kernel kernel = Kernel::automatic;
 };
+
+// What Kernel::automatic picks on this CPU for this d_head.
+Kernel choose_kernel(std::size_t d_head);
+
+// The kernel that Tiling's default uses (automatic unless a benchmark or test says otherwise).
+void set_default_kernel(Kernel kernel);
+
+// A per-thread buffer of at least n floats, kept from call to call (slot 0: the multi-head
+// projections, slot 1: the packed keys). Asked for in 2 MiB huge pages; contents are garbage.
+float* thread_workspace(std::size_t n, int slot);
 
 void fused_attention(const AttentionShape& shape, Strided<const float> q, Strided<const float> k,
                      Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& options,
