@@ -4,6 +4,7 @@
 #include "headwise/parallel.hpp"
 #include "headwise/vexp.hpp"
 
+#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -166,12 +167,15 @@ __attribute__((target("avx512f"), always_inline)) inline void store16(float* p, 
 // s (R, len32) = scale * q (R rows, q_row apart) . K^T, for len32 (a multiple of 32) keys whose
 // K^T lies in panels of 32 keys: panel p holds (d_head, 32) contiguously, so the 64 rows of a
 // panel are one 8 KiB stream (rows of a plain (d_head, N_k) K^T are N_k floats apart, and at
-// N_k = 4096 all of them fall into the same L1 set).
+// N_k = 4096 all of them fall into the same L1 set). Each row's largest score among its first
+// `len` goes to row_max[r] on the way (one pass over the scores fewer).
 template <std::size_t R>
 __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t q_row, const float* panels,
-                                                     std::size_t d_head, std::size_t len32, float scale, float* s,
-                                                     std::size_t ls) {
-    for (std::size_t j = 0; j < len32; j += 32) {
+                                                     std::size_t d_head, std::size_t len, float scale, float* s,
+                                                     std::size_t ls, float* row_max_out) {
+    __m512 m[R];
+    for (std::size_t r = 0; r < R; ++r) m[r] = _mm512_set1_ps(neg_inf);
+    for (std::size_t j = 0; j < len; j += 32) {
         const float* kt = panels + (j / 32) * 32 * d_head;
         v16 acc[R][2] = {};
         for (std::size_t c = 0; c < d_head; ++c) {
@@ -182,10 +186,24 @@ __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t
                 acc[r][1] += a * b1;
             }
         }
+        // Columns past `len` (padding, or keys a causal strip does not see) stay out of the max.
+        const std::size_t valid = std::min<std::size_t>(32, len - j);
+        const __mmask16 k0 = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1u);
+        const __mmask16 k1 = valid >= 32 ? __mmask16(0xffff) : valid > 16 ? __mmask16((1u << (valid - 16)) - 1u) : 0;
         for (std::size_t r = 0; r < R; ++r) {
-            store16(s + r * ls + j, acc[r][0] * scale);
-            store16(s + r * ls + j + 16, acc[r][1] * scale);
+            const v16 s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
+            store16(s + r * ls + j, s0);
+            store16(s + r * ls + j + 16, s1);
+            m[r] = _mm512_mask_max_ps(m[r], k0, m[r], __m512(s0));
+            m[r] = _mm512_mask_max_ps(m[r], k1, m[r], __m512(s1));
         }
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+        float lanes[16];
+        _mm512_storeu_ps(lanes, m[r]);
+        float best = lanes[0];
+        for (float l : lanes) best = l > best ? l : best;
+        row_max_out[r] = best;
     }
 }
 
@@ -210,11 +228,11 @@ __attribute__((target("avx512f"))) void micro_pv(const float* p, std::size_t ls,
 
 template <std::size_t R>
 void micro_scores_rows(std::size_t rows, const float* q, std::size_t q_row, const float* panels, std::size_t d_head,
-                       std::size_t len32, float scale, float* s, std::size_t ls) {
+                       std::size_t len, float scale, float* s, std::size_t ls, float* row_max_out) {
     if constexpr (R > 1) {
-        if (rows < R) return micro_scores_rows<R - 1>(rows, q, q_row, panels, d_head, len32, scale, s, ls);
+        if (rows < R) return micro_scores_rows<R - 1>(rows, q, q_row, panels, d_head, len, scale, s, ls, row_max_out);
     }
-    micro_scores<R>(q, q_row, panels, d_head, len32, scale, s, ls);
+    micro_scores<R>(q, q_row, panels, d_head, len, scale, s, ls, row_max_out);
 }
 
 template <std::size_t R>
@@ -257,21 +275,25 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
             const std::size_t last = o.causal ? std::min(j1, t.i0 + r0 + n) : j1;
             if (last <= j0) continue;
             const std::size_t len = last - j0;
-            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, round32(len), scale,
-                                          sc, block);
+            float block_max[micro_rows];
+            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, len, scale, sc, block,
+                                          block_max);
             for (std::size_t r = r0; r < r0 + n; ++r) {
                 const std::size_t i = t.i0 + r;
                 float* row = sc + (r - r0) * block;
-                if (o.causal)
+                bool masked = false;  // then the kernel's max may be a masked score: take it again
+                if (o.causal && i + 1 < last) {
                     for (std::size_t j = std::max(j0, i + 1); j < last; ++j) row[j - j0] = neg_inf;
+                    masked = true;
+                }
                 if (o.attn_mask != nullptr)
                     for (std::size_t j = j0; j < last; ++j)
-                        if ((*o.attn_mask)(i, j)) row[j - j0] = neg_inf;
+                        if ((*o.attn_mask)(i, j)) row[j - j0] = neg_inf, masked = true;
                 if (o.key_padding_mask != nullptr)
                     for (std::size_t j = j0; j < last; ++j)
-                        if ((*o.key_padding_mask)(t.b, j)) row[j - j0] = neg_inf;
+                        if ((*o.key_padding_mask)(t.b, j)) row[j - j0] = neg_inf, masked = true;
                 const float old_max = w.max[r];
-                const float new_max = std::max(old_max, row_max(row, len));
+                const float new_max = std::max(old_max, masked ? row_max(row, len) : block_max[r - r0]);
                 if (new_max == neg_inf) {
                     std::fill(row, row + len, 0.0f);
                     continue;
