@@ -21,9 +21,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -118,8 +118,8 @@ void BM_projections_only(benchmark::State& state) {
     std::vector<float> qkv(rows * 3 * d), out(rows * d);
     for (auto _ : state) {
         detail::linear_rows(x.data(), rows, d, mha.in_proj_weight.data(), 3 * d, mha.in_proj_bias.data(), qkv.data());
-        detail::linear_rows(qkv.data(), rows, d, 3 * d, mha.out_proj_weight.data(), d, d, mha.out_proj_bias.data(), false,
-                            out.data(), d);
+        detail::linear_rows(qkv.data(), rows, d, 3 * d, mha.out_proj_weight.data(), d, d, mha.out_proj_bias.data(),
+                            false, out.data(), d);
         benchmark::DoNotOptimize(out.data());
     }
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(d) * 4.0 * double(d) * 1e-9,
@@ -133,8 +133,8 @@ void BM_sgemm(benchmark::State& state) {
         blas::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
         benchmark::DoNotOptimize(c.data());
     }
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
@@ -228,12 +228,13 @@ int memory_run(char** argv, int argc) {
     benchmark::DoNotOptimize(mha.forward(x, o).data());
     const double warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     const double warm_cpu = cpu_now() - c1;
-    fmt::print("{{\"B\": {}, \"N\": {}, \"d\": {}, \"H\": {}, \"causal\": {}, \"seconds\": {:.3f}, \"cpu_seconds\": {:.3f}, "
-               "\"warm_seconds\": {:.3f}, \"warm_cpu_seconds\": {:.3f}, "
-               "\"extra_peak_mib\": {:.1f}, \"planned_scratch_mib\": {:.1f}, \"input_mib\": {:.1f}}}\n",
-               batch, n, d, heads, causal, seconds, cpu, warm_seconds, warm_cpu, (peak - before - output) / (1 << 20),
-               double(mha.forward_scratch_bytes(batch, n, n, false)) / (1 << 20),
-               double(x.size()) * sizeof(float) / (1 << 20));
+    fmt::print(
+        "{{\"B\": {}, \"N\": {}, \"d\": {}, \"H\": {}, \"causal\": {}, \"seconds\": {:.3f}, \"cpu_seconds\": {:.3f}, "
+        "\"warm_seconds\": {:.3f}, \"warm_cpu_seconds\": {:.3f}, "
+        "\"extra_peak_mib\": {:.1f}, \"planned_scratch_mib\": {:.1f}, \"input_mib\": {:.1f}}}\n",
+        batch, n, d, heads, causal, seconds, cpu, warm_seconds, warm_cpu, (peak - before - output) / (1 << 20),
+        double(mha.forward_scratch_bytes(batch, n, n, false)) / (1 << 20),
+        double(x.size()) * sizeof(float) / (1 << 20));
     return 0;
 }
 
@@ -274,9 +275,10 @@ int kernels_run(char** argv, int argc) {
     };
     const double gflop = 4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9;
     for (int kernel : {0, 1})
-        fmt::print("({}, {}, {}, {}) causal={} {:<13} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
-                   batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * median(wall[kernel]),
-                   1e3 * median(cpu[kernel]), 2 * gflop / median(cpu[kernel]));
+        fmt::print(
+            "({}, {}, {}, {}) causal={} {:<13} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
+            batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * median(wall[kernel]),
+            1e3 * median(cpu[kernel]), 2 * gflop / median(cpu[kernel]));
     fmt::print("micro-kernel / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", median(wall[0]) / median(wall[1]),
                median(cpu[0]) / median(cpu[1]));
     return 0;

@@ -28,10 +28,12 @@ CpuidRecord amd(std::uint32_t max_leaf, std::uint32_t eax, std::uint32_t ecx, st
 // This project's machine, read with cpuid/xgetbv: a virtual "Intel Xeon Processor", family 6
 // model 167, with AVX-512, AMX and AVX-512 BF16 (Sapphire-Rapids-class flags). OpenBLAS 0.3.21
 // knows model 167 and picks SkylakeX by itself.
-const CpuidRecord this_machine = intel(36, 0x000a0671, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x600e7);
+const CpuidRecord this_machine =
+    intel(36, 0x000a0671, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x600e7);
 // The Xeon of issue 19: family 6 model 207 (0xCF, Emerald Rapids), same feature flags. Not in
 // OpenBLAS 0.3.21's table: it falls back to Prescott.
-const CpuidRecord xeon_model_207 = intel(31, 0x000c06f2, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x602e7);
+const CpuidRecord xeon_model_207 =
+    intel(31, 0x000c06f2, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x602e7);
 // AMD EPYC 9004 (Zen 4, family 0x19 model 0x11): AVX-512 F/CD/DQ/BW/VL, OS saves ZMM and PKRU.
 const CpuidRecord epyc_zen4 = amd(16, 0x00a10f11, 0x7ef8320b, 0x178bfbff, 0xf1bf97a9, 0x005ceffe, 0x10, 0x2e7);
 // AMD EPYC 7002 (Zen 2, family 0x17 model 0x31) and 7003 (Zen 3, family 0x19 model 0x01): AVX2 + FMA.

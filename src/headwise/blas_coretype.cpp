@@ -92,11 +92,11 @@ std::string best_coretype(const CpuFeatures& f) {
 
 int kernel_level(std::string_view corename) {
     static constexpr std::array<std::pair<std::string_view, int>, 26> table{{
-        {"katmai", 1},      {"coppermine", 1}, {"northwood", 1},  {"prescott", 1},  {"banias", 1},
-        {"core2", 1},       {"penryn", 1},     {"dunnington", 1}, {"nehalem", 1},   {"atom", 1},
-        {"nano", 1},        {"athlon", 1},     {"opteron", 1},    {"opteron_sse3", 1}, {"barcelona", 1},
-        {"bobcat", 1},      {"sandybridge", 2}, {"bulldozer", 2}, {"piledriver", 2}, {"steamroller", 2},
-        {"excavator", 2},   {"haswell", 3},    {"zen", 3},        {"skylakex", 4},  {"cooperlake", 4},
+        {"katmai", 1},         {"coppermine", 1},  {"northwood", 1},  {"prescott", 1},     {"banias", 1},
+        {"core2", 1},          {"penryn", 1},      {"dunnington", 1}, {"nehalem", 1},      {"atom", 1},
+        {"nano", 1},           {"athlon", 1},      {"opteron", 1},    {"opteron_sse3", 1}, {"barcelona", 1},
+        {"bobcat", 1},         {"sandybridge", 2}, {"bulldozer", 2},  {"piledriver", 2},   {"steamroller", 2},
+        {"excavator", 2},      {"haswell", 3},     {"zen", 3},        {"skylakex", 4},     {"cooperlake", 4},
         {"sapphirerapids", 4},
     }};
     const std::string name = lower(corename);
@@ -132,8 +132,10 @@ KernelReport kernel_report() {
     const std::string best = best_coretype(decode(read_cpuid()));
     if (kernel_level(k.corename) != 0 && kernel_level(k.corename) < kernel_level(best)) {
         k.warning = "OpenBLAS runs its " + std::string(k.generic ? "generic " : "") + k.corename +
-                    " kernels, but this CPU can run " + best + "'s: every matmul is several times slower than it "
-                    "could be (unset OPENBLAS_CORETYPE, or set it to " + best + ")";
+                    " kernels, but this CPU can run " + best +
+                    "'s: every matmul is several times slower than it "
+                    "could be (unset OPENBLAS_CORETYPE, or set it to " +
+                    best + ")";
     }
     return k;
 }
@@ -145,8 +147,7 @@ namespace {
 __attribute__((constructor)) void choose_blas_kernels(int, char** argv, char**) {
     const char* assumed = std::getenv(assume_var);
     const std::string detected = assumed != nullptr ? assumed : openblas_get_corename();
-    const std::string force =
-        coretype_to_force(decode(read_cpuid()), detected, std::getenv("OPENBLAS_CORETYPE"));
+    const std::string force = coretype_to_force(decode(read_cpuid()), detected, std::getenv("OPENBLAS_CORETYPE"));
     if (force.empty() || argv == nullptr) return;
     // OpenBLAS reads the variable only while it loads: run this program again with it set.
     setenv("OPENBLAS_CORETYPE", force.c_str(), 1);

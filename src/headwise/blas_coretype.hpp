@@ -26,9 +26,9 @@ namespace headwise::blas {
 // The cpuid registers the decision reads, as a CPU reports them.
 struct CpuidRecord {
     std::uint32_t leaf0_ebx = 0, leaf0_edx = 0, leaf0_ecx = 0;  // vendor string, in that order
-    std::uint32_t max_leaf = 0;                                  // leaf 0, eax
-    std::uint32_t leaf1_eax = 0, leaf1_ecx = 0, leaf1_edx = 0;   // family/model, feature flags
-    std::uint32_t leaf7_ebx = 0, leaf7_ecx = 0, leaf7_edx = 0;   // extended features (subleaf 0)
+    std::uint32_t max_leaf = 0;                                 // leaf 0, eax
+    std::uint32_t leaf1_eax = 0, leaf1_ecx = 0, leaf1_edx = 0;  // family/model, feature flags
+    std::uint32_t leaf7_ebx = 0, leaf7_ecx = 0, leaf7_edx = 0;  // extended features (subleaf 0)
     std::uint32_t xcr0 = 0;  // XGETBV(0): which register states the OS saves (0 without OSXSAVE)
 };
 
@@ -36,11 +36,11 @@ struct CpuidRecord {
 CpuidRecord read_cpuid();
 
 struct CpuFeatures {
-    std::string vendor;            // "GenuineIntel", "AuthenticAMD", ...
+    std::string vendor;              // "GenuineIntel", "AuthenticAMD", ...
     unsigned family = 0, model = 0;  // display family and model (extended fields folded in)
     bool sse3 = false, ssse3 = false, sse4_2 = false;
-    bool avx = false, fma = false, avx2 = false;                // usable: CPU has it and the OS saves YMM
-    bool avx512 = false;  // F, CD, DQ, BW and VL, and the OS saves the opmask and ZMM state
+    bool avx = false, fma = false, avx2 = false;  // usable: CPU has it and the OS saves YMM
+    bool avx512 = false;                          // F, CD, DQ, BW and VL, and the OS saves the opmask and ZMM state
 };
 
 CpuFeatures decode(const CpuidRecord& r);
@@ -64,11 +64,11 @@ std::string coretype_to_force(const CpuFeatures& f, std::string_view openblas_co
 
 // What the running process uses, for `./headwise bench` and the benchmark's context.
 struct KernelReport {
-    std::string corename;     // openblas_get_corename(), e.g. "SkylakeX"
-    std::string config;       // openblas_get_config()
-    std::string source;       // who chose it, in words
-    bool generic = false;     // OpenBLAS's SSE-only kernels (Prescott and friends)
-    std::string warning;      // non-empty when the CPU could run wider kernels than these
+    std::string corename;  // openblas_get_corename(), e.g. "SkylakeX"
+    std::string config;    // openblas_get_config()
+    std::string source;    // who chose it, in words
+    bool generic = false;  // OpenBLAS's SSE-only kernels (Prescott and friends)
+    std::string warning;   // non-empty when the CPU could run wider kernels than these
 };
 KernelReport kernel_report();
 

@@ -41,10 +41,18 @@ class TileRun {
 public:
     TileRun(const AttentionShape& s, const Tile& t, Strided<const float> q, Strided<const float> k,
             Strided<const float> v, float scale, const AttentionOptions& o, Scratch& w)
-        : s_(s), t_(t), scale_(scale), o_(o), w_(w), rows_(t.i1 - t.i0),
-          qp_(q.data + t.b * q.batch + t.h * q.head + t.i0 * q.row), q_row_(q.row),
-          kp_(k.data + t.b * k.batch + t.h * k.head), k_row_(k.row),
-          vp_(v.data + t.b * v.batch + t.h * v.head), v_row_(v.row) {
+        : s_(s),
+          t_(t),
+          scale_(scale),
+          o_(o),
+          w_(w),
+          rows_(t.i1 - t.i0),
+          qp_(q.data + t.b * q.batch + t.h * q.head + t.i0 * q.row),
+          q_row_(q.row),
+          kp_(k.data + t.b * k.batch + t.h * k.head),
+          k_row_(k.row),
+          vp_(v.data + t.b * v.batch + t.h * v.head),
+          v_row_(v.row) {
         w_.acc.assign(rows_ * s.d_head, 0.0f);
         w_.max.assign(rows_, neg_inf);
         w_.sum.assign(rows_, 0.0f);
@@ -162,7 +170,9 @@ constexpr std::size_t micro_rows = 6;
 __attribute__((target("avx512f"), always_inline)) inline v16 load16(const float* p) {
     return *reinterpret_cast<const v16u*>(p);
 }
-__attribute__((target("avx512f"), always_inline)) inline void store16(float* p, v16 x) { *reinterpret_cast<v16u*>(p) = x; }
+__attribute__((target("avx512f"), always_inline)) inline void store16(float* p, v16 x) {
+    *reinterpret_cast<v16u*>(p) = x;
+}
 
 // s (R, len32) = scale * q (R rows, q_row apart) . K^T, for len32 (a multiple of 32) keys whose
 // K^T lies in panels of 32 keys: panel p holds (d_head, 32) contiguously, so the 64 rows of a
@@ -244,10 +254,17 @@ void micro_pv_rows(std::size_t rows, const float* p, std::size_t ls, const float
     std::size_t c = 0;
     for (; c + 64 <= d_head; c += 64) micro_pv<R, 4>(p, ls, v + c, v_row, len, acc + c, d_head);
     switch ((d_head - c) / 16) {
-        case 3: micro_pv<R, 3>(p, ls, v + c, v_row, len, acc + c, d_head); break;
-        case 2: micro_pv<R, 2>(p, ls, v + c, v_row, len, acc + c, d_head); break;
-        case 1: micro_pv<R, 1>(p, ls, v + c, v_row, len, acc + c, d_head); break;
-        default: break;
+        case 3:
+            micro_pv<R, 3>(p, ls, v + c, v_row, len, acc + c, d_head);
+            break;
+        case 2:
+            micro_pv<R, 2>(p, ls, v + c, v_row, len, acc + c, d_head);
+            break;
+        case 1:
+            micro_pv<R, 1>(p, ls, v + c, v_row, len, acc + c, d_head);
+            break;
+        default:
+            break;
     }
 }
 
@@ -276,8 +293,8 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
             if (last <= j0) continue;
             const std::size_t len = last - j0;
             float block_max[micro_rows];
-            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, len, scale, sc, block,
-                                          block_max);
+            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, len, scale, sc,
+                                          block, block_max);
             for (std::size_t r = r0; r < r0 + n; ++r) {
                 const std::size_t i = t.i0 + r;
                 float* row = sc + (r - r0) * block;

@@ -36,8 +36,8 @@ namespace {
     p = p * r + 5.0000001201e-1f;
     const float e = p * (r * r) + r + 1.0f;
     const float scale = std::bit_cast<float>(k << 23);  // 2^n
-    const float y = in_range ? e * scale : 0.0f;  // below about -87 the float result is 0
-    return in == in ? y : in;                     // NaN in, NaN out: never hidden
+    const float y = in_range ? e * scale : 0.0f;        // below about -87 the float result is 0
+    return in == in ? y : in;                           // NaN in, NaN out: never hidden
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ __attribute__((target("avx512f"))) float exp_shifted_sum_avx512(float* x, std::s
         p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
         p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
         const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), one);
-        __m512 out = _mm512_maskz_scalef_ps(in_range, e, nf);  // e * 2^n; 0 outside the range
+        __m512 out = _mm512_maskz_scalef_ps(in_range, e, nf);                      // e * 2^n; 0 outside the range
         out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q), y);  // NaN in, NaN out
         _mm512_mask_storeu_ps(x + i, lanes, out);
         sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(lanes, out));
@@ -77,8 +77,8 @@ __attribute__((target("avx512f"))) float exp_shifted_sum_avx512(float* x, std::s
     return total;
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-float exp_shifted_sum_portable(float* x, std::size_t n, float shift) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) float exp_shifted_sum_portable(float* x, std::size_t n,
+                                                                                           float shift) {
     for (std::size_t i = 0; i < n; ++i) x[i] = exp_one(x[i] - shift);
     // Sixteen partial sums: vectorisable, and more accurate than one running sum.
     float partial[16] = {};
@@ -96,8 +96,7 @@ float exp_shifted_sum(float* x, std::size_t n, float shift) {
     return avx512 ? exp_shifted_sum_avx512(x, n, shift) : exp_shifted_sum_portable(x, n, shift);
 }
 
-__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
-float row_max(const float* x, std::size_t n) {
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) float row_max(const float* x, std::size_t n) {
     // GCC does not vectorise a float max reduction on its own (NaN rules), so it is spelled out
     // with 4-float vectors, four of them at a time. That width exists in every clone: a wider
     // vector type is split into scalars where the hardware lacks it.
