@@ -65,7 +65,7 @@ void require_shape(const std::string& flag, const Shape& got, const Shape& want,
 
 template <std::size_t R>
 Tensor<R> load(const std::string& file, const std::string& flag) {
-    return npy::to_tensor<R>(npy::read(file), flag);
+    return npy::read_tensor<R>(file, flag);
 }
 
 double max_abs(const float* p, std::size_t n) {

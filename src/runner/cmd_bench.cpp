@@ -1,4 +1,4 @@
-// `headwise bench` -- build the benchmarks and put headwise, PyTorch and NumPy side by side
+// `headwise bench` -- build the benchmarks and put headwise, ONNX Runtime, PyTorch and NumPy side by side
 // (scripts/bench-compare). Benchmarks are measured here, never asserted in timed tests.
 #include "common.hpp"
 
@@ -12,7 +12,7 @@ namespace headwise::runner {
 
 void add_bench_command(CLI::App& app, Action& action) {
     auto extra = std::make_shared<std::vector<std::string>>();
-    auto* cmd = app.add_subcommand("bench", "benchmark the attention forward against PyTorch and NumPy (minutes)");
+    auto* cmd = app.add_subcommand("bench", "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy (minutes)");
     cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
     cmd->callback([&action, extra] {
         action = [extra] {
