@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -407,10 +408,18 @@ Tensor<R> read_tensor(const fs::path& file, const std::string& what) {
     if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(file, fmt::format("cannot open: {}", std::strerror(errno)));
-    std::string head(std::min(size, magic_len + 6 + max_header_len), '\0');
+    // The header is in the first 64 KiB of any file numpy writes; a longer one takes the long way.
+    std::string head(std::min<std::size_t>(size, 64 << 10), '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     if (in.gcount() != static_cast<std::streamsize>(head.size())) fail(file, "cannot read the whole file");
-    const Header h = parse_header(head, size, file);
+    std::optional<Header> parsed;
+    try {
+        parsed = parse_header(head, size, file);
+    } catch (const usage_error&) {
+        if (head.size() == size) throw;  // the whole file was there: the message is the real one
+    }
+    if (!parsed) return to_tensor<R>(read(file), what);
+    const Header& h = *parsed;
     if (h.type.dtype != DType::float32 || h.type.swap || (h.array.fortran_order && h.array.shape.size() > 1)) {
         return to_tensor<R>(read(file), what);  // converted through read() and to_tensor()
     }
