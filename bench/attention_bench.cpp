@@ -1,19 +1,31 @@
-// headwise benchmarks: the multi-head attention forward at the sizes of issue 8, next to the
-// machine's own sgemm figure measured in the same process.
+// headwise benchmarks: the multi-head attention forward at the sizes of issues 8 and 19, next to
+// the machine's own sgemm figure measured in the same process.
 //
 //   build/bench/headwise_bench --benchmark_filter=mha       (scripts/bench-compare runs this)
+//   build/bench/headwise_bench --blas-kernels               which OpenBLAS kernels run, as JSON
+//   build/bench/headwise_bench --memory B N d H [causal]    one forward: seconds and peak memory
+//   build/bench/headwise_bench --kernels B N d H [causal|-] [rounds]   BLAS vs micro-kernel attention
 //
 // Each forward is checked against the double-precision reference (on a slice) before it is
 // timed. FLOPs are the dense count 2*B*N*d*4d + 4*B*N^2*d, also for causal, so causal
 // GFLOP/s show the work skipped above the diagonal as speed.
 #include "headwise/attention.hpp"
 #include "headwise/blas.hpp"
+#include "headwise/blas_coretype.hpp"
+#include "headwise/fused_attention.hpp"
+#include "headwise/parallel.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
 #include <vector>
 
 using namespace headwise;
@@ -72,6 +84,48 @@ void BM_mha_forward_with_weights(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The attention part alone (no projections): softmax(q k^T / sqrt(d_head)) v on (B, H, N, d_head),
+// so a forward's time can be split into projections and attention; with the BLAS kernel
+// (kernel:0) or the AVX-512 micro-kernels (kernel:1, BLAS where the CPU lacks AVX-512).
+void BM_attention_only(benchmark::State& state) {
+    const auto batch = static_cast<std::size_t>(state.range(0));
+    const auto n = static_cast<std::size_t>(state.range(1));
+    const auto d = static_cast<std::size_t>(state.range(2));
+    const auto heads = static_cast<std::size_t>(state.range(3));
+    Random rng(1);
+    const Tensor4 q = rng.normal<4>({batch, heads, n, d / heads});  // (B, H, N, d_head)
+    const Tensor4 k = rng.normal<4>({batch, heads, n, d / heads});
+    const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
+    AttentionOptions o;
+    o.causal = state.range(4) != 0;
+    detail::set_default_kernel(state.range(5) != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
+    for (auto _ : state) {
+        Tensor4 y = scaled_dot_product_attention(q, k, v, o);
+        benchmark::DoNotOptimize(y.data());
+    }
+    detail::set_default_kernel(detail::Kernel::automatic);
+    state.counters["GFLOP/s"] = benchmark::Counter(4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The projections alone, as the fast path runs them: x . [W_q; W_k; W_v]^T, then heads . W_o^T.
+void BM_projections_only(benchmark::State& state) {
+    const auto rows = static_cast<std::size_t>(state.range(0) * state.range(1));
+    const auto d = static_cast<std::size_t>(state.range(2));
+    Random rng(1);
+    const auto mha = MultiHeadAttention::random(d, 1, true, rng);
+    const Tensor2 x = rng.normal<2>({rows, d});
+    std::vector<float> qkv(rows * 3 * d), out(rows * d);
+    for (auto _ : state) {
+        detail::linear_rows(x.data(), rows, d, mha.in_proj_weight.data(), 3 * d, mha.in_proj_bias.data(), qkv.data());
+        detail::linear_rows(qkv.data(), rows, d, 3 * d, mha.out_proj_weight.data(), d, d, mha.out_proj_bias.data(),
+                            false, out.data(), d);
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(d) * 4.0 * double(d) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_sgemm(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
     std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
@@ -79,8 +133,8 @@ void BM_sgemm(benchmark::State& state) {
         blas::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
         benchmark::DoNotOptimize(c.data());
     }
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
@@ -91,6 +145,10 @@ BENCHMARK(BM_mha_forward)
     ->Args({8, 512, 512, 8, 1})
     ->Args({4, 1024, 768, 12, 0})
     ->Args({4, 1024, 768, 12, 1})
+    ->Args({1, 4096, 512, 8, 0})  // issue 19: long sequence
+    ->Args({1, 4096, 512, 8, 1})
+    ->Args({2, 2048, 2048, 16, 0})  // issue 19: d_head 128
+    ->Args({2, 2048, 2048, 16, 1})
     ->Args({2, 128, 128, 4, 0})  // the --quick sizes of scripts/bench-compare
     ->Args({2, 128, 128, 4, 1})
     ->ArgNames({"B", "N", "d", "H", "causal"})
@@ -101,6 +159,150 @@ BENCHMARK(BM_mha_forward_with_weights)
     ->ArgNames({"B", "N", "d", "H"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_attention_only)
+    ->ArgsProduct({{8}, {512}, {512}, {8}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{4}, {1024}, {768}, {12}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{1}, {4096}, {512}, {8}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{2}, {2048}, {2048}, {16}, {0, 1}, {0, 1}})
+    ->ArgNames({"B", "N", "d", "H", "causal", "kernel"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_projections_only)
+    ->Args({8, 512, 512})
+    ->Args({4, 1024, 768})
+    ->Args({1, 4096, 512})
+    ->ArgNames({"B", "N", "d"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_sgemm)->Arg(2048)->ArgName("n")->Unit(benchmark::kMillisecond)->UseRealTime();
 
-BENCHMARK_MAIN();
+namespace {
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// A line of /proc/self/status ("VmRSS", "VmHWM" = peak RSS), in bytes.
+double status_bytes(const std::string& field) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(field + ":", 0) == 0) return std::strtod(line.c_str() + field.size() + 1, nullptr) * 1024.0;
+    return 0.0;
+}
+
+// One forward without weights at the given size: seconds (wall and CPU), and the peak memory it
+// added beyond its input, parameters and output (peak RSS during the call, less RSS before, less
+// the output); then a second, warm call's seconds.
+int memory_run(char** argv, int argc) {
+    const auto arg = [&](int i) { return static_cast<std::size_t>(std::strtoull(argv[i], nullptr, 10)); };
+    const std::size_t batch = arg(2), n = arg(3), d = arg(4), heads = arg(5);
+    const bool causal = argc > 6 && std::strcmp(argv[6], "causal") == 0;
+    Random rng(1);
+    const auto mha = MultiHeadAttention::random(d, heads, true, rng);
+    const Tensor3 x = rng.normal<3>({batch, n, d});  // (B, N, d_model)
+    (void)mha.forward(rng.normal<3>({1, 4, d}));     // libraries and threads started
+    AttentionOptions o;
+    o.causal = causal;
+    const double before = status_bytes("VmRSS");
+    std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) starts again from here
+    auto cpu_now = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+    };
+    const double c0 = cpu_now();
+    const auto t0 = std::chrono::steady_clock::now();
+    const Tensor3 y = mha.forward(x, o);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = cpu_now() - c0;
+    const double peak = status_bytes("VmHWM");
+    const double output = double(y.size()) * sizeof(float);
+    // A second call: the workspace, the packed keys and the threads' stacks are there already.
+    const double c1 = cpu_now();
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(mha.forward(x, o).data());
+    const double warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    const double warm_cpu = cpu_now() - c1;
+    fmt::print(
+        "{{\"B\": {}, \"N\": {}, \"d\": {}, \"H\": {}, \"causal\": {}, \"seconds\": {:.3f}, \"cpu_seconds\": {:.3f}, "
+        "\"warm_seconds\": {:.3f}, \"warm_cpu_seconds\": {:.3f}, "
+        "\"extra_peak_mib\": {:.1f}, \"planned_scratch_mib\": {:.1f}, \"input_mib\": {:.1f}}}\n",
+        batch, n, d, heads, causal, seconds, cpu, warm_seconds, warm_cpu, (peak - before - output) / (1 << 20),
+        double(mha.forward_scratch_bytes(batch, n, n, false)) / (1 << 20),
+        double(x.size()) * sizeof(float) / (1 << 20));
+    return 0;
+}
+
+// The attention part with each kernel, calls alternating (BLAS, micro-kernel, BLAS, ...): median
+// wall time and median process CPU time (both threads) per call. CPU time is what a busy,
+// shared machine distorts least.
+int kernels_run(char** argv, int argc) {
+    const auto arg = [&](int i) { return static_cast<std::size_t>(std::strtoull(argv[i], nullptr, 10)); };
+    const std::size_t batch = arg(2), n = arg(3), d = arg(4), heads = arg(5);
+    const bool causal = argc > 6 && std::strcmp(argv[6], "causal") == 0;
+    const std::size_t rounds = argc > 7 ? arg(7) : 9;
+    Random rng(1);
+    const Tensor4 q = rng.normal<4>({batch, heads, n, d / heads});  // (B, H, N, d_head)
+    const Tensor4 k = rng.normal<4>({batch, heads, n, d / heads});
+    const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
+    AttentionOptions o;
+    o.causal = causal;
+    auto cpu_now = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+    };
+    std::vector<double> wall[2], cpu[2];
+    for (std::size_t r = 0; r <= rounds; ++r)
+        for (int kernel : {0, 1}) {
+            detail::set_default_kernel(kernel != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
+            const double c0 = cpu_now();
+            const auto t0 = std::chrono::steady_clock::now();
+            Tensor4 y = scaled_dot_product_attention(q, k, v, o);
+            benchmark::DoNotOptimize(y.data());
+            if (r == 0) continue;  // warm-up
+            wall[kernel].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            cpu[kernel].push_back(cpu_now() - c0);
+        }
+    auto median = [](std::vector<double> x) {
+        std::sort(x.begin(), x.end());
+        return x[x.size() / 2];
+    };
+    const double gflop = 4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9;
+    for (int kernel : {0, 1})
+        fmt::print(
+            "({}, {}, {}, {}) causal={} {:<13} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
+            batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * median(wall[kernel]),
+            1e3 * median(cpu[kernel]), 2 * gflop / median(cpu[kernel]));
+    fmt::print("micro-kernel / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", median(wall[0]) / median(wall[1]),
+               median(cpu[0]) / median(cpu[1]));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
+        const blas::KernelReport k = blas::kernel_report();
+        const char* env = std::getenv("OPENBLAS_CORETYPE");
+        fmt::print("{{\"corename\": {}, \"source\": {}, \"config\": {}, \"warning\": {}, \"OPENBLAS_CORETYPE\": {}}}\n",
+                   json_string(k.corename), json_string(k.source), json_string(k.config), json_string(k.warning),
+                   json_string(env != nullptr ? env : ""));
+        return 0;
+    }
+    if (argc >= 6 && std::strcmp(argv[1], "--memory") == 0) return memory_run(argv, argc);
+    if (argc >= 6 && std::strcmp(argv[1], "--kernels") == 0) return kernels_run(argv, argc);
+    const blas::KernelReport k = blas::kernel_report();
+    benchmark::AddCustomContext("blas_kernels", k.corename + " (" + k.source + ")");
+    if (!k.warning.empty()) fmt::print(stderr, "headwise_bench: warning: {}\n", k.warning);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

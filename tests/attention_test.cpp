@@ -1,7 +1,9 @@
 #include "headwise/attention.hpp"
+#include "headwise/fused_attention.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace headwise;
@@ -209,4 +211,110 @@ TEST_CASE("attention: the fast path's reused scratch carries nothing from one ca
     CHECK(max_abs_diff(mha.forward(small), first) == 0.0);
     Tensor4 w;
     CHECK(max_abs_diff(mha.forward(big), mha.forward(big, {}, &w)) < 1e-5);
+}
+
+namespace {
+// |fast - reference| relative to the reference's largest entry (at least 1).
+double relative_diff(const Tensor4& fast, const Tensor4& ref) {
+    double scale = 1.0;
+    for (float x : ref) scale = std::max(scale, double(std::abs(x)));
+    return max_abs_diff(fast, ref) / scale;
+}
+}  // namespace
+
+TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1, 17, 257 and d_head = 1, 3",
+          "[attention][fused]") {
+    // Default tiles, and tiles of 16 queries against blocks of 32 keys, so the online softmax
+    // carries its max and sum across many blocks and causal strips end inside blocks; both
+    // kernels (the micro-kernels run where the CPU has AVX-512 and d_head is 16, 64 or 128).
+    Random rng(25);
+    for (std::size_t n : {1u, 17u, 257u})
+        for (std::size_t d_head : {1u, 3u, 16u, 64u, 128u})
+            for (bool causal : {false, true})
+                for (bool padded : {false, true}) {
+                    const std::size_t nk = causal ? n : n + 5;
+                    const Tensor4 q = rng.normal<4>({2, 2, n, d_head});
+                    const Tensor4 k = rng.normal<4>({2, 2, nk, d_head}) * 3.0f;  // peaky rows: max changes often
+                    const Tensor4 v = rng.normal<4>({2, 2, nk, d_head});
+                    Mask2 pad = Mask2::from_shape({2, nk});
+                    pad.fill(false);
+                    if (padded)
+                        for (std::size_t j = 0; j < nk; j += 3) pad(1, j) = true;  // incl. key 0: row 0 sees nothing
+                    AttentionOptions o;
+                    o.causal = causal;
+                    o.key_padding_mask = padded ? &pad : nullptr;
+                    const Tensor4 ref = attention_reference(q, k, v, o);
+                    INFO("N = " << n << ", d_head = " << d_head << ", causal = " << causal << ", padded = " << padded);
+                    CHECK(relative_diff(scaled_dot_product_attention(q, k, v, o), ref) <= 1e-5);
+                    Tensor4 small = Tensor4::from_shape(ref.shape());
+                    auto view = [&](auto* data, std::size_t rows) {
+                        return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * rows * d_head,
+                                                                                     rows * d_head, d_head};
+                    };
+                    for (auto kernel : {detail::Kernel::blas, detail::Kernel::micro_kernel}) {
+                        detail::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
+                                                view(v.data(), nk), view(small.data(), n),
+                                                1.0f / std::sqrt(float(d_head)), o, {16, 32, kernel});
+                        INFO("kernel = " << (kernel == detail::Kernel::blas ? "BLAS" : "micro-kernel (BLAS where the CPU or d_head rule it out)"));
+                        CHECK(relative_diff(small, ref) <= 1e-5);
+                    }
+                }
+}
+
+TEST_CASE("attention: the chunked fast path (batch elements, then groups of heads) equals the weights path",
+          "[attention][fused]") {
+    Random rng(26);
+    const auto mha = MultiHeadAttention::random(24, 4, true, rng);  // d_head = 6
+    const Tensor3 x = rng.normal<3>({3, 41, 24});
+    const Tensor3 mem = rng.normal<3>({3, 29, 24});
+    const Tensor3 other = rng.normal<3>({3, 29, 24});
+    Mask2 pad = Mask2::from_shape({3, 41});
+    pad.fill(false);
+    pad(2, 0) = pad(2, 5) = pad(1, 40) = true;
+    Mask2 pad_mem = Mask2::from_shape({3, 29});
+    pad_mem.fill(false);
+    pad_mem(1, 3) = true;
+    // 1 MiB: the whole batch at once; smaller budgets: a batch element at a time, then groups of
+    // heads, then one head at a time (the exact split depends on the attention's scratch).
+    for (std::size_t budget : {std::size_t{1} << 20, std::size_t{64} << 10, std::size_t{24} << 10, std::size_t{1} << 10}) {
+        detail::set_fused_budget(budget);
+        for (bool causal : {false, true}) {
+            AttentionOptions o;
+            o.causal = causal;
+            o.key_padding_mask = &pad;
+            Tensor4 w;
+            INFO("budget = " << budget << " bytes, causal = " << causal);
+            CHECK(max_abs_diff(mha.forward(x, o), mha.forward(x, o, &w)) < 1e-5);
+            AttentionOptions oc;
+            oc.key_padding_mask = &pad_mem;
+            CHECK(max_abs_diff(mha.forward(x, mem, mem, oc), mha.forward(x, mem, mem, oc, &w)) < 1e-5);
+            CHECK(max_abs_diff(mha.forward(x, mem, other, oc), mha.forward(x, mem, other, oc, &w)) < 1e-5);
+        }
+    }
+    detail::set_fused_budget(0);
+}
+
+TEST_CASE("attention: the fast path's memory is O(N * d) and within 64 MiB at N = 16384, d_model = 1024",
+          "[attention][fused]") {
+    MultiHeadAttention mha;
+    mha.heads = 16;
+    mha.in_proj_weight = Tensor2::from_shape({3 * 1024, 1024});
+    mha.out_proj_weight = Tensor2::from_shape({1024, 1024});
+    const std::size_t mib = 1u << 20;
+    // (1, 16384, 1024, 16): Q, K, V alone would be 192 MiB, one head's fp32 N x N 1 GiB.
+    const std::size_t long_context = mha.forward_scratch_bytes(1, 16384, 16384, false);
+    CHECK(long_context <= 64 * mib);
+    CHECK(long_context >= 16384 * 64 * 4 * sizeof(float));  // at least one head's Q, K, V and output
+    // Linear in N: twice the keys, at most twice the memory (less while heads still group).
+    CHECK(mha.forward_scratch_bytes(1, 32768, 32768, false) <= 2 * long_context);
+    // With weights the (B, H, N_q, N_k) weights are counted.
+    CHECK(mha.forward_scratch_bytes(1, 4096, 4096, true) >= std::size_t{16} * 4096 * 4096 * sizeof(float));
+    // At the benchmark sizes the whole batch goes at once: Q, K, V and the merged heads are
+    // 4 * B * N * d_model floats, and the attention's packed K and V up to as much again.
+    MultiHeadAttention small;
+    small.heads = 8;
+    small.in_proj_weight = Tensor2::from_shape({3 * 512, 512});
+    small.out_proj_weight = Tensor2::from_shape({512, 512});
+    CHECK(small.forward_scratch_bytes(8, 512, 512, false) >= std::size_t{4} * 8 * 512 * 512 * sizeof(float));
+    CHECK(small.forward_scratch_bytes(8, 512, 512, false) <= 64 * mib);
 }

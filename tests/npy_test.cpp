@@ -243,3 +243,22 @@ TEST_CASE("npy pending files leave nothing behind unless committed", "[npy]") {
     CHECK(fs::exists(dir.path / "y.npy"));
     CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
+
+TEST_CASE("npy read_tensor gives what read() then to_tensor() give, in every layout numpy writes", "[npy]") {
+    for (const char* name : {"arange_2x3_float32.npy", "arange_2x3_float64.npy", "arange_2x3_big_endian.npy",
+                             "arange_2x3_fortran.npy", "arange_2x3_version2.npy"}) {
+        INFO(name);
+        const Tensor2 direct = npy::read_tensor<2>(samples / name, "x");
+        const Tensor2 staged = npy::to_tensor<2>(npy::read(samples / name), "x");
+        const bool same = direct == staged;
+        CHECK(same);
+        CHECK(direct(1, 2) == 5.0f);
+    }
+    const bool same_3d = npy::read_tensor<3>(samples / "arange_2x3x4_float32.npy", "x") ==
+                         npy::to_tensor<3>(npy::read(samples / "arange_2x3x4_fortran.npy"), "x");
+    CHECK(same_3d);
+    CHECK_THROWS_WITH(npy::read_tensor<3>(samples / "arange_2x3_float32.npy", "--query"),
+                      Contains("--query must have 3 dimensions"));
+    CHECK_THROWS_WITH(npy::read_tensor<2>(samples / "mask_2x3_bool.npy", "x"), Contains("the file holds bool"));
+    CHECK_THROWS_WITH(npy::read_tensor<2>(samples / "arange_2x3_int64.npy", "x"), Contains("int64"));
+}

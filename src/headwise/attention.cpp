@@ -20,17 +20,9 @@ using detail::linear_rows;
 namespace {
 
 // Scratch for MultiHeadAttention::forward's fast path, kept per thread from call to call and
-// grown when needed: at the benchmark sizes it is 40-60 MB, and fresh pages on every call cost
+// grown when needed: at the benchmark sizes it is 32-48 MB, and fresh pages on every call cost
 // more than a tenth of the forward pass. Contents are garbage on entry.
-float* workspace(std::size_t n) {
-    thread_local std::vector<float> buf;
-    if (buf.size() < n) {
-        buf.clear();
-        buf.shrink_to_fit();
-        buf.resize(n);
-    }
-    return buf.data();
-}
+float* workspace(std::size_t n) { return detail::thread_workspace(n, 0); }
 
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
@@ -283,6 +275,61 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
     return linear(merge_heads(heads_out), out_proj_weight, out_proj_bias);             // (B, N_q, d_model)
 }
 
+namespace {
+
+// The fast path's working memory is capped at this many bytes whatever N is (issue 19: at most
+// 64 MiB beyond inputs and outputs at (1, 16384, 1024, 16), where Q, K and V alone are 192 MiB).
+// Up to the cap, the whole batch and every head go at once: the biggest GEMMs, the fastest path.
+constexpr std::size_t default_fused_budget_bytes = 64u << 20;
+std::size_t fused_budget_bytes = default_fused_budget_bytes;
+
+// How the fast path splits its work: `batch_chunk` batch elements and `head_group` heads at a
+// time, each chunk projected, attended and folded into the output before the next one starts.
+struct FusedPlan {
+    std::size_t batch_chunk = 1, head_group = 1;
+    std::size_t floats = 0;  // the workspace that needs
+};
+
+// Floats for bb batch elements and g heads: Q, K, V of those heads and their merged output (with
+// every head of a self-attention, one (B * N, 3 * d_model) buffer and the merged heads), and the
+// K^T that the attention's micro-kernels pack (fused_attention_scratch_bytes counts it).
+std::size_t fused_floats(std::size_t bb, std::size_t g, std::size_t d_head, std::size_t nq, std::size_t nk) {
+    return bb * (2 * nq + 2 * nk) * g * d_head +
+           detail::fused_attention_scratch_bytes({bb, g, nq, nk, d_head}) / sizeof(float);
+}
+
+FusedPlan plan_fused(std::size_t batch, std::size_t heads, std::size_t d_head, std::size_t nq, std::size_t nk) {
+    const std::size_t budget = fused_budget_bytes / sizeof(float);
+    // Every head: as many batch elements at a time as fit (all of them at the usual sizes).
+    const std::size_t one = fused_floats(1, heads, d_head, nq, nk);
+    if (one == 0) return {std::max<std::size_t>(batch, 1), heads, 0};  // empty sequences: nothing to hold
+    if (one <= budget) {
+        const std::size_t bb = std::min(batch, budget / one);
+        return {bb, heads, fused_floats(bb, heads, d_head, nq, nk)};
+    }
+    // One batch element, the most heads that fit (a divisor of H, so groups are equal); one head
+    // at the least, whose O(N * d_head) is what attention over N keys needs anyway.
+    std::size_t g = heads;
+    while (g > 1 && (heads % g != 0 || fused_floats(1, g, d_head, nq, nk) > budget)) --g;
+    return {1, g, fused_floats(1, g, d_head, nq, nk)};
+}
+
+}  // namespace
+
+void detail::set_fused_budget(std::size_t bytes) { fused_budget_bytes = bytes != 0 ? bytes : default_fused_budget_bytes; }
+
+std::size_t MultiHeadAttention::forward_scratch_bytes(std::size_t batch, std::size_t nq, std::size_t nk,
+                                                      bool with_weights) const {
+    const std::size_t d = d_model(), d_head = d / heads;
+    if (with_weights) {
+        // The (B, H, N_q, N_k) weights, plus Q, K, V, their per-head copies, the heads' outputs
+        // and their merged copy (each at most (B, max(N_q, N_k), d_model)).
+        const std::size_t n = std::max(nq, nk);
+        return (batch * heads * nq * nk + 8 * batch * n * d) * sizeof(float);
+    }
+    return plan_fused(batch, heads, d_head, nq, nk).floats * sizeof(float);
+}
+
 Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                                           const AttentionOptions& options) const {
     const std::size_t d = d_model(), batch = query.shape()[0], nq = query.shape()[1], nk = key.shape()[1];
@@ -290,50 +337,64 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
     check_masks(options, batch, nq, nk);
     const float* w = in_proj_weight.data();
     const float* bias = in_proj_bias.size() ? in_proj_bias.data() : nullptr;
-    auto bias_at = [&](std::size_t which) { return bias ? bias + which * d : nullptr; };
-
-    // Projections straight into row-major (B * N, k * d) buffers; the heads are never copied
-    // out: head h of q is columns h * d_head ... of each row, read in place through strides.
-    // All scratch lives in one per-thread workspace (see workspace()).
-    const bool self = query.data() == key.data() && key.data() == value.data() && query.shape() == key.shape();
-    const std::size_t q_size = batch * nq * (self ? 3 * d : d), kv_size = self ? 0 : batch * nk * 2 * d;
-    const std::size_t tmp_size = !self && key.data() != value.data() ? batch * nk * d : 0;
-    float* const q_buf = workspace(q_size + kv_size + tmp_size + batch * nq * d);
-    float* const kv_buf = q_buf + q_size;
-    float* const tmp = kv_buf + kv_size;
-    float* const merged = tmp + tmp_size;  // (B, N_q, d_model)
-    const float *qp = q_buf, *kp, *vp;
-    std::size_t q_ld, k_ld;
-    if (self) {  // one GEMM: x (B*N, d) . [W_q; W_k; W_v]^T (d, 3d)
-        linear_rows(query.data(), batch * nq, d, w, 3 * d, bias, q_buf);
-        kp = qp + d;
-        vp = qp + 2 * d;
-        q_ld = k_ld = 3 * d;
-    } else {
-        linear_rows(query.data(), batch * nq, d, w, d, bias_at(0), q_buf);
-        q_ld = d;
-        if (key.data() == value.data()) {  // one GEMM for K and V: rows d..3d of in_proj_weight
-            linear_rows(key.data(), batch * nk, d, w + d * d, 2 * d, bias_at(1), kv_buf);
-        } else {  // two GEMMs into the two halves of each row
-            for (std::size_t which : {1u, 2u}) {
-                linear_rows((which == 1 ? key : value).data(), batch * nk, d, w + which * d * d, d, bias_at(which), tmp);
-                for (std::size_t r = 0; r < batch * nk; ++r)
-                    std::copy(tmp + r * d, tmp + (r + 1) * d, kv_buf + r * 2 * d + (which - 1) * d);
-            }
-        }
-        kp = kv_buf;
-        vp = kp + d;
-        k_ld = 2 * d;
-    }
-
-    // merged: each head writes its d_head columns, so no merge step is needed.
+    const float* out_bias = out_proj_bias.size() ? out_proj_bias.data() : nullptr;
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
-    detail::fused_attention({batch, heads, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld}, {kp, nk * k_ld, d_head, k_ld},
-                            {vp, nk * k_ld, d_head, k_ld}, {merged, nq * d, d_head, d}, scale, options);
+    const bool self = query.data() == key.data() && key.data() == value.data() && query.shape() == key.shape();
 
+    const FusedPlan plan = plan_fused(batch, heads, d_head, nq, nk);
+    // Q, K, V and the merged heads of one chunk (the attention's own scratch is its business).
+    float* const buf = workspace(plan.batch_chunk * (2 * nq + 2 * nk) * plan.head_group * d_head);
     Tensor3 out = Tensor3::from_shape({batch, nq, d});
-    linear_rows(merged, batch * nq, d, out_proj_weight.data(), d,
-                out_proj_bias.size() ? out_proj_bias.data() : nullptr, out.data());
+    // The key padding mask is (B, N_k): each batch chunk sees its own rows through a shifted copy.
+    for (std::size_t b0 = 0; b0 < batch; b0 += plan.batch_chunk) {
+        const std::size_t bb = std::min(plan.batch_chunk, batch - b0);
+        Mask2 chunk_padding;
+        AttentionOptions o = options;
+        if (options.key_padding_mask != nullptr && (b0 != 0 || bb != batch)) {
+            chunk_padding = xt::view(*options.key_padding_mask, xt::range(b0, b0 + bb), xt::all());
+            o.key_padding_mask = &chunk_padding;
+        }
+        const float* xq = query.data() + b0 * nq * d;
+        const float* xk = key.data() + b0 * nk * d;
+        const float* xv = value.data() + b0 * nk * d;
+        for (std::size_t h0 = 0; h0 < heads; h0 += plan.head_group) {
+            const std::size_t g = plan.head_group, cols = g * d_head, c0 = h0 * d_head;  // columns [c0, c0 + cols)
+            // Projections straight into row-major buffers; head h is d_head columns of each row,
+            // read in place through strides, so heads are never copied out or merged back.
+            const float *qp, *kp, *vp;
+            std::size_t q_ld, k_ld;
+            float* merged;  // (bb * N_q, cols): each head writes its own d_head columns
+            if (self && g == heads) {  // one GEMM: x (bb*N, d) . [W_q; W_k; W_v]^T (d, 3d)
+                linear_rows(xq, bb * nq, d, w, 3 * d, bias, buf);
+                qp = buf;
+                kp = buf + d;
+                vp = buf + 2 * d;
+                q_ld = k_ld = 3 * d;
+                merged = buf + bb * nq * 3 * d;
+            } else {  // rows [which * d + c0, ... + cols) of in_proj_weight: this group's W_q, W_k, W_v
+                float* const q_buf = buf;
+                float* const k_buf = q_buf + bb * nq * cols;
+                float* const v_buf = k_buf + bb * nk * cols;
+                merged = v_buf + bb * nk * cols;
+                auto project = [&](const float* x, std::size_t rows, std::size_t which, float* y) {
+                    detail::linear_rows(x, rows, d, d, w + (which * d + c0) * d, d, cols,
+                                        bias ? bias + which * d + c0 : nullptr, false, y, cols);
+                };
+                project(xq, bb * nq, 0, q_buf);
+                project(xk, bb * nk, 1, k_buf);
+                project(xv, bb * nk, 2, v_buf);
+                qp = q_buf;
+                kp = k_buf;
+                vp = v_buf;
+                q_ld = k_ld = cols;
+            }
+            detail::fused_attention({bb, g, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld}, {kp, nk * k_ld, d_head, k_ld},
+                                    {vp, nk * k_ld, d_head, k_ld}, {merged, nq * cols, d_head, cols}, scale, o);
+            // out (+)= merged (bb * N_q, cols) . W_o[:, c0 : c0 + cols]^T (+ out_proj_bias, once)
+            detail::linear_rows(merged, bb * nq, cols, cols, out_proj_weight.data() + c0, d, d, out_bias, h0 != 0,
+                                out.data() + b0 * nq * d, d);
+        }
+    }
     return out;
 }
 

@@ -63,19 +63,30 @@ struct MultiHeadAttention {
     // query (B, N_q, d_model), key and value (B, N_k, d_model) -> (B, N_q, d_model).
     // `weights`, if given, receives the per-head weights (B, H, N_q, N_k).
     // Without `weights` the fast path runs on every core, and it keeps its scratch (the projected
-    // Q, K, V and the merged heads: 4 * B * N * d_model floats for self-attention) per calling
-    // thread from call to call; the memory goes back when that thread ends.
+    // Q, K, V and the merged heads: 4 * B * N * d_model floats for self-attention, done in chunks
+    // of batch elements and heads past 64 MiB) per calling thread from call to call; the memory
+    // goes back when that thread ends. Without weights nothing of size N_q x N_k is allocated.
     Tensor3 forward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                     const AttentionOptions& options = {}, Tensor4* weights = nullptr) const;
     Tensor3 forward(const Tensor3& x, const AttentionOptions& options = {}, Tensor4* weights = nullptr) const {
         return forward(x, x, x, options, weights);
     }
 
+    // Bytes forward() allocates beyond its inputs and output for these sizes: with weights, the
+    // (B, H, N_q, N_k) weights and the steps' copies; without, the fast path's bounded scratch.
+    std::size_t forward_scratch_bytes(std::size_t batch, std::size_t nq, std::size_t nk, bool with_weights) const;
+
 private:
     // The fast path (no weights requested): packed projections, fused tiles, no head copies.
     Tensor3 forward_fused(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                           const AttentionOptions& options) const;
 };
+
+namespace detail {
+// The fast path's workspace cap (64 MiB; 0 restores it). Tests shrink it to run the chunked path
+// (batch elements, then groups of heads, one at a time) on small inputs.
+void set_fused_budget(std::size_t bytes);
+}  // namespace detail
 
 // Largest absolute difference between two tensors of the same shape (throws otherwise).
 template <class A, class B>

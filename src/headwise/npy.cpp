@@ -4,14 +4,13 @@
 // noticing (the missing bytes stay uninitialised), reads the header length through signed chars
 // (a length whose low byte is 128 or more comes out wrong), allocates whatever the shape says before
 // looking at the data, parses "-1" as a huge size, and throws "formats not matching" for
-// float64. The format is small (numpy's NEP 1), so it is parsed here, byte by byte. Writing
-// uses xt::dump_npy, which is right for the C-order float32 tensors written here.
+// float64. The format is small (numpy's NEP 1), so it is parsed here, byte by byte, and written
+// here too (encode(): one copy of the data, where xt::dump_npy made several).
 #include "headwise/npy.hpp"
 
 #include "headwise/cli.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xnpy.hpp>
 
 #include <atomic>
 #include <bit>
@@ -22,6 +21,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -271,8 +271,19 @@ Array read(const fs::path& file) {
     return parse(bytes, file);
 }
 
-Array parse(const std::string& bytes, const fs::path& file) {
-    if (bytes.size() < magic_len + 2 || bytes.compare(0, magic_len, magic, magic_len) != 0) {
+namespace {
+
+// A file's header, checked, and where its data lies.
+struct Header {
+    Array array;  // everything but the values
+    TypeInfo type;
+    std::size_t count = 0, data_at = 0;
+};
+
+// Every check of parse() but the values': `bytes` may be only the start of the file (at least
+// its first magic_len + 6 + max_header_len bytes, or all of it), `file_size` is the whole file's.
+Header parse_header(std::string_view bytes, std::size_t file_size, const fs::path& file) {
+    if (bytes.size() < magic_len + 2 || bytes.substr(0, magic_len) != std::string_view(magic, magic_len)) {
         fail(file, bytes.empty() ? "is empty, not a .npy file" : "not a .npy file (it does not start with \\x93NUMPY)");
     }
     const int major = static_cast<unsigned char>(bytes[magic_len]);
@@ -283,7 +294,7 @@ Array parse(const std::string& bytes, const fs::path& file) {
     const std::size_t len_bytes = major == 1 ? 2 : 4;
     const std::size_t header_at = magic_len + 2 + len_bytes;
     if (bytes.size() < header_at) fail(file, "truncated inside the header");
-    const std::size_t header_len = little_endian(bytes, magic_len + 2, len_bytes);
+    const std::size_t header_len = little_endian(std::string(bytes.substr(0, header_at)), magic_len + 2, len_bytes);
     if (header_len > max_header_len) fail(file, fmt::format("malformed header: claims {} bytes", header_len));
     if (bytes.size() < header_at + header_len) {
         fail(file, fmt::format("truncated inside the header ({} header bytes promised, {} present)", header_len,
@@ -307,7 +318,7 @@ Array parse(const std::string& bytes, const fs::path& file) {
     }
     const std::size_t data_at = header_at + header_len;
     const std::size_t expected = count * type.size;
-    const std::size_t present = bytes.size() - data_at;
+    const std::size_t present = file_size - data_at;
     if (present < expected) {
         fail(file, fmt::format("truncated: shape {} of {} needs {} data bytes, the file has {}", shape_string(a.shape),
                                to_string(a.dtype), expected, present));
@@ -317,6 +328,16 @@ Array parse(const std::string& bytes, const fs::path& file) {
                                shape_string(a.shape), to_string(a.dtype)));
     }
 
+    return {std::move(a), type, count, data_at};
+}
+
+}  // namespace
+
+Array parse(const std::string& bytes, const fs::path& file) {
+    Header h = parse_header(bytes, bytes.size(), file);
+    Array a = std::move(h.array);
+    const TypeInfo type = h.type;
+    const std::size_t count = h.count, data_at = h.data_at;
     a.values.resize(count);
     const char* p = bytes.data() + data_at;
     for (std::size_t i = 0; i < count; ++i, p += type.size) {
@@ -335,8 +356,11 @@ Array parse(const std::string& bytes, const fs::path& file) {
     return a;
 }
 
+namespace {
+
+// to_tensor's checks on everything but the values: not bool, rank R, no empty dimension.
 template <std::size_t R>
-Tensor<R> to_tensor(const Array& a, const std::string& what) {
+typename Tensor<R>::shape_type tensor_shape(const Array& a, const std::string& what) {
     const std::string name = a.file.string();
     if (a.dtype == DType::boolean) {
         throw usage_error(fmt::format("{}: {} must hold float32 or float64 values, the file holds bool", name, what));
@@ -350,6 +374,17 @@ Tensor<R> to_tensor(const Array& a, const std::string& what) {
             throw usage_error(fmt::format("{}: {} has shape {}: dimension {} is empty", name, what, shape_string(a.shape), k));
         }
     }
+    typename Tensor<R>::shape_type shape{};
+    std::copy(a.shape.begin(), a.shape.end(), shape.begin());
+    return shape;
+}
+
+}  // namespace
+
+template <std::size_t R>
+Tensor<R> to_tensor(const Array& a, const std::string& what) {
+    const std::string name = a.file.string();
+    const auto shape = tensor_shape<R>(a, what);
     for (std::size_t i = 0; i < a.values.size(); ++i) {
         const double v = a.values[i];
         const bool too_big = a.dtype == DType::float64 && std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max();
@@ -358,12 +393,60 @@ Tensor<R> to_tensor(const Array& a, const std::string& what) {
                                           too_big ? "too large for float32" : "inputs must be finite"));
         }
     }
-    typename Tensor<R>::shape_type shape{};
-    std::copy(a.shape.begin(), a.shape.end(), shape.begin());
     Tensor<R> t = Tensor<R>::from_shape(shape);
     std::transform(a.values.begin(), a.values.end(), t.begin(), [](double v) { return static_cast<float>(v); });
     return t;
 }
+
+template <std::size_t R>
+Tensor<R> read_tensor(const fs::path& file, const std::string& what) {
+    std::error_code ec;
+    const auto status = fs::status(file, ec);
+    if (!fs::exists(status)) fail(file, "no such file");
+    if (fs::is_directory(status)) fail(file, "is a directory, not a .npy file");
+    const auto size = static_cast<std::size_t>(fs::file_size(file, ec));
+    if (ec) fail(file, fmt::format("cannot read: {}", ec.message()));
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(file, fmt::format("cannot open: {}", std::strerror(errno)));
+    // The header is in the first 64 KiB of any file numpy writes; a longer one takes the long way.
+    std::string head(std::min<std::size_t>(size, 64 << 10), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (in.gcount() != static_cast<std::streamsize>(head.size())) fail(file, "cannot read the whole file");
+    std::optional<Header> parsed;
+    try {
+        parsed = parse_header(head, size, file);
+    } catch (const usage_error&) {
+        if (head.size() == size) throw;  // the whole file was there: the message is the real one
+    }
+    if (!parsed) return to_tensor<R>(read(file), what);
+    const Header& h = *parsed;
+    if (h.type.dtype != DType::float32 || h.type.swap || (h.array.fortran_order && h.array.shape.size() > 1)) {
+        return to_tensor<R>(read(file), what);  // converted through read() and to_tensor()
+    }
+    // Little-endian float32 in C order: the file's bytes are the tensor's, read straight into it.
+    const auto shape = tensor_shape<R>(h.array, what);
+    cli::require_memory(size, fmt::format("reading {}", file.string()));
+    Tensor<R> t = Tensor<R>::from_shape(shape);
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(h.data_at));
+    in.read(reinterpret_cast<char*>(t.data()), static_cast<std::streamsize>(h.count * sizeof(float)));
+    if (in.gcount() != static_cast<std::streamsize>(h.count * sizeof(float))) fail(file, "cannot read the whole file");
+    bool finite = true;  // one pass the compiler vectorises; the index is looked for only on failure
+    for (std::size_t i = 0; i < h.count; ++i) finite &= std::isfinite(t.data()[i]);
+    if (!finite) {
+        for (std::size_t i = 0; i < h.count; ++i) {
+            if (!std::isfinite(t.data()[i])) {
+                throw usage_error(fmt::format("{}: {} has {} at {}: inputs must be finite", file.string(), what,
+                                              double(t.data()[i]), index_string(i, h.array.shape)));
+            }
+        }
+    }
+    return t;
+}
+
+template Tensor<1> read_tensor<1>(const fs::path&, const std::string&);
+template Tensor<2> read_tensor<2>(const fs::path&, const std::string&);
+template Tensor<3> read_tensor<3>(const fs::path&, const std::string&);
 
 template Tensor<1> to_tensor<1>(const Array&, const std::string&);
 template Tensor<2> to_tensor<2>(const Array&, const std::string&);
@@ -386,7 +469,27 @@ Mask2 to_mask(const Array& a, const std::string& what) {
 
 template <std::size_t R>
 std::string encode(const Tensor<R>& t) {
-    return xt::dump_npy(t);
+    // Version 1.0: magic, header length, the header dict padded with spaces (and a final '\n') so
+    // the data starts at a multiple of 64 bytes, as numpy writes it; then the floats as they are
+    // in memory (little-endian, C order). Built in one string of the final size: xt::dump_npy
+    // went through a growing stringstream, several copies of a possibly large output.
+    static_assert(std::endian::native == std::endian::little);
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+    for (std::size_t k = 0; k < R; ++k) dict += std::to_string(t.shape()[k]) + (R == 1 || k + 1 < R ? ", " : "");
+    if (R == 1) dict.resize(dict.size() - 1);  // (n,) for one dimension
+    dict += "), }";
+    const std::size_t unpadded = 10 + dict.size() + 1;
+    dict.append((64 - unpadded % 64) % 64, ' ');
+    dict += '\n';
+    const std::size_t data_bytes = t.size() * sizeof(float);
+    std::string out;
+    out.reserve(10 + dict.size() + data_bytes);
+    out.append("\x93NUMPY\x01\x00", 8);
+    out += static_cast<char>(dict.size() & 0xff);
+    out += static_cast<char>(dict.size() >> 8);
+    out += dict;
+    out.append(reinterpret_cast<const char*>(t.data()), data_bytes);
+    return out;
 }
 
 template std::string encode<1>(const Tensor<1>&);

@@ -47,6 +47,12 @@ Array parse(const std::string& bytes, const std::filesystem::path& file);
 template <std::size_t R>
 Tensor<R> to_tensor(const Array& a, const std::string& what);
 
+// read() then to_tensor(), with the same checks and messages, but a little-endian float32 C-order
+// file (what numpy writes by default) goes straight from the file into the tensor: no float64
+// copy of every value (for an 8 MiB input, 24 MiB less memory touched).
+template <std::size_t R>
+Tensor<R> read_tensor(const std::filesystem::path& file, const std::string& what);
+
 // The array as a boolean mask of rank 2 (true = masked out, PyTorch's convention). Only bool
 // files are accepted: PyTorch reads a float key_padding_mask as additive, not as true/false.
 Mask2 to_mask(const Array& a, const std::string& what);

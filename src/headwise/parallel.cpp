@@ -75,12 +75,18 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
 
 void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
                  float* y) {
+    linear_rows(x, rows, in, in, w, in, out, b, false, y, out);
+}
+
+void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t ldx, const float* w, std::size_t ldw,
+                 std::size_t out, const float* b, bool accumulate, float* y, std::size_t ldy) {
     auto panel = [&](std::size_t r0, std::size_t r1) {
         if (r1 <= r0) return;
-        if (b != nullptr)
-            for (std::size_t r = r0; r < r1; ++r) std::copy(b, b + out, y + r * out);
-        blas::gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * in, in, w, in, b != nullptr ? 1.0f : 0.0f,
-                   y + r0 * out, out);
+        const bool add_bias = b != nullptr && !accumulate;
+        if (add_bias)
+            for (std::size_t r = r0; r < r1; ++r) std::copy(b, b + out, y + r * ldy);
+        blas::gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * ldx, ldx, w, ldw, add_bias || accumulate ? 1.0f : 0.0f,
+                   y + r0 * ldy, ldy);
     };
     const std::size_t workers = worker_count();
     if (workers <= 1 || rows < 2 * workers ||

@@ -25,4 +25,9 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t index,
 void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
                  float* y);
 
+// The same on matrices that are blocks of bigger ones: row r of x starts at x + r * ldx, row o of
+// w at w + o * ldw, row r of y at y + r * ldy. With `accumulate`, y += x . w^T (b is not added).
+void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t ldx, const float* w, std::size_t ldw,
+                 std::size_t out, const float* b, bool accumulate, float* y, std::size_t ldy);
+
 }  // namespace headwise::detail

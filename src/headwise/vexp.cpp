@@ -1,5 +1,7 @@
 #include "headwise/vexp.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -34,14 +36,49 @@ namespace {
     p = p * r + 5.0000001201e-1f;
     const float e = p * (r * r) + r + 1.0f;
     const float scale = std::bit_cast<float>(k << 23);  // 2^n
-    const float y = in_range ? e * scale : 0.0f;  // below about -87 the float result is 0
-    return in == in ? y : in;                     // NaN in, NaN out: never hidden
+    const float y = in_range ? e * scale : 0.0f;        // below about -87 the float result is 0
+    return in == in ? y : in;                           // NaN in, NaN out: never hidden
 }
 
 }  // namespace
 
-__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
-float exp_shifted_sum(float* x, std::size_t n, float shift) {
+// The same range reduction and polynomial with AVX-512 intrinsics: vroundscaleps for n,
+// vscalefps for e * 2^n, masks for the range test, NaN and the tail. The compiler's
+// vectorisation of exp_one spent about twice the instructions (0.60 ns per element here).
+__attribute__((target("avx512f"))) float exp_shifted_sum_avx512(float* x, std::size_t n, float shift) {
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
+                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f), lowest = _mm512_set1_ps(-87.0f),
+                 highest = _mm512_set1_ps(88.0f), one = _mm512_set1_ps(1.0f), shift_v = _mm512_set1_ps(shift);
+    __m512 sum = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 lanes = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
+        const __m512 y = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + i), shift_v);
+        const __mmask16 in_range = _mm512_cmp_ps_mask(y, lowest, _CMP_GE_OQ) & lanes;  // false for -inf, NaN
+        const __m512 yc = _mm512_maskz_min_ps(in_range, y, highest);
+        const __m512 t = _mm512_mul_ps(yc, log2e);
+        const __m512 nf = _mm512_mask_roundscale_ps(t, 0xffff, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 r = _mm512_fnmadd_ps(nf, ln2_lo, _mm512_fnmadd_ps(nf, ln2_hi, yc));
+        __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+        const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), one);
+        __m512 out = _mm512_maskz_scalef_ps(in_range, e, nf);                      // e * 2^n; 0 outside the range
+        out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q), y);  // NaN in, NaN out
+        _mm512_mask_storeu_ps(x + i, lanes, out);
+        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(lanes, out));
+    }
+    float lanes_sum[16];
+    _mm512_storeu_ps(lanes_sum, sum);
+    float total = 0.0f;
+    for (float l : lanes_sum) total += l;
+    return total;
+}
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) float exp_shifted_sum_portable(float* x, std::size_t n,
+                                                                                           float shift) {
     for (std::size_t i = 0; i < n; ++i) x[i] = exp_one(x[i] - shift);
     // Sixteen partial sums: vectorisable, and more accurate than one running sum.
     float partial[16] = {};
@@ -54,8 +91,12 @@ float exp_shifted_sum(float* x, std::size_t n, float shift) {
     return sum;
 }
 
-__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
-float row_max(const float* x, std::size_t n) {
+float exp_shifted_sum(float* x, std::size_t n, float shift) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    return avx512 ? exp_shifted_sum_avx512(x, n, shift) : exp_shifted_sum_portable(x, n, shift);
+}
+
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) float row_max(const float* x, std::size_t n) {
     // GCC does not vectorise a float max reduction on its own (NaN rules), so it is spelled out
     // with 4-float vectors, four of them at a time. That width exists in every clone: a wider
     // vector type is split into scalars where the hardware lacks it.

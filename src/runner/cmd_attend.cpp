@@ -65,12 +65,22 @@ void require_shape(const std::string& flag, const Shape& got, const Shape& want,
 
 template <std::size_t R>
 Tensor<R> load(const std::string& file, const std::string& flag) {
-    return npy::to_tensor<R>(npy::read(file), flag);
+    return npy::read_tensor<R>(file, flag);
 }
 
 double max_abs(const float* p, std::size_t n) {
-    double m = 0.0;
-    for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(double(p[i])));
+    // Sixteen running maxima, so the compiler can keep them in one vector register (the inputs
+    // are finite: npy::to_tensor refused NaN and Inf).
+    float lanes[16] = {};
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (std::size_t l = 0; l < 16; ++l) {
+            const float a = std::abs(p[i + l]);
+            lanes[l] = a > lanes[l] ? a : lanes[l];
+        }
+    float m = 0.0f;
+    for (; i < n; ++i) m = std::max(m, std::abs(p[i]));
+    for (float l : lanes) m = std::max(m, l);
     return m;
 }
 
@@ -91,9 +101,12 @@ double linear_bound(double x_max, const Tensor2& w, std::size_t row0, std::size_
 // refuses such inputs up front: every |q|, |k|, |v|, |score| and |output| stays below it.
 void require_no_overflow(const Tensor3& query, const Tensor3& key, const Tensor3& value, const MultiHeadAttention& m) {
     const std::size_t d = m.d_model(), d_head = d / m.heads;
-    const double q = linear_bound(max_abs(query.data(), query.size()), m.in_proj_weight, 0, d, m.in_proj_bias);
-    const double k = linear_bound(max_abs(key.data(), key.size()), m.in_proj_weight, d, d, m.in_proj_bias);
-    const double v = linear_bound(max_abs(value.data(), value.size()), m.in_proj_weight, 2 * d, d, m.in_proj_bias);
+    const double q_max = max_abs(query.data(), query.size());  // self-attention: one tensor, read once
+    const double k_max = &key == &query ? q_max : max_abs(key.data(), key.size());
+    const double v_max = &value == &query ? q_max : &value == &key ? k_max : max_abs(value.data(), value.size());
+    const double q = linear_bound(q_max, m.in_proj_weight, 0, d, m.in_proj_bias);
+    const double k = linear_bound(k_max, m.in_proj_weight, d, d, m.in_proj_bias);
+    const double v = linear_bound(v_max, m.in_proj_weight, 2 * d, d, m.in_proj_bias);
     const double score = double(d_head) * q * k / std::sqrt(double(d_head));
     const double out = linear_bound(v, m.out_proj_weight, 0, d, m.out_proj_bias);
     constexpr double limit = 1e37;  // float32 ends at 3.4e38: keep a margin for the sums' rounding
@@ -188,14 +201,24 @@ int attend(const AttendArgs& a) {
         options.key_padding_mask = &padding;
     }
 
-    // The (B, H, N_q, N_k) weights dominate memory: refuse sizes this machine cannot hold.
-    const std::size_t weight_count = cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
-    cli::require_memory(cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights"),
-                        fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
+    // Memory for what is really allocated: the forward's scratch (with --weights, the
+    // (B, H, N_q, N_k) weights, whose .npy bytes are a second copy; without, a bounded workspace
+    // and nothing of size N_q x N_k), the output and its .npy bytes.
+    const bool want_weights = !a.weights.empty();
+    const std::size_t output_bytes = cli::checked_product({batch, n_q, d_model, 2 * sizeof(float)}, "output");
+    if (want_weights) {
+        const std::size_t weight_count = cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
+        cli::require_memory(cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights") +
+                                mha.forward_scratch_bytes(batch, n_q, n_k, true) + output_bytes,
+                            fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
+    } else {
+        cli::require_memory(mha.forward_scratch_bytes(batch, n_q, n_k, false) + output_bytes,
+                            fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", batch, n_q, n_k, d_model));
+    }
 
     require_no_overflow(query, key, value, mha);
-    Tensor4 weights;                                                           // (B, H, N_q, N_k)
-    const Tensor3 output = mha.forward(query, key, value, options, &weights);  // (B, N_q, d_model)
+    Tensor4 weights;  // (B, H, N_q, N_k), only with --weights
+    const Tensor3 output = mha.forward(query, key, value, options, want_weights ? &weights : nullptr);  // (B, N_q, d_model)
     if (!all_finite(output.data(), output.size()) || !all_finite(weights.data(), weights.size())) {
         throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
     }
@@ -231,14 +254,17 @@ int attend(const AttendArgs& a) {
     if (!weights_note.empty()) fmt::print("  {}\n", weights_note);
 
     // PyTorch returns NaN for a query whose keys are all masked; headwise defines it as zeros.
+    // Row i of batch b sees no key when every key it may see is padding (keys [0, i] when causal,
+    // all of them otherwise): counted from each batch's first unpadded key, in O(B * N).
     std::size_t empty_rows = 0;
-    for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t b = 0; b < batch; ++b) {
+        std::size_t first_seen = 0;  // the first key that is not padding (n_k when there is none)
+        while (first_seen < n_k && options.key_padding_mask && padding(b, first_seen)) ++first_seen;
         for (std::size_t i = 0; i < n_q; ++i) {
-            bool all_masked = true;
-            for (std::size_t j = 0; j < n_k && all_masked; ++j)
-                all_masked = (a.causal && j > i) || (options.key_padding_mask && padding(b, j));
-            empty_rows += all_masked;
+            const std::size_t last_visible = a.causal ? std::min(i, n_k - 1) : n_k - 1;  // n_k >= 1
+            empty_rows += first_seen > last_visible;
         }
+    }
     if (empty_rows > 0) {
         fmt::print(stderr, "attend: note: {} query row(s) have every key masked: their weights are 0 and their attention "
                            "output is 0 before out_proj (PyTorch gives NaN there)\n", empty_rows);

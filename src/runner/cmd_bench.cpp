@@ -1,6 +1,8 @@
-// `headwise bench` -- build the benchmarks and put headwise, PyTorch and NumPy side by side
+// `headwise bench` -- build the benchmarks and put headwise, ONNX Runtime, PyTorch and NumPy side by side
 // (scripts/bench-compare). Benchmarks are measured here, never asserted in timed tests.
 #include "common.hpp"
+
+#include "headwise/blas_coretype.hpp"
 
 #include <fmt/format.h>
 
@@ -10,10 +12,15 @@ namespace headwise::runner {
 
 void add_bench_command(CLI::App& app, Action& action) {
     auto extra = std::make_shared<std::vector<std::string>>();
-    auto* cmd = app.add_subcommand("bench", "benchmark the attention forward against PyTorch and NumPy (minutes)");
+    auto* cmd = app.add_subcommand("bench", "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy (minutes)");
     cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
     cmd->callback([&action, extra] {
         action = [extra] {
+            // Which BLAS kernels every figure below is made with (blas_coretype.hpp chose them
+            // before main(); the programs started from here inherit the choice).
+            const blas::KernelReport k = blas::kernel_report();
+            fmt::print("headwise: BLAS kernels {} ({}); {}\n", k.corename, k.source, k.config);
+            if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
             fmt::print("headwise: building the benchmarks\n");
             if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
                                            source_dir());
