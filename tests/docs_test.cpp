@@ -177,7 +177,7 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
         CHECK(rows >= 5);
         ++docs_with_tables;
     }
-    CHECK(docs_with_tables == 6);
+    CHECK(docs_with_tables >= 7);  // 01-06 and 08 (issue 17)
 }
 
 TEST_CASE("headwise figures regenerates the committed figures as PNGs of the same size", "[docs][figure]") {
