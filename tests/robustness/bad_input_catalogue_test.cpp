@@ -122,7 +122,7 @@ const std::vector<Case> runner_cases{
     {"headwise", {}, "subcommand"},
     {"headwise", {"no-such-command"}, "no command .no-such-command. \\(the commands are run, test"},
     {"headwise", {"run"}, "lesson"},
-    {"headwise", {"run", "9"}, "no lesson '9' \\(the lessons are 1, 2, 3, 4, 5, 6\\)"},
+    {"headwise", {"run", "9"}, "no lesson '9' \\(the lessons are 1, 2, 3, 4, 5, 6"},
     {"headwise", {"run", "0"}, "no lesson '0'"},
     {"headwise", {"run", "abc"}, "no lesson 'abc'"},
     {"headwise", {"run", "4000000000"}, "no lesson '4000000000'"},
@@ -158,6 +158,37 @@ const std::vector<Case> runner_cases{
     {"headwise", {"grade", "--junit"}, "--junit"},
     {"headwise", {"test", "--no-such-flag"}, "--no-such-flag"},
     {"headwise", {"bench", "--no-such-flag"}, "--no-such-flag"},
+};
+
+// Lesson 08 and `attend --kv-heads` (issue 17): the KV cache and grouped-query attention.
+// Lesson 08's own flags, sizes that do not divide or fit, and attend's key/value heads; attend
+// rows use the defaults below (H = 2, d_model = 4, so d_head = 2).
+const std::vector<Case> kv_cache_cases{
+    {"08_kv_cache", {"--kv-heads", "abc"}, "--kv-heads.*abc"},
+    {"08_kv_cache", {"--kv-heads", "0"}, "--kv-heads.*\\b0\\b.*1 to 256"},
+    {"08_kv_cache", {"--kv-heads", "-2"}, "--kv-heads.*-2"},
+    {"08_kv_cache", {"--kv-heads", "99999999999999999999999"}, "--kv-heads.*99999999999999999999999"},
+    {"08_kv_cache", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 8"},
+    {"08_kv_cache", {"--kv-heads", "16"}, "--kv-heads 16 does not divide --heads 8"},
+    {"08_kv_cache", {"--heads", "7"}, "--d-model 64 is not divisible by --heads 7"},
+    {"08_kv_cache", {"--generate", "0"}, "--generate.*\\b0\\b.*1 to 4096"},
+    {"08_kv_cache", {"--generate", "abc"}, "--generate.*abc"},
+    {"08_kv_cache", {"--generate", "5000"}, "--generate.*5000"},
+    {"08_kv_cache", {"--timed-tokens", "0"}, "--timed-tokens.*\\b0\\b"},
+    {"08_kv_cache", {"--seq", "0"}, "--seq.*\\b0\\b"},
+    {"08_kv_cache", {"--seed", "-1"}, "--seed.*-1"},
+    {"08_kv_cache", {"--seq", "4096", "--generate", "4096", "--timed-tokens", "4096", "--d-model", "4096"}, "sizes|would need"},
+    {"08_kv_cache", {"--no-such-flag"}, "--no-such-flag"},
+    {"attend", {"--kv-heads", "abc"}, "--kv-heads.*abc"},
+    {"attend", {"--kv-heads", "0"}, "--kv-heads.*0"},
+    {"attend", {"--kv-heads", "-1"}, "--kv-heads.*-1"},
+    {"attend", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 2"},
+    // The MHA layout (12, 4) handed over with one K/V head, which needs (4 + 2 * 1 * 2, 4) = (8, 4).
+    {"attend", {"--kv-heads", "1"}, "--in-proj-weight has shape \\(12, 4\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head, d_model\\) = \\(8, 4\\)"},
+    {"attend", {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--in-proj-bias", "{w}/bias12.npy"},
+     "--in-proj-bias has shape \\(12,\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head\\) = \\(8\\)"},
+    {"attend", {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--out-proj-weight", "{w}/w_in.npy"},
+     "--out-proj-weight has shape \\(12, 4\\)"},
 };
 
 // attend: the good files are q.npy (1, 2, 4) float32, w_in.npy (12, 4), w_o.npy (4, 4); the
@@ -288,6 +319,7 @@ void write_workspace(const fs::path& w) {
         {"long_query.npy", f32("(1, 100000, 2)", 200000)},
         {"w_in2.npy", f32("(6, 2)", 12)},
         {"w_o2.npy", f32("(2, 2)", 4)},
+        {"w_in_mqa.npy", f32("(8, 4)", 32)},  // H = 2, H_kv = 1, d_head = 2: 2*2 + 2*1*2 rows
     };
     for (const auto& [name, bytes] : files) write_text(w / name, bytes);
     fs::permissions(w / "unreadable.npy", fs::perms::none);
@@ -348,6 +380,7 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     cases.insert(cases.end(), lesson_size_cases.begin(), lesson_size_cases.end());
     cases.insert(cases.end(), runner_cases.begin(), runner_cases.end());
     cases.insert(cases.end(), attend_cases.begin(), attend_cases.end());
+    cases.insert(cases.end(), kv_cache_cases.begin(), kv_cache_cases.end());
 
     const fs::path saved_cwd = fs::current_path();
     fs::current_path(cwd);  // children inherit it: whatever a program writes relative lands here
