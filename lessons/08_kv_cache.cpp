@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     std::size_t kv_heads = 2, generate = 6, timed = 256;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
-    app.add_option("--kv-heads", kv_heads, "key/value heads H_kv for steps 6-7 (must divide --heads)")
+    app.add_option("--kv-heads", kv_heads, "key/value heads H_kv for step 6 (must divide --heads)")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
     app.add_option("--generate", generate, "tokens decoded one at a time after the prompt of --seq tokens")

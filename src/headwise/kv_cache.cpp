@@ -24,13 +24,23 @@ std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view wha
     return a * b;
 }
 
-// The grouped attention itself, on tensors anywhere in memory: one fused pass per K/V head, over
-// the `group` query heads that read it (K and V get a head stride of 0, so each of those query
-// heads reads the same rows and nothing is copied).
+// The grouped attention itself, on tensors anywhere in memory.
 void grouped_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided<const float> q,
                   Strided<const float> k, Strided<const float> v, Strided<float> out, float scale,
                   const AttentionOptions& options) {
     const std::size_t group = s.heads / kv_heads;
+    // Without a per-query mask, the `group` query heads that share K/V head j are just more query
+    // rows for it: when each head's rows follow the previous head's (row stride d_head, as in a
+    // contiguous (B, H, N_q, d_head) tensor), heads j*g .. j*g + g - 1 form one (g * N_q, d_head)
+    // block, and the whole problem is one pass over H_kv heads. A decode step is this case.
+    const bool rows_follow = q.row == s.d_head && q.head == s.nq * q.row && out.row == s.d_head && out.head == s.nq * out.row;
+    if (!options.causal && options.attn_mask == nullptr && rows_follow) {
+        detail::fused_attention({s.batch, kv_heads, group * s.nq, s.nk, s.d_head}, {q.data, q.batch, group * q.head, q.row},
+                                k, v, {out.data, out.batch, group * out.head, out.row}, scale, options);
+        return;
+    }
+    // Otherwise one fused pass per K/V head, over the query heads that read it (K and V get a head
+    // stride of 0, so each of those query heads reads the same rows and nothing is copied).
     for (std::size_t g = 0; g < kv_heads; ++g) {
         detail::fused_attention({s.batch, group, s.nq, s.nk, s.d_head},
                                 {q.data + g * group * q.head, q.batch, q.head, q.row},
