@@ -73,16 +73,8 @@ int main(int argc, char** argv) {
     app.add_option("--wide-d", wide_d, "width used to show what happens without the sqrt(d) scaling")
         ->check(CLI::Range(2, 8192))
         ->capture_default_str();
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model;
-        // Refuse sizes that would not fit or would run for minutes, before allocating anything:
-        // x, q, k, v, out are (B, N, d); raw, scores, weights are (B, N, N).
-        const std::size_t bnd = cli::checked_product({B, N, d}, "--batch x --seq x --d-model");
-        const std::size_t bnn = cli::checked_product({B, N, N}, "--batch x --seq x --seq");
-        cli::require_memory(4 * (5 * bnd + 3 * bnn + 2 * 64 * wide_d), "lesson 01 at these sizes");
-        cli::require_work(2.0 * bnd * (3.0 * d + 2.0 * N), "lesson 01 at these sizes");
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 

@@ -85,19 +85,10 @@ int main(int argc, char** argv) {
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
     app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
         const std::size_t dh = d / H;
-        // About 30 tensors of (B, N, d_model), three (d_model, d_model) weights and two sets of
-        // attention weights (B, H, N, N); refuse before allocating if that is too much.
-        const std::size_t bnd = cli::checked_product({B, N, d}, "--batch x --seq x --d-model");
-        const std::size_t bhnn = cli::checked_product({B, H, N, N}, "--batch x --heads x --seq x --seq");
-        cli::require_memory(4 * (30 * bnd + 3 * d * d + 2 * bhnn), "lesson 02 at these sizes");
-        // Work: BLAS flops, plus ~100 per element for the scalar passes (softmax, tags, comparisons).
-        cli::require_work(8.0 * bnd * d + 8.0 * bhnn * dh + 100.0 * (4.0 * bhnn + 30.0 * bnd), "lesson 02 at these sizes");
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 

@@ -117,24 +117,10 @@ int main(int argc, char** argv) {
     app.add_option("--cross-seq", M, "length M of the second sequence in the cross-attention step")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
         const std::size_t dh = d / H;
-        // About 35 tensors of (B, N, d_model), 10 of (B, M, d_model), 8 sets of weights (B, H, N, N),
-        // 3 of (B, H, N, M) and 10 (d_model, d_model) matrices; refuse before allocating.
-        const std::size_t bnd = cli::checked_product({B, N, d}, "--batch x --seq x --d-model");
-        const std::size_t bmd = cli::checked_product({B, M, d}, "--batch x --cross-seq x --d-model");
-        const std::size_t bhnn = cli::checked_product({B, H, N, N}, "--batch x --heads x --seq x --seq");
-        const std::size_t bhnm = cli::checked_product({B, H, N, M}, "--batch x --heads x --seq x --cross-seq");
-        const std::size_t dd = cli::checked_product({d, d}, "--d-model x --d-model");
-        cli::require_memory(4 * (35 * bnd + 10 * bmd + 8 * bhnn + 3 * bhnm + 10 * dd), "lesson 03 at these sizes");
-        // Work: BLAS flops, plus ~100 per element for the scalar passes (softmax, entropy, variance).
-        cli::require_work(44.0 * bnd * d + 24.0 * bhnn * dh + 8.0 * bmd * d + 8.0 * bhnm * dh +
-                              100.0 * (20.0 * bhnn + 3.0 * bhnm + 40.0 * bnd),
-                          "lesson 03 at these sizes");
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 

@@ -85,9 +85,7 @@ int main(int argc, char** argv) {
     app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
     app.add_option("--changed-token", changed, "the token j changed to prove causality (default: the middle one)")
         ->check(CLI::Range(0, 4095));
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
         const std::size_t dh = d / H;
@@ -96,15 +94,6 @@ int main(int argc, char** argv) {
             throw usage_error(fmt::format("--changed-token {} is out of range: the sequence has --seq {} tokens, 0..{}",
                                           changed, N, N - 1));
         }
-        // About 25 tensors of (B, N, d_model), 20 of (B, H, N, N) and four (d_model, d_model) weights.
-        const std::size_t bnd = cli::checked_product({B, N, d}, "--batch x --seq x --d-model");
-        const std::size_t bhnn = cli::checked_product({B, H, N, N}, "--batch x --heads x --seq x --seq");
-        const std::size_t dd = cli::checked_product({d, d}, "--d-model x --d-model");
-        cli::require_memory(4 * (25 * bnd + 20 * bhnn + 4 * dd), "lesson 04 at these sizes");
-        // Work: six attention passes of BLAS flops, plus ~100 per element for the scalar passes
-        // (softmax, masks, comparisons) over some 30 (B, H, N, N) tensors.
-        cli::require_work(6 * (8.0 * bnd * d + 4.0 * bhnn * dh) + 100.0 * (30.0 * bhnn + 25.0 * bnd),
-                          "lesson 04 at these sizes");
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 

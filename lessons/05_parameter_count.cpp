@@ -71,17 +71,10 @@ int main(int argc, char** argv) {
     app.add_option("--context", N, "context length N for the FLOPs and attention-matrix columns")
         ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const std::size_t d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
         const std::size_t dh = d / H;
-        // Three copies of the 4 d_model^2 weights live at once: the module, the same without biases
-        // and the per-head split. Drawing and copying them costs some tens of operations each.
-        const std::size_t dd = cli::checked_product({d, d}, "--d-model x --d-model");
-        cli::require_memory(4 * (12 * dd + 12 * d), "lesson 05 at this --d-model");
-        cli::require_work(100.0 * 4.0 * static_cast<double>(dd), "lesson 05 at this --d-model");
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 

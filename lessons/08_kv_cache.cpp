@@ -115,9 +115,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
     app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, P = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
         const std::size_t dh = d / H;
@@ -127,12 +125,6 @@ int main(int argc, char** argv) {
                                           kv_heads, H, double(H) / double(kv_heads)));
         }
         const std::size_t N = P + generate;  // every token, prompt and generated
-        const std::size_t bnd = cli::checked_product({B, N + timed, d}, "--batch x (--seq + --generate + --timed-tokens) x --d-model");
-        const std::size_t bhnn = cli::checked_product({B, H, N + timed, N + timed}, "--batch x --heads x tokens^2");
-        cli::require_memory(4 * (40 * bnd + 6 * bhnn + 8 * d * d), "lesson 08 at these sizes");
-        // Work: the timing's recompute dominates, ~T full forwards of up to P + T tokens.
-        const double T = double(P + timed);
-        cli::require_work(double(B) * T * (T * 8.0 * d * d + 2.0 * T * T * d) + 50.0 * double(bhnn), "lesson 08 at these sizes");
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <cctype>
@@ -32,6 +33,19 @@ std::string read(const fs::path& file) {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+struct CourseLesson {
+    std::string name, title, doc;
+};
+// The lessons of course.json, in course order.
+std::vector<CourseLesson> course_lessons() {
+    std::ifstream in(source_dir / "course.json");
+    const auto course = nlohmann::json::parse(in);
+    std::vector<CourseLesson> out;
+    for (const auto& l : course.at("lessons"))
+        out.push_back({l.at("name").get<std::string>(), l.at("title").get<std::string>(), l.at("doc").get<std::string>()});
+    return out;
 }
 
 // README.md and every Markdown file under docs/.
@@ -151,10 +165,9 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
     const std::regex printed(R"(^  (.+?) +(\([0-9, ]*\)) +\[(.*)\]$)");
     const std::regex flags_comment(R"(<!-- shape-table-flags:([^>]*)-->)");
     std::size_t docs_with_tables = 0;
-    for (const auto& e : fs::directory_iterator(source_dir / "docs")) {
-        const std::string name = e.path().stem().string();
-        if (e.path().extension() != ".md" || name.size() < 3 || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-        const std::string text = read(e.path());
+    for (const CourseLesson& lesson : course_lessons()) {
+        const std::string& name = lesson.name;
+        const std::string text = read(source_dir / lesson.doc);
         std::smatch flags;
         const std::string extra = std::regex_search(text, flags, flags_comment) ? flags[1].str() : "";
         const auto [rc, out] = run(fmt::format("{}/{} {} 2>&1", HEADWISE_LESSONS_DIR, name, extra));
@@ -177,7 +190,35 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
         CHECK(rows >= 5);
         ++docs_with_tables;
     }
-    CHECK(docs_with_tables >= 7);  // 01-06 and 08 (issue 17)
+    CHECK(docs_with_tables == course_lessons().size());
+}
+
+TEST_CASE("README's lesson table and headwise list show every lesson of course.json, in order, titles whole", "[docs][course]") {
+    // README rows:  | 01 | `lessons/01_single_head.cpp` | what it shows |
+    const std::regex row(R"(^\| ([0-9]{2}) \| `lessons/([0-9]{2}_[a-z0-9_]+)\.cpp` \|)");
+    std::vector<std::string> readme;
+    std::istringstream t(read(source_dir / "README.md"));
+    std::smatch m;
+    for (std::string line; std::getline(t, line);)
+        if (std::regex_search(line, m, row)) {
+            CHECK(m[1].str() == m[2].str().substr(0, 2));
+            readme.push_back(m[2]);
+        }
+    std::vector<std::string> course;
+    for (const CourseLesson& l : course_lessons()) course.push_back(l.name);
+    CHECK(readme == course);
+
+    const auto [rc, listing] = run(fmt::format("{} list 2>&1", HEADWISE_RUNNER_EXE));
+    INFO(listing);
+    REQUIRE(rc == 0);
+    std::size_t at = 0;
+    for (const CourseLesson& l : course_lessons()) {
+        INFO(l.name << ": " << l.title);
+        const std::size_t found = listing.find(l.title, at);
+        CHECK(found != std::string::npos);  // whole, and after the lesson before it
+        if (found != std::string::npos) at = found + l.title.size();
+        CHECK(fs::exists(source_dir / l.doc));
+    }
 }
 
 TEST_CASE("headwise figures regenerates the committed figures as PNGs of the same size", "[docs][figure]") {

@@ -1,4 +1,5 @@
 #include "headwise/attention.hpp"
+#include "headwise/limits.hpp"
 
 #include "headwise/blas.hpp"
 #include "headwise/fused_attention.hpp"
@@ -75,6 +76,7 @@ Tensor3 linear(const Tensor3& x, const Tensor2& w, const Tensor1& b) {
     if (b.size() != 0 && b.size() != out) {
         throw usage_error(fmt::format("linear: bias has {} entries, expected {}", b.size(), out));
     }
+    limits::charge_work(2.0 * double(x.shape()[0] * x.shape()[1]) * double(in) * double(out), "linear");
     Tensor3 y = Tensor3::from_shape({x.shape()[0], x.shape()[1], out});
     linear_rows(x.data(), x.shape()[0] * x.shape()[1], in, w.data(), out, b.size() ? b.data() : nullptr, y.data());
     return y;
@@ -86,6 +88,7 @@ Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
         throw usage_error(fmt::format("split_heads: d_model = {} is not divisible by heads = {}", d_model, heads));
     }
     const std::size_t d_head = d_model / heads;
+    limits::charge_work(2.0 * double(x.size()), "split_heads");
     // (B, N, d_model) -> (B, N, H, d_head) -> (B, H, N, d_head)
     Tensor4 out = xt::transpose(xt::reshape_view(x, std::array<std::size_t, 4>{batch, n, heads, d_head}), {0, 2, 1, 3});
     return out;
@@ -93,6 +96,7 @@ Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
 
 Tensor3 merge_heads(const Tensor4& x) {
     const std::size_t batch = x.shape()[0], heads = x.shape()[1], n = x.shape()[2], d_head = x.shape()[3];
+    limits::charge_work(4.0 * double(x.size()), "merge_heads");
     // (B, H, N, d_head) -> (B, N, H, d_head), made contiguous, -> (B, N, d_model)
     Tensor4 swapped = xt::transpose(x, {0, 2, 1, 3});
     Tensor3 out = xt::reshape_view(swapped, std::array<std::size_t, 3>{batch, n, heads * d_head});
@@ -114,6 +118,8 @@ Tensor4 scaled_dot_product_attention(const Tensor4& q, const Tensor4& k, const T
     check_masks(options, batch, nq, nk);
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     const bool any_mask = options.causal || options.attn_mask || options.key_padding_mask;
+    // Two GEMMs of 2 * N_q * N_k * d_head each, and a softmax (~25 per weight), per (b, h).
+    limits::charge_work(double(batch * heads) * double(nq * nk) * (4.0 * double(d_head) + 25.0), "attention");
 
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     if (weights == nullptr) {  // nobody wants the (B, H, N_q, N_k) weights: never materialise them
@@ -157,6 +163,9 @@ Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v
     const std::size_t nk = k.shape()[2];
     check_masks(options, batch, nq, nk);
     const double scale = options.scale ? static_cast<double>(*options.scale) : 1.0 / std::sqrt(static_cast<double>(d_head));
+    // Plain double loops run about ten times slower per operation than BLAS: charged as such.
+    limits::charge_work(10.0 * double(batch * heads) * double(nq * nk) * (4.0 * double(d_head) + 25.0),
+                        "attention_reference");
 
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     if (weights != nullptr) *weights = Tensor4::from_shape({batch, heads, nq, nk});
@@ -250,7 +259,15 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
                                       key.shape()[0]));
     }
     const float* bias = in_proj_bias.size() ? in_proj_bias.data() : nullptr;
-    if (weights == nullptr) return forward_fused(query, key, value, options);
+    // Four projections; the attention charges itself (the fused path below charges the same).
+    const double rows_q = double(query.shape()[0] * query.shape()[1]), rows_k = double(key.shape()[0] * key.shape()[1]);
+    limits::charge_work(2.0 * double(d) * double(d) * (2.0 * rows_q + 2.0 * rows_k), "multi-head projections");
+    if (weights == nullptr) {
+        limits::charge_work(double(query.shape()[0] * heads) * double(query.shape()[1] * key.shape()[1]) *
+                                (4.0 * double(d / heads) + 25.0),
+                            "attention");
+        return forward_fused(query, key, value, options);
+    }
 
     auto project = [&](const Tensor3& x, std::size_t which) {
         // rows [which * d, (which + 1) * d) of in_proj_weight are W_q, W_k or W_v

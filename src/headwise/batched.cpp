@@ -1,4 +1,5 @@
 #include "headwise/batched.hpp"
+#include "headwise/limits.hpp"
 
 #include "headwise/blas.hpp"
 
@@ -13,6 +14,7 @@ Tensor4 attention_scores(const Tensor4& q, const Tensor4& k, float scale) {
         throw usage_error(fmt::format("attention_scores: q ({}, {}, {}, {}) and k ({}, {}, {}, {}) differ in B, H or d_head",
                                       batch, heads, nq, d_head, k.shape()[0], k.shape()[1], nk, k.shape()[3]));
     }
+    limits::charge_work(2.0 * double(batch * heads) * double(nq * nk) * double(d_head), "attention scores");
     Tensor4 s = Tensor4::from_shape({batch, heads, nq, nk});
     for (std::size_t bh = 0; bh < batch * heads; ++bh) {
         blas::gemm(false, true, nq, nk, d_head, scale, q.data() + bh * nq * d_head, d_head, k.data() + bh * nk * d_head,
@@ -29,6 +31,7 @@ Tensor4 apply_weights(const Tensor4& weights, const Tensor4& v) {
                                       weights.shape()[0], weights.shape()[1], nq, weights.shape()[3], batch, heads, nk,
                                       d_head));
     }
+    limits::charge_work(2.0 * double(batch * heads) * double(nq * nk) * double(d_head), "weights . v");
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     for (std::size_t bh = 0; bh < batch * heads; ++bh) {
         blas::gemm(false, false, nq, d_head, nk, 1.0f, weights.data() + bh * nq * nk, nk, v.data() + bh * nk * d_head,

@@ -113,15 +113,6 @@ void require_memory(std::size_t bytes, std::string_view what) {
     }
 }
 
-void require_work(double flops, std::string_view what) {
-    constexpr double limit = 2e11;  // ~ a few seconds on a 2-core laptop
-    if (flops > limit) {
-        throw usage_error(fmt::format("{} would take about {:.2g} floating-point operations (the limit is {:.0g}, a few "
-                                      "seconds); use smaller sizes",
-                                      what, flops, limit));
-    }
-}
-
 std::size_t checked_product(std::initializer_list<std::size_t> sizes, std::string_view what) {
     std::size_t p = 1;
     for (std::size_t s : sizes) {

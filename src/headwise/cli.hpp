@@ -35,15 +35,11 @@ void add_lesson_options(CLI::App& app, LessonOptions& options, std::string_view 
 int parse(CLI::App& app, int argc, char** argv);
 
 // Runs `body`, turning usage_error into one line + exit 2 and any other exception into one
-// line + exit 1. Every lesson's main() is `return cli::guard(argv[0], [&] { ... });`.
+// line + exit 1. Lessons reach it through lesson::run (lesson.hpp).
 int guard(std::string_view program, const std::function<int()>& body);
 
 // Throws usage_error when `bytes` is more than this machine's available memory allows.
 void require_memory(std::size_t bytes, std::string_view what);
-
-// Throws usage_error when a lesson would run for more than a few seconds: lessons are for
-// looking at shapes and numbers, and a learner's typo (an extra zero) must not look like a hang.
-void require_work(double flops, std::string_view what);
 
 // Product of sizes, throwing usage_error instead of overflowing.
 std::size_t checked_product(std::initializer_list<std::size_t> sizes, std::string_view what);

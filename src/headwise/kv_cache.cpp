@@ -1,6 +1,7 @@
 #include "headwise/kv_cache.hpp"
 
 #include "headwise/fused_attention.hpp"
+#include "headwise/limits.hpp"
 #include "headwise/parallel.hpp"
 
 #include <fmt/format.h>
@@ -29,6 +30,8 @@ void grouped_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided
                   Strided<const float> k, Strided<const float> v, Strided<float> out, float scale,
                   const AttentionOptions& options) {
     const std::size_t group = s.heads / kv_heads;
+    limits::charge_work(double(s.batch * s.heads) * double(s.nq * s.nk) * (4.0 * double(s.d_head) + 25.0),
+                        "grouped-query attention");
     // Without a per-query mask, the `group` query heads that share K/V head j are just more query
     // rows for it: when each head's rows follow the previous head's (row stride d_head, as in a
     // contiguous (B, H, N_q, d_head) tensor), heads j*g .. j*g + g - 1 form one (g * N_q, d_head)
@@ -62,6 +65,7 @@ Tensor4 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0
         throw usage_error(fmt::format("grouped-query attention: inputs must have d_model = {} features, got {}", d,
                                       x.shape()[2]));
     }
+    limits::charge_work(2.0 * double(x.shape()[0] * x.shape()[1]) * double(d) * double(width), "grouped-query projections");
     Tensor3 y = Tensor3::from_shape({x.shape()[0], x.shape()[1], width});  // (B, N, heads * d_head)
     detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + r0 * d, width,
                         m.in_proj_bias.size() ? m.in_proj_bias.data() + r0 : nullptr, y.data());
@@ -85,6 +89,7 @@ std::size_t query_group(std::size_t heads, std::size_t kv_heads) {
 Tensor4 repeat_kv(const Tensor4& kv, std::size_t group) {
     const std::size_t batch = kv.shape()[0], kv_heads = kv.shape()[1], n = kv.shape()[2], d_head = kv.shape()[3];
     if (group == 0) throw usage_error("repeat_kv: group must be at least 1");
+    limits::charge_work(2.0 * double(kv.size()) * double(group), "repeat_kv");
     Tensor4 out = Tensor4::from_shape({batch, kv_heads * group, n, d_head});  // (B, H, N, d_head)
     const std::size_t block = n * d_head;
     for (std::size_t b = 0; b < batch; ++b)

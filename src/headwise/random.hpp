@@ -5,6 +5,7 @@
 // integer arithmetic (SplitMix64) and exact float operations: same seed, same values, anywhere.
 #pragma once
 
+#include "headwise/limits.hpp"
 #include "headwise/tensor.hpp"
 
 #include <cstdint>
@@ -25,6 +26,7 @@ public:
 
     template <std::size_t Rank>
     Tensor<Rank> normal(const std::array<std::size_t, Rank>& shape, float stddev = 1.0f) {
+        limits::charge_work(650.0 * elements(shape), "random normal values");  // 12 draws: ~13 ns, as long as 650 BLAS flops
         Tensor<Rank> t = Tensor<Rank>::from_shape(shape);
         for (auto& x : t) x = stddev * normal();
         return t;
@@ -32,6 +34,7 @@ public:
 
     template <std::size_t Rank>
     Tensor<Rank> uniform(const std::array<std::size_t, Rank>& shape, float lo, float hi) {
+        limits::charge_work(60.0 * elements(shape), "random uniform values");
         Tensor<Rank> t = Tensor<Rank>::from_shape(shape);
         for (auto& x : t) x = uniform(lo, hi);
         return t;
@@ -41,6 +44,13 @@ public:
     Tensor2 linear_weight(std::size_t out_features, std::size_t in_features);
 
 private:
+    template <std::size_t Rank>
+    static double elements(const std::array<std::size_t, Rank>& shape) {
+        double n = 1.0;
+        for (std::size_t s : shape) n *= double(s);
+        return n;
+    }
+
     std::uint64_t state_;
 };
 

@@ -5,6 +5,7 @@
 // A row that is entirely -inf (every position masked) becomes all zeros, never NaN.
 #pragma once
 
+#include "headwise/limits.hpp"
 #include "headwise/tensor.hpp"
 
 namespace headwise {
@@ -16,6 +17,7 @@ template <std::size_t Rank>
 Tensor<Rank> softmax(Tensor<Rank> x) {
     static_assert(Rank >= 1);
     const std::size_t cols = x.shape()[Rank - 1];
+    limits::charge_work(25.0 * double(x.size()), "softmax");  // a max, an exp, a sum and a divide per element
     if (cols != 0) softmax_rows(x.data(), x.size() / cols, cols);
     return x;
 }

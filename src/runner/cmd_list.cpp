@@ -16,13 +16,18 @@ int list() {
     const auto course = load_course();
     const State state = load_state();
 
-    // The title column fits the longest title, up to a limit; longer ones are cut with "...".
+    // The title column fits the longest title up to a limit. A longer title is never cut: it
+    // gets its own line, and its exercise and status go on the next one, in their columns.
     constexpr std::size_t max_title = 56;
     std::size_t title_width = 6;
     for (const auto& l : course) title_width = std::max(title_width, std::min(l.title.size(), max_title));
     auto row = [&](const std::string& number, const std::string& title, const std::string& id, const std::string& status) {
-        const std::string shown = title.size() > max_title ? title.substr(0, max_title - 3) + "..." : title;
-        fmt::print("{:<4}{:<{}}  {:<10}{}\n", number, shown, title_width, id, status);
+        if (title.size() > title_width) {
+            fmt::print("{:<4}{}\n", number, title);
+            fmt::print("{:<4}{:<{}}  {:<10}{}\n", "", "", title_width, id, status);
+        } else {
+            fmt::print("{:<4}{:<{}}  {:<10}{}\n", number, title, title_width, id, status);
+        }
     };
 
     std::size_t exercises = 0, passed = 0;

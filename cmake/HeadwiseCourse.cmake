@@ -1,0 +1,79 @@
+# cmake/HeadwiseCourse.cmake -- course.json, read once at configure time: the one list of lessons
+# and exercises that the build, the runner and the tests share.
+#
+# Sets, in the including scope:
+#   HEADWISE_LESSONS                 lesson names in course order ("01_single_head" ...)
+#   HEADWISE_LESSON_<name>_LIBS      extra libraries the lesson links (course.json "libs"), may be empty
+#   HEADWISE_EXERCISES               exercise ids in course order ("ex01" ...)
+#   HEADWISE_EXERCISE_<id>_DIR       its directory under exercises/ and solutions/
+#   HEADWISE_EXERCISE_<id>_LIBS      extra libraries its grader links (course.json "libs"), may be empty
+#
+# Each entry is checked against the files it names, so a typo in course.json fails the configure
+# with the entry and the missing file, not later with a linker error.
+
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/course.json")
+file(READ "${PROJECT_SOURCE_DIR}/course.json" _headwise_course)
+
+# _headwise_course_get(<out> <path...>): a member of course.json, or "" when it is absent.
+macro(_headwise_course_get out)
+  string(JSON ${out} ERROR_VARIABLE _headwise_err GET "${_headwise_course}" ${ARGN})
+  if(_headwise_err)
+    set(${out} "")
+  endif()
+endmacro()
+
+# _headwise_course_strings(<out> <path...>): a JSON array of strings as a CMake list.
+function(_headwise_course_strings out)
+  set(items "")
+  string(JSON count ERROR_VARIABLE err LENGTH "${_headwise_course}" ${ARGN})
+  if(NOT err AND count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON item GET "${_headwise_course}" ${ARGN} ${i})
+      list(APPEND items "${item}")
+    endforeach()
+  endif()
+  set(${out} "${items}" PARENT_SCOPE)
+endfunction()
+
+function(_headwise_course_fail index message)
+  message(FATAL_ERROR "course.json, lessons[${index}]: ${message}")
+endfunction()
+
+set(HEADWISE_LESSONS "")
+set(HEADWISE_EXERCISES "")
+string(JSON _headwise_count LENGTH "${_headwise_course}" lessons)
+if(_headwise_count GREATER 0)
+  math(EXPR _headwise_last "${_headwise_count} - 1")
+  foreach(_i RANGE ${_headwise_last})
+    _headwise_course_get(_name lessons ${_i} name)
+    if(NOT _name MATCHES "^[0-9][0-9]_[a-z0-9_]+$")
+      _headwise_course_fail(${_i} "\"name\" must look like 07_topic (two digits, an underscore, lower case), not '${_name}'")
+    endif()
+    if(NOT EXISTS "${PROJECT_SOURCE_DIR}/lessons/${_name}.cpp")
+      _headwise_course_fail(${_i} "lessons/${_name}.cpp does not exist")
+    endif()
+    if(NOT EXISTS "${PROJECT_SOURCE_DIR}/tests/lessons/${_name}.expected")
+      _headwise_course_fail(${_i} "tests/lessons/${_name}.expected (the shape lines its test checks) does not exist")
+    endif()
+    list(APPEND HEADWISE_LESSONS "${_name}")
+    _headwise_course_strings(HEADWISE_LESSON_${_name}_LIBS lessons ${_i} libs)
+
+    _headwise_course_get(_id lessons ${_i} exercise id)
+    if(_id)
+      _headwise_course_get(_dir lessons ${_i} exercise dir)
+      foreach(_tree solutions exercises)
+        if(NOT IS_DIRECTORY "${PROJECT_SOURCE_DIR}/${_tree}/${_dir}")
+          _headwise_course_fail(${_i} "exercise ${_id}: ${_tree}/${_dir}/ does not exist")
+        endif()
+      endforeach()
+      if(NOT EXISTS "${PROJECT_SOURCE_DIR}/tests/grade/${_dir}.cpp")
+        _headwise_course_fail(${_i} "exercise ${_id}: its grader tests/grade/${_dir}.cpp does not exist")
+      endif()
+      list(APPEND HEADWISE_EXERCISES "${_id}")
+      set(HEADWISE_EXERCISE_${_id}_DIR "${_dir}")
+      _headwise_course_strings(HEADWISE_EXERCISE_${_id}_LIBS lessons ${_i} exercise libs)
+    endif()
+  endforeach()
+endif()
+unset(_headwise_course)
