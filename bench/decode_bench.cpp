@@ -36,7 +36,7 @@ Tensor3 without_cache(const GroupedQueryAttention& m, const Tensor3& x) {
     Tensor3 y;
     for (std::size_t t = 0; t < x.shape()[1]; ++t) {
         const Tensor3 prefix = xt::view(x, xt::all(), xt::range(0, t + 1), xt::all());  // (B, t + 1, d_model)
-        y = token(m.forward(prefix, causal), t);                                          // only the last is new
+        y = token(m.forward(prefix, causal), t);                                        // only the last is new
     }
     return y;
 }
@@ -45,7 +45,8 @@ void check(const GroupedQueryAttention& m, const Tensor3& x) {
     const Tensor3 first = xt::view(x, xt::all(), xt::range(0, 24), xt::all());
     const double diff = max_abs_diff(with_cache(m, first), without_cache(m, first));
     if (!(diff < 1e-4)) {
-        fmt::print(stderr, "headwise_decode_bench: cached and recomputed decoding differ by {:.3g}; not timing\n", diff);
+        fmt::print(stderr, "headwise_decode_bench: cached and recomputed decoding differ by {:.3g}; not timing\n",
+                   diff);
         std::exit(1);
     }
 }

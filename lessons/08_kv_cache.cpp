@@ -120,22 +120,24 @@ int main(int argc, char** argv) {
         cli::require_divisible(d, H);
         const std::size_t dh = d / H;
         if (H % kv_heads != 0) {
-            throw usage_error(fmt::format("--kv-heads {} does not divide --heads {}: query heads must share key/value "
-                                          "heads in equal groups (H / H_kv would be {:g})",
-                                          kv_heads, H, double(H) / double(kv_heads)));
+            throw usage_error(
+                fmt::format("--kv-heads {} does not divide --heads {}: query heads must share key/value "
+                            "heads in equal groups (H / H_kv would be {:g})",
+                            kv_heads, H, double(H) / double(kv_heads)));
         }
         const std::size_t N = P + generate;  // every token, prompt and generated
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 
-        fmt::print("Lesson 08: attention at inference time   B={} prompt={} generated={} d_model={} H={} d_head={} "
-                   "H_kv={} seed={}\n",
-                   B, P, generate, d, H, dh, kv_heads, opt.seed);
+        fmt::print(
+            "Lesson 08: attention at inference time   B={} prompt={} generated={} d_model={} H={} d_head={} "
+            "H_kv={} seed={}\n",
+            B, P, generate, d, H, dh, kv_heads, opt.seed);
 
         // The layer of lessons 03-05 (H_kv = H) for steps 1-5; weights scaled as in lesson 04 so
         // that the attention weights have some structure.
         GroupedQueryAttention mha = GroupedQueryAttention::random(d, H, H, /*bias=*/true, rng);
-        mha.in_proj_weight *= std::sqrt(3.0f);  // (3 d_model, d_model)
+        mha.in_proj_weight *= std::sqrt(3.0f);       // (3 d_model, d_model)
         const Tensor3 x = rng.normal<3>({B, N, d});  // (B, N, d_model): the prompt, then the tokens to decode
 
         // -----------------------------------------------------------------------------------------
@@ -153,11 +155,12 @@ int main(int argc, char** argv) {
         trace("prefill output", y_prompt, "B, N, d_model");
         trace("cache K", cache.keys(), "B, H_kv, N, d_head");
         trace("cache V", cache.values(), "B, H_kv, N, d_head");
-        fmt::print("  the cache holds {} of {} positions; its K is the prompt's k: max |diff| = {:.1e}\n", cache.length(),
-                   cache.capacity(), max_abs_diff(cache.keys(), k_prompt));
+        fmt::print("  the cache holds {} of {} positions; its K is the prompt's k: max |diff| = {:.1e}\n",
+                   cache.length(), cache.capacity(), max_abs_diff(cache.keys(), k_prompt));
 
         // -----------------------------------------------------------------------------------------
-        trace.section(fmt::format("step 2: one decode step -- token {} projects only itself and attends with a (1, {}) row", P, P + 1));
+        trace.section(fmt::format(
+            "step 2: one decode step -- token {} projects only itself and attends with a (1, {}) row", P, P + 1));
         const Tensor3 x_new = tokens(x, P, P + 1);  // (B, 1, d_model)
         trace("x_new", x_new, "B, 1, d_model");
         const Tensor4 q_new = mha.project_q(x_new);  // (B, H, 1, d_head)
@@ -166,12 +169,13 @@ int main(int argc, char** argv) {
         trace("q_new", q_new, "B, H, 1, d_head");
         trace("k_new", k_new, "B, H_kv, 1, d_head");
         trace("v_new", v_new, "B, H_kv, 1, d_head");
-        KVCache by_hand = cache;  // the same cache, stepped here by hand; `cache` goes on with the library
+        KVCache by_hand = cache;       // the same cache, stepped here by hand; `cache` goes on with the library
         by_hand.append(k_new, v_new);  // append FIRST: the new token must see itself
         const Tensor4 k_all = by_hand.keys(), v_all = by_hand.values();  // (B, H_kv, P + 1, d_head)
         trace("cache K after append", k_all, "B, H_kv, N+1, d_head");
         trace("cache V after append", v_all, "B, H_kv, N+1, d_head");
-        const Tensor4 scores = attention_scores(q_new, k_all, 1.0f / std::sqrt(static_cast<float>(dh)));  // (B, H, 1, P + 1)
+        const Tensor4 scores =
+            attention_scores(q_new, k_all, 1.0f / std::sqrt(static_cast<float>(dh)));  // (B, H, 1, P + 1)
         trace("scores", scores, "B, H, 1, N+1");
         const Tensor4 weights = softmax(scores);  // (B, H, 1, P + 1)
         trace("weights", weights, "B, H, 1, N+1");
@@ -188,8 +192,9 @@ int main(int argc, char** argv) {
         const Mask2 full_mask = causal_mask(P + 1);  // (N+1, N+1)
         std::size_t hidden_in_last_row = 0;
         for (std::size_t j = 0; j <= P; ++j) hidden_in_last_row += full_mask(P, j);
-        fmt::print("  no mask needed: row {} of the ({}, {}) causal mask hides {} keys -- the cache holds only the past\n", P,
-                   P + 1, P + 1, hidden_in_last_row);
+        fmt::print(
+            "  no mask needed: row {} of the ({}, {}) causal mask hides {} keys -- the cache holds only the past\n", P,
+            P + 1, P + 1, hidden_in_last_row);
 
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step 3: {} decode steps equal the full causal recompute", generate));
@@ -202,13 +207,16 @@ int main(int argc, char** argv) {
         trace("decoded outputs", y_cached, "B, N, d_model");
         trace("full causal forward", y_full, "B, N, d_model");
         const double decode_diff = max_abs_diff(y_cached, y_full);
-        fmt::print("  prefill + {} decode steps vs one causal forward over all {} tokens: max |diff| = {:.2e} ({} 1e-6)\n",
-                   generate, N, decode_diff, decode_diff <= 1e-6 ? "<=" : ">");
+        fmt::print(
+            "  prefill + {} decode steps vs one causal forward over all {} tokens: max |diff| = {:.2e} ({} 1e-6)\n",
+            generate, N, decode_diff, decode_diff <= 1e-6 ? "<=" : ">");
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 4: the cost of one generated token, with and without the cache");
-        fmt::print("  FLOPs for the token at position p (d_model = {}): with the cache, one token's projections\n"
-                   "  + 4 (p+1) d_model; without, the whole causal forward over p+1 tokens again\n", d);
+        fmt::print(
+            "  FLOPs for the token at position p (d_model = {}): with the cache, one token's projections\n"
+            "  + 4 (p+1) d_model; without, the whole causal forward over p+1 tokens again\n",
+            d);
         fmt::print("    {:>8} {:>14} {:>14} {:>10}\n", "p", "with cache", "recomputed", "ratio");
         for (std::size_t p : {std::size_t{0}, std::size_t{15}, std::size_t{127}, std::size_t{511}, std::size_t{4095}}) {
             const double with = decode_flops(d, H, H, p, true), without = decode_flops(d, H, H, p, false);
@@ -218,10 +226,11 @@ int main(int argc, char** argv) {
         Tensor3 y_c, y_r;
         const double t_cached = median_seconds(3, [&] { y_c = generate_cached(mha, long_x, P); });
         const double t_recomputed = median_seconds(1, [&] { y_r = generate_recomputed(mha, long_x, P); });
-        fmt::print("  timed: {} tokens after a {}-token prompt, B = {}: cached {:.1f} ms ({:.0f} tokens/s), recomputed "
-                   "{:.1f} ms ({:.0f} tokens/s): {:.1f}x\n",
-                   timed, P, B, 1e3 * t_cached, double(timed) / t_cached, 1e3 * t_recomputed,
-                   double(timed) / t_recomputed, t_recomputed / t_cached);
+        fmt::print(
+            "  timed: {} tokens after a {}-token prompt, B = {}: cached {:.1f} ms ({:.0f} tokens/s), recomputed "
+            "{:.1f} ms ({:.0f} tokens/s): {:.1f}x\n",
+            timed, P, B, 1e3 * t_cached, double(timed) / t_cached, 1e3 * t_recomputed, double(timed) / t_recomputed,
+            t_recomputed / t_cached);
         fmt::print("  (the two agree: max |diff| = {:.1e}; timings are this run's, on a shared machine)\n",
                    max_abs_diff(y_c, y_r));
 
@@ -233,10 +242,12 @@ int main(int argc, char** argv) {
             const double bytes = 2.0 * double(B) * double(H) * double(n) * double(dh) * 4.0;
             fmt::print("    {:>8} {:>14} {:>14}\n", n, format_bytes(bytes), format_bytes(bytes / double(n)));
         }
-        fmt::print("  this run's cache after {} tokens: {} (KVCache::bytes)\n", cache.length(), format_bytes(double(cache.bytes())));
+        fmt::print("  this run's cache after {} tokens: {} (KVCache::bytes)\n", cache.length(),
+                   format_bytes(double(cache.bytes())));
 
         // -----------------------------------------------------------------------------------------
-        trace.section(fmt::format("step 6: sharing K/V heads -- H = {} query heads, H_kv = {} key/value heads", H, kv_heads));
+        trace.section(
+            fmt::format("step 6: sharing K/V heads -- H = {} query heads, H_kv = {} key/value heads", H, kv_heads));
         const std::size_t g = H / kv_heads;
         GroupedQueryAttention gqa = GroupedQueryAttention::random(d, H, kv_heads, /*bias=*/true, rng);
         gqa.in_proj_weight *= std::sqrt(3.0f);
@@ -255,8 +266,9 @@ int main(int argc, char** argv) {
         fmt::print("{}\n", kv_heads > 8 ? " ..." : "");
         const Tensor4 k_repeated = repeat_kv(k, g);  // (B, H, N, d_head): what MHA would hold
         trace("k repeated per group", k_repeated, "B, H, N, d_head");
-        const Tensor4 grouped = grouped_query_attention(q, k, v, causal);                               // (B, H, N, d_head)
-        const Tensor4 repeated = scaled_dot_product_attention(q, k_repeated, repeat_kv(v, g), causal);  // (B, H, N, d_head)
+        const Tensor4 grouped = grouped_query_attention(q, k, v, causal);  // (B, H, N, d_head)
+        const Tensor4 repeated =
+            scaled_dot_product_attention(q, k_repeated, repeat_kv(v, g), causal);  // (B, H, N, d_head)
         trace("grouped attention", grouped, "B, H, N, d_head");
         fmt::print("  grouped attention vs attention over K/V repeated per group: max |diff| = {:.1e}\n",
                    max_abs_diff(grouped, repeated));
@@ -267,24 +279,31 @@ int main(int argc, char** argv) {
         fmt::print("  GQA decode with a (B, H_kv, N, d_head) cache vs its full causal recompute: max |diff| = {:.1e}\n",
                    max_abs_diff(generate_cached(gqa, x, P), gqa.forward(x, causal)));
 
-        fmt::print("  what sharing saves (d_model = {}, H = {}; decode reads the whole cache once per token, here at N = {}):\n",
-                   d, H, 4096);
+        fmt::print(
+            "  what sharing saves (d_model = {}, H = {}; decode reads the whole cache once per token, here at N = "
+            "{}):\n",
+            d, H, 4096);
         fmt::print("    {:>5} {:>5} {:>12} {:>14} {:>16} {:>16}\n", "H_kv", "kind", "parameters", "cache / token",
                    "K/V read / token", "vs MHA");
         for (std::size_t kvh = H; kvh >= 1; --kvh) {
             if (H % kvh != 0) continue;
             const double per_token = 2.0 * double(kvh) * double(dh) * 4.0;  // K and V, one layer, fp32
-            fmt::print("    {:>5} {:>5} {:>12} {:>14} {:>16} {:>15.3g}x\n", kvh, kvh == H ? "MHA" : kvh == 1 ? "MQA" : "GQA",
-                       group_digits(gqa_params(d, H, kvh, true)), format_bytes(per_token), format_bytes(per_token * 4096.0),
-                       double(kvh) / double(H));
+            fmt::print("    {:>5} {:>5} {:>12} {:>14} {:>16} {:>15.3g}x\n", kvh,
+                       kvh == H   ? "MHA"
+                       : kvh == 1 ? "MQA"
+                                  : "GQA",
+                       group_digits(gqa_params(d, H, kvh, true)), format_bytes(per_token),
+                       format_bytes(per_token * 4096.0), double(kvh) / double(H));
         }
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 7: published models -- KV cache per token and per context, fp16");
-        fmt::print("  bytes per token = layers x H_kv x d_head x 2 (K, V) x 2 bytes; caches that fit count the cache\n"
-                   "  alone (the weights need their own memory); * = beyond the context the model was trained for\n");
-        fmt::print("    {:<12} {:<4} {:>6} {:>4} {:>5} {:>6} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}\n", "model", "attn",
-                   "layers", "H", "H_kv", "d_head", "per token", "4k", "32k", "128k", "fit in 24 GiB", "fit in 80 GiB");
+        fmt::print(
+            "  bytes per token = layers x H_kv x d_head x 2 (K, V) x 2 bytes; caches that fit count the cache\n"
+            "  alone (the weights need their own memory); * = beyond the context the model was trained for\n");
+        fmt::print("    {:<12} {:<4} {:>6} {:>4} {:>5} {:>6} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}\n", "model",
+                   "attn", "layers", "H", "H_kv", "d_head", "per token", "4k", "32k", "128k", "fit in 24 GiB",
+                   "fit in 80 GiB");
         const std::uint64_t contexts[] = {4096, 32768, 131072};
         for (const KvModel& m : kv_models()) {
             std::string cells, fit24, fit80;
@@ -294,12 +313,14 @@ int main(int argc, char** argv) {
                 fit24 += fmt::format("{}{}", fit24.empty() ? "" : "/", caches_that_fit(m, n, std::uint64_t(24 * GiB)));
                 fit80 += fmt::format("{}{}", fit80.empty() ? "" : "/", caches_that_fit(m, n, std::uint64_t(80 * GiB)));
             }
-            fmt::print("    {:<12} {:<4} {:>6} {:>4} {:>5} {:>6} {:>11}{} {:>13} {:>13}\n", m.name, m.attention, m.layers,
-                       m.heads, m.kv_heads, m.d_head, format_bytes(double(kv_bytes_per_token(m))), cells, fit24, fit80);
+            fmt::print("    {:<12} {:<4} {:>6} {:>4} {:>5} {:>6} {:>11}{} {:>13} {:>13}\n", m.name, m.attention,
+                       m.layers, m.heads, m.kv_heads, m.d_head, format_bytes(double(kv_bytes_per_token(m))), cells,
+                       fit24, fit80);
         }
-        fmt::print("  fit columns: whole caches at 4k/32k/128k tokens. Llama-3-8B with all 32 heads as K/V heads\n"
-                   "  would need {} per token, 4x its GQA cache.\n",
-                   format_bytes(double(kv_bytes_per_token({"", "MHA", 32, 4096, 32, 32, 128, 2, 8192}))));
+        fmt::print(
+            "  fit columns: whole caches at 4k/32k/128k tokens. Llama-3-8B with all 32 heads as K/V heads\n"
+            "  would need {} per token, 4x its GQA cache.\n",
+            format_bytes(double(kv_bytes_per_token({"", "MHA", 32, 4096, 32, 32, 128, 2, 8192}))));
 
         // -----------------------------------------------------------------------------------------
         if (!figures_dir.empty()) {
@@ -320,7 +341,8 @@ int main(int argc, char** argv) {
                 plot.series.push_back(std::move(s));
             }
             for (const double gib : {24.0, 80.0}) {
-                plot.series.push_back({fmt::format("{:.0f} GiB", gib), {1000.0, 1e6}, {gib * GiB, gib * GiB}, figure::grey});
+                plot.series.push_back(
+                    {fmt::format("{:.0f} GiB", gib), {1000.0, 1e6}, {gib * GiB, gib * GiB}, figure::grey});
             }
             plot.format_y = [](double b) { return format_bytes(b); };
             plot.format_x = [](double n) { return group_digits(std::uint64_t(n)); };

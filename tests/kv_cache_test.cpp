@@ -91,8 +91,10 @@ TEST_CASE("grouped-query attention equals the reference on K/V repeated per grou
             CHECK(max_abs_diff(w, w_expected) < 1e-6);
         }
     }
-    CHECK_THROWS_AS(grouped_query_attention(q, rng.normal<4>({B, 3, nk, dh}), rng.normal<4>({B, 3, nk, dh})), usage_error);
-    CHECK_THROWS_AS(grouped_query_attention(q, rng.normal<4>({B, 2, nk, dh}), rng.normal<4>({B, 2, nk + 1, dh})), usage_error);
+    CHECK_THROWS_AS(grouped_query_attention(q, rng.normal<4>({B, 3, nk, dh}), rng.normal<4>({B, 3, nk, dh})),
+                    usage_error);
+    CHECK_THROWS_AS(grouped_query_attention(q, rng.normal<4>({B, 2, nk, dh}), rng.normal<4>({B, 2, nk + 1, dh})),
+                    usage_error);
 }
 
 TEST_CASE("a GQA module equals the multi-head module with its K/V weights repeated per group", "[kv_cache]") {
@@ -108,7 +110,8 @@ TEST_CASE("a GQA module equals the multi-head module with its K/V weights repeat
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t r = 0; r < 8; ++r) {
                 CHECK(mha.in_proj_weight(d + h * 8 + r, 3) == gqa.in_proj_weight(d + (h / g) * 8 + r, 3));
-                CHECK(mha.in_proj_weight(2 * d + h * 8 + r, 5) == gqa.in_proj_weight(d + kv_heads * 8 + (h / g) * 8 + r, 5));
+                CHECK(mha.in_proj_weight(2 * d + h * 8 + r, 5) ==
+                      gqa.in_proj_weight(d + kv_heads * 8 + (h / g) * 8 + r, 5));
                 CHECK(mha.in_proj_bias(2 * d + h * 8 + r) == gqa.in_proj_bias(d + kv_heads * 8 + (h / g) * 8 + r));
             }
         AttentionOptions causal;
@@ -141,9 +144,11 @@ TEST_CASE("prefill then one-token decode steps equal the full causal recompute",
             const Tensor3 y = t % 2 ? decode_step(m, cache, x_t) : decode_step(m, cache, x_t, &w);
             CHECK(cache.length() == t + 1);
             CHECK(diff_tokens(y, 0, full, t, t + 1) < 1e-5);
-            if (t % 2 == 0) CHECK(w.shape() == std::array<std::size_t, 4>{B, H, 1, t + 1});  // one (1, t + 1) row per head
+            if (t % 2 == 0)
+                CHECK(w.shape() == std::array<std::size_t, 4>{B, H, 1, t + 1});  // one (1, t + 1) row per head
         }
-        CHECK_THROWS_AS(decode_step(m, cache, xt::view(x, xt::all(), xt::range(0, 1), xt::all())), usage_error);  // full
+        CHECK_THROWS_AS(decode_step(m, cache, xt::view(x, xt::all(), xt::range(0, 1), xt::all())),
+                        usage_error);  // full
     }
 }
 
@@ -177,11 +182,13 @@ TEST_CASE("the cache holds what was appended, in order, and refuses to overflow"
     CHECK(values(0, 1, 2, 0) == 2.0f);
     CHECK(cache.bytes() == 2u * 2 * 2 * 4 * 3 * 4);  // K and V, B, H_kv, N, d_head, float32
     CHECK(cache.bytes(2) == 2u * 2 * 2 * 4 * 3 * 2);
-    CHECK_THROWS_AS(cache.append(k1, k1), usage_error);                                 // past the capacity
+    CHECK_THROWS_AS(cache.append(k1, k1), usage_error);  // past the capacity
     cache.clear();
-    CHECK_THROWS_AS(cache.append(k1, Tensor4(xt::ones<float>(std::array<std::size_t, 4>{2, 2, 2, 3}))), usage_error);  // k, v differ
+    CHECK_THROWS_AS(cache.append(k1, Tensor4(xt::ones<float>(std::array<std::size_t, 4>{2, 2, 2, 3}))),
+                    usage_error);  // k, v differ
     CHECK_THROWS_AS(cache.append(Tensor4(xt::ones<float>(std::array<std::size_t, 4>{2, 1, 1, 3})),
-                                 Tensor4(xt::ones<float>(std::array<std::size_t, 4>{2, 1, 1, 3}))), usage_error);   // wrong H_kv
+                                 Tensor4(xt::ones<float>(std::array<std::size_t, 4>{2, 1, 1, 3}))),
+                    usage_error);  // wrong H_kv
     CHECK_THROWS_AS(KVCache(1, 0, 4, 4), usage_error);
     const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
     CHECK_THROWS_AS(KVCache(huge, 4, 4, 4), usage_error);
@@ -232,11 +239,11 @@ TEST_CASE("KV-cache bytes of published models match the hand-computed figures", 
     // layers x H_kv x d_head x 2 (K, V) x 2 bytes (fp16), worked out by hand:
     CHECK(kv_bytes_per_token(model("GPT-2 small")) == 12u * 12 * 64 * 2 * 2);  // 36,864 B = 36 KiB
     CHECK(kv_bytes_per_token(model("GPT-2 small")) == 36 * KiB);
-    CHECK(kv_bytes_per_token(model("GPT-2 XL")) == 300 * KiB);      // 48 x 25 x 64 x 4 = 307,200
-    CHECK(kv_bytes_per_token(model("Falcon-7B")) == 8 * KiB);       // 32 x 1 x 64 x 4 = 8,192
-    CHECK(kv_bytes_per_token(model("Llama-3-8B")) == 131072u);      // 32 x 8 x 128 x 2 x 2 = 128 KiB
-    CHECK(kv_bytes_per_token(model("Mistral-7B")) == 128 * KiB);    // the same shape of cache
-    CHECK(kv_bytes_per_token(model("Llama-2-70B")) == 320 * KiB);   // 80 x 8 x 128 x 4 = 327,680
+    CHECK(kv_bytes_per_token(model("GPT-2 XL")) == 300 * KiB);     // 48 x 25 x 64 x 4 = 307,200
+    CHECK(kv_bytes_per_token(model("Falcon-7B")) == 8 * KiB);      // 32 x 1 x 64 x 4 = 8,192
+    CHECK(kv_bytes_per_token(model("Llama-3-8B")) == 131072u);     // 32 x 8 x 128 x 2 x 2 = 128 KiB
+    CHECK(kv_bytes_per_token(model("Mistral-7B")) == 128 * KiB);   // the same shape of cache
+    CHECK(kv_bytes_per_token(model("Llama-2-70B")) == 320 * KiB);  // 80 x 8 x 128 x 4 = 327,680
     CHECK(kv_bytes_per_token(model("Llama-3-70B")) == 327680u);
 
     // Contexts: Llama-3-8B at 4k = 512 MiB, 32k = 4 GiB, 128k = 16 GiB.

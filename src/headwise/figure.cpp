@@ -144,7 +144,7 @@ int Canvas::text_height(int scale) { return 7 * scale; }
 void Canvas::save_png(const std::filesystem::path& file) const {
     const std::string name = file.string();
     if (stbi_write_png(name.c_str(), width_, height_, 3, pixels_.data(), width_ * 3) == 0)
-        throw std::runtime_error(fmt::format("figure: cannot write {}", name));
+        throw usage_error(fmt::format("figure: cannot write {}", name));  // e.g. a directory that does not exist
 }
 
 // ---------------------------------------------------------------------------------------------

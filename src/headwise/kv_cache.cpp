@@ -26,9 +26,8 @@ std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view wha
 }
 
 // The grouped attention itself, on tensors anywhere in memory.
-void grouped_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided<const float> q,
-                  Strided<const float> k, Strided<const float> v, Strided<float> out, float scale,
-                  const AttentionOptions& options) {
+void grouped_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided<const float> q, Strided<const float> k,
+                  Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& options) {
     const std::size_t group = s.heads / kv_heads;
     limits::charge_work(double(s.batch * s.heads) * double(s.nq * s.nk) * (4.0 * double(s.d_head) + 25.0),
                         "grouped-query attention");
@@ -36,10 +35,12 @@ void grouped_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided
     // rows for it: when each head's rows follow the previous head's (row stride d_head, as in a
     // contiguous (B, H, N_q, d_head) tensor), heads j*g .. j*g + g - 1 form one (g * N_q, d_head)
     // block, and the whole problem is one pass over H_kv heads. A decode step is this case.
-    const bool rows_follow = q.row == s.d_head && q.head == s.nq * q.row && out.row == s.d_head && out.head == s.nq * out.row;
+    const bool rows_follow =
+        q.row == s.d_head && q.head == s.nq * q.row && out.row == s.d_head && out.head == s.nq * out.row;
     if (!options.causal && options.attn_mask == nullptr && rows_follow) {
-        detail::fused_attention({s.batch, kv_heads, group * s.nq, s.nk, s.d_head}, {q.data, q.batch, group * q.head, q.row},
-                                k, v, {out.data, out.batch, group * out.head, out.row}, scale, options);
+        detail::fused_attention({s.batch, kv_heads, group * s.nq, s.nk, s.d_head},
+                                {q.data, q.batch, group * q.head, q.row}, k, v,
+                                {out.data, out.batch, group * out.head, out.row}, scale, options);
         return;
     }
     // Otherwise one fused pass per K/V head, over the query heads that read it (K and V get a head
@@ -62,10 +63,11 @@ Strided<T> strided(T* data, std::size_t heads, std::size_t n, std::size_t d_head
 Tensor4 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0, std::size_t heads) {
     const std::size_t d = m.d_model(), width = heads * m.d_head();
     if (x.shape()[2] != d) {
-        throw usage_error(fmt::format("grouped-query attention: inputs must have d_model = {} features, got {}", d,
-                                      x.shape()[2]));
+        throw usage_error(
+            fmt::format("grouped-query attention: inputs must have d_model = {} features, got {}", d, x.shape()[2]));
     }
-    limits::charge_work(2.0 * double(x.shape()[0] * x.shape()[1]) * double(d) * double(width), "grouped-query projections");
+    limits::charge_work(2.0 * double(x.shape()[0] * x.shape()[1]) * double(d) * double(width),
+                        "grouped-query projections");
     Tensor3 y = Tensor3::from_shape({x.shape()[0], x.shape()[1], width});  // (B, N, heads * d_head)
     detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + r0 * d, width,
                         m.in_proj_bias.size() ? m.in_proj_bias.data() + r0 : nullptr, y.data());
@@ -76,12 +78,14 @@ Tensor4 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0
 
 std::size_t query_group(std::size_t heads, std::size_t kv_heads) {
     if (heads == 0 || kv_heads == 0) {
-        throw usage_error(fmt::format("grouped-query attention needs at least one head: H = {}, H_kv = {}", heads, kv_heads));
+        throw usage_error(
+            fmt::format("grouped-query attention needs at least one head: H = {}, H_kv = {}", heads, kv_heads));
     }
     if (heads % kv_heads != 0) {
-        throw usage_error(fmt::format("H = {} query heads cannot be shared evenly by H_kv = {} key/value heads: "
-                                      "H_kv must divide H (H / H_kv would be {:g})",
-                                      heads, kv_heads, double(heads) / double(kv_heads)));
+        throw usage_error(
+            fmt::format("H = {} query heads cannot be shared evenly by H_kv = {} key/value heads: "
+                        "H_kv must divide H (H / H_kv would be {:g})",
+                        heads, kv_heads, double(heads) / double(kv_heads)));
     }
     return heads / kv_heads;
 }
@@ -104,10 +108,11 @@ Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor
                                 Tensor4* weights) {
     const auto &sq = q.shape(), &sk = k.shape();
     if (sq[0] != sk[0] || sq[3] != sk[3] || k.shape() != v.shape()) {
-        throw usage_error(fmt::format("grouped-query attention: q (B, H, N_q, d_head) = ({}, {}, {}, {}) does not fit "
-                                      "k ({}, {}, {}, {}) and v ({}, {}, {}, {})",
-                                      sq[0], sq[1], sq[2], sq[3], sk[0], sk[1], sk[2], sk[3], v.shape()[0],
-                                      v.shape()[1], v.shape()[2], v.shape()[3]));
+        throw usage_error(
+            fmt::format("grouped-query attention: q (B, H, N_q, d_head) = ({}, {}, {}, {}) does not fit "
+                        "k ({}, {}, {}, {}) and v ({}, {}, {}, {})",
+                        sq[0], sq[1], sq[2], sq[3], sk[0], sk[1], sk[2], sk[3], v.shape()[0], v.shape()[1],
+                        v.shape()[2], v.shape()[3]));
     }
     const std::size_t group = query_group(sq[1], sk[1]);
     if (weights != nullptr) {  // the weights are (B, H, N_q, N_k) anyway: let the library's attention make them
@@ -120,14 +125,15 @@ Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor
     }
     if (options.key_padding_mask != nullptr &&
         (options.key_padding_mask->shape()[0] != batch || options.key_padding_mask->shape()[1] != nk)) {
-        throw usage_error(fmt::format("attention: key_padding_mask must be (B, N_k) = ({}, {}), got ({}, {})", batch, nk,
-                                      options.key_padding_mask->shape()[0], options.key_padding_mask->shape()[1]));
+        throw usage_error(fmt::format("attention: key_padding_mask must be (B, N_k) = ({}, {}), got ({}, {})", batch,
+                                      nk, options.key_padding_mask->shape()[0], options.key_padding_mask->shape()[1]));
     }
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     grouped_into({batch, heads, nq, nk, d_head}, kv_heads, strided<const float>(q.data(), heads, nq, d_head),
-                 strided<const float>(k.data(), kv_heads, nk, d_head), strided<const float>(v.data(), kv_heads, nk, d_head),
-                 strided<float>(out.data(), heads, nq, d_head), scale, options);
+                 strided<const float>(k.data(), kv_heads, nk, d_head),
+                 strided<const float>(v.data(), kv_heads, nk, d_head), strided<float>(out.data(), heads, nq, d_head),
+                 scale, options);
     return out;
 }
 
@@ -137,7 +143,8 @@ GroupedQueryAttention GroupedQueryAttention::random(std::size_t d_model, std::si
                                                     bool bias, Random& rng) {
     query_group(heads, kv_heads);
     if (d_model == 0 || d_model % heads != 0) {
-        throw usage_error(fmt::format("grouped-query attention: d_model = {} is not divisible by heads = {}", d_model, heads));
+        throw usage_error(
+            fmt::format("grouped-query attention: d_model = {} is not divisible by heads = {}", d_model, heads));
     }
     const std::size_t rows = d_model + 2 * kv_heads * (d_model / heads);
     GroupedQueryAttention m;
@@ -183,20 +190,23 @@ void GroupedQueryAttention::validate() const {
     query_group(heads, kv_heads);
     const std::size_t d = out_proj_weight.shape()[0];
     if (d == 0 || d % heads != 0) {
-        throw usage_error(fmt::format("grouped-query attention: d_model = {} is not divisible by heads = {}", d, heads));
+        throw usage_error(
+            fmt::format("grouped-query attention: d_model = {} is not divisible by heads = {}", d, heads));
     }
     const std::size_t rows = d + 2 * kv_heads * (d / heads);
     if (out_proj_weight.shape()[1] != d) {
-        throw usage_error(fmt::format("out_proj_weight must be (d_model, d_model), got ({}, {})", d, out_proj_weight.shape()[1]));
+        throw usage_error(
+            fmt::format("out_proj_weight must be (d_model, d_model), got ({}, {})", d, out_proj_weight.shape()[1]));
     }
     if (in_proj_weight.shape()[0] != rows || in_proj_weight.shape()[1] != d) {
-        throw usage_error(fmt::format("in_proj_weight must be (H * d_head + 2 * H_kv * d_head, d_model) = ({}, {}) for "
-                                      "H = {}, H_kv = {}, d_head = {}; got ({}, {})",
-                                      rows, d, heads, kv_heads, d / heads, in_proj_weight.shape()[0], in_proj_weight.shape()[1]));
+        throw usage_error(
+            fmt::format("in_proj_weight must be (H * d_head + 2 * H_kv * d_head, d_model) = ({}, {}) for "
+                        "H = {}, H_kv = {}, d_head = {}; got ({}, {})",
+                        rows, d, heads, kv_heads, d / heads, in_proj_weight.shape()[0], in_proj_weight.shape()[1]));
     }
     if (in_proj_bias.size() != 0 && in_proj_bias.size() != rows) {
-        throw usage_error(fmt::format("in_proj_bias must have H * d_head + 2 * H_kv * d_head = {} entries, got {}", rows,
-                                      in_proj_bias.size()));
+        throw usage_error(fmt::format("in_proj_bias must have H * d_head + 2 * H_kv * d_head = {} entries, got {}",
+                                      rows, in_proj_bias.size()));
     }
     if (out_proj_bias.size() != 0 && out_proj_bias.size() != d) {
         throw usage_error(fmt::format("out_proj_bias must have d_model = {} entries, got {}", d, out_proj_bias.size()));
@@ -213,26 +223,29 @@ Tensor3 GroupedQueryAttention::forward(const Tensor3& query, const Tensor3& key,
                                        const AttentionOptions& options, Tensor4* weights) const {
     validate();
     if (key.shape() != value.shape() || query.shape()[0] != key.shape()[0]) {
-        throw usage_error(fmt::format("grouped-query attention: query ({}, {}, {}), key ({}, {}, {}) and value ({}, {}, {}) "
-                                      "do not fit together",
-                                      query.shape()[0], query.shape()[1], query.shape()[2], key.shape()[0], key.shape()[1],
-                                      key.shape()[2], value.shape()[0], value.shape()[1], value.shape()[2]));
+        throw usage_error(
+            fmt::format("grouped-query attention: query ({}, {}, {}), key ({}, {}, {}) and value ({}, {}, {}) "
+                        "do not fit together",
+                        query.shape()[0], query.shape()[1], query.shape()[2], key.shape()[0], key.shape()[1],
+                        key.shape()[2], value.shape()[0], value.shape()[1], value.shape()[2]));
     }
-    const Tensor4 q = project_q(query);  // (B, H, N_q, d_head)
-    const Tensor4 k = project_k(key);    // (B, H_kv, N_k, d_head)
-    const Tensor4 v = project_v(value);  // (B, H_kv, N_k, d_head)
+    const Tensor4 q = project_q(query);                                            // (B, H, N_q, d_head)
+    const Tensor4 k = project_k(key);                                              // (B, H_kv, N_k, d_head)
+    const Tensor4 v = project_v(value);                                            // (B, H_kv, N_k, d_head)
     const Tensor4 heads_out = grouped_query_attention(q, k, v, options, weights);  // (B, H, N_q, d_head)
-    return linear(merge_heads(heads_out), out_proj_weight, out_proj_bias);       // (B, N_q, d_model)
+    return linear(merge_heads(heads_out), out_proj_weight, out_proj_bias);         // (B, N_q, d_model)
 }
 
 // ---------------------------------------------------------------------------------------------
 
 KVCache::KVCache(std::size_t batch, std::size_t kv_heads, std::size_t d_head, std::size_t capacity) {
     if (batch == 0 || kv_heads == 0 || d_head == 0 || capacity == 0) {
-        throw usage_error(fmt::format("KV cache: every size must be at least 1 (B = {}, H_kv = {}, d_head = {}, capacity = {})",
-                                      batch, kv_heads, d_head, capacity));
+        throw usage_error(
+            fmt::format("KV cache: every size must be at least 1 (B = {}, H_kv = {}, d_head = {}, capacity = {})",
+                        batch, kv_heads, d_head, capacity));
     }
-    std::uint64_t n = checked_mul(checked_mul(batch, kv_heads, "KV cache"), checked_mul(capacity, d_head, "KV cache"), "KV cache");
+    std::uint64_t n =
+        checked_mul(checked_mul(batch, kv_heads, "KV cache"), checked_mul(capacity, d_head, "KV cache"), "KV cache");
     checked_mul(n, 2 * sizeof(float), "KV cache bytes");
     const std::array<std::size_t, 4> shape{batch, kv_heads, capacity, d_head};
     k_ = Tensor4::from_shape(shape);
@@ -242,15 +255,16 @@ KVCache::KVCache(std::size_t batch, std::size_t kv_heads, std::size_t d_head, st
 void KVCache::append(const Tensor4& k, const Tensor4& v) {
     const auto& s = k.shape();
     if (k.shape() != v.shape() || s[0] != batch() || s[1] != kv_heads() || s[3] != d_head()) {
-        throw usage_error(fmt::format("KV cache: k ({}, {}, {}, {}) and v ({}, {}, {}, {}) must both be (B, H_kv, n, d_head) "
-                                      "= ({}, {}, n, {})",
-                                      s[0], s[1], s[2], s[3], v.shape()[0], v.shape()[1], v.shape()[2], v.shape()[3],
-                                      batch(), kv_heads(), d_head()));
+        throw usage_error(
+            fmt::format("KV cache: k ({}, {}, {}, {}) and v ({}, {}, {}, {}) must both be (B, H_kv, n, d_head) "
+                        "= ({}, {}, n, {})",
+                        s[0], s[1], s[2], s[3], v.shape()[0], v.shape()[1], v.shape()[2], v.shape()[3], batch(),
+                        kv_heads(), d_head()));
     }
     const std::size_t n = s[2];
     if (n > capacity() - length_) {
-        throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens", length_,
-                                      n, capacity()));
+        throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens",
+                                      length_, n, capacity()));
     }
     const std::size_t dh = d_head(), cap = capacity();
     for (std::size_t b = 0; b < batch(); ++b)
@@ -273,9 +287,10 @@ Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const 
     m.validate();
     const std::size_t batch = x_new.shape()[0], n = x_new.shape()[1], d = m.d_model(), dh = m.d_head();
     if (cache.batch() != batch || cache.kv_heads() != m.kv_heads || cache.d_head() != dh) {
-        throw usage_error(fmt::format("KV cache (B, H_kv, ., d_head) = ({}, {}, ., {}) does not fit the input: B = {}, "
-                                      "H_kv = {}, d_head = {}",
-                                      cache.batch(), cache.kv_heads(), cache.d_head(), batch, m.kv_heads, dh));
+        throw usage_error(
+            fmt::format("KV cache (B, H_kv, ., d_head) = ({}, {}, ., {}) does not fit the input: B = {}, "
+                        "H_kv = {}, d_head = {}",
+                        cache.batch(), cache.kv_heads(), cache.d_head(), batch, m.kv_heads, dh));
     }
     if (n == 0 || x_new.shape()[2] != d) {
         throw usage_error(fmt::format("new tokens must be (B, n >= 1, d_model = {}), got ({}, {}, {})", d, batch, n,
@@ -283,10 +298,10 @@ Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const 
     }
     const std::size_t past = cache.length();
     if (n > cache.capacity() - past) {
-        throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens", past, n,
-                                      cache.capacity()));
+        throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens",
+                                      past, n, cache.capacity()));
     }
-    const Tensor4 q = m.project_q(x_new);  // (B, H, n, d_head): only the new tokens are projected
+    const Tensor4 q = m.project_q(x_new);                  // (B, H, n, d_head): only the new tokens are projected
     cache.append(m.project_k(x_new), m.project_v(x_new));  // cache (B, H_kv, past + n, d_head)
     const std::size_t nk = past + n;
 
@@ -309,21 +324,24 @@ Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const 
         const Strided<const float> k{cache.key_storage().data(), kvh * cap * dh, cap * dh, dh};
         const Strided<const float> v{cache.value_storage().data(), kvh * cap * dh, cap * dh, dh};
         grouped_into({batch, m.heads, n, nk, dh}, kvh, strided<const float>(q.data(), m.heads, n, dh), k, v,
-                     strided<float>(heads_out.data(), m.heads, n, dh), 1.0f / std::sqrt(static_cast<float>(dh)), options);
+                     strided<float>(heads_out.data(), m.heads, n, dh), 1.0f / std::sqrt(static_cast<float>(dh)),
+                     options);
     }
     return linear(merge_heads(heads_out), m.out_proj_weight, m.out_proj_bias);  // (B, n, d_model)
 }
 
 Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, Tensor4* weights) {
     if (cache.length() != 0) {
-        throw usage_error(fmt::format("prefill needs an empty KV cache; this one already holds {} tokens", cache.length()));
+        throw usage_error(
+            fmt::format("prefill needs an empty KV cache; this one already holds {} tokens", cache.length()));
     }
     return attend_with_cache(m, cache, prompt, weights);
 }
 
 Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights) {
     if (x_new.shape()[1] != 1) {
-        throw usage_error(fmt::format("decode_step takes one new token, (B, 1, d_model); got {} tokens", x_new.shape()[1]));
+        throw usage_error(
+            fmt::format("decode_step takes one new token, (B, 1, d_model); got {} tokens", x_new.shape()[1]));
     }
     return attend_with_cache(m, cache, x_new, weights);
 }
@@ -353,12 +371,9 @@ std::span<const KvModel> kv_models() {
     // From each model's published configuration (config.json / the paper): layers, d_model,
     // attention heads, key/value heads, head width; the cache in fp16.
     static constexpr KvModel models[] = {
-        {"GPT-2 small", "MHA", 12, 768, 12, 12, 64, 2, 1024},
-        {"GPT-2 XL", "MHA", 48, 1600, 25, 25, 64, 2, 1024},
-        {"Falcon-7B", "MQA", 32, 4544, 71, 1, 64, 2, 2048},
-        {"Mistral-7B", "GQA", 32, 4096, 32, 8, 128, 2, 8192},
-        {"Llama-3-8B", "GQA", 32, 4096, 32, 8, 128, 2, 8192},
-        {"Llama-2-70B", "GQA", 80, 8192, 64, 8, 128, 2, 4096},
+        {"GPT-2 small", "MHA", 12, 768, 12, 12, 64, 2, 1024},  {"GPT-2 XL", "MHA", 48, 1600, 25, 25, 64, 2, 1024},
+        {"Falcon-7B", "MQA", 32, 4544, 71, 1, 64, 2, 2048},    {"Mistral-7B", "GQA", 32, 4096, 32, 8, 128, 2, 8192},
+        {"Llama-3-8B", "GQA", 32, 4096, 32, 8, 128, 2, 8192},  {"Llama-2-70B", "GQA", 80, 8192, 64, 8, 128, 2, 4096},
         {"Llama-3-70B", "GQA", 80, 8192, 64, 8, 128, 2, 8192},
     };
     return models;

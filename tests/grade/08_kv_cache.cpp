@@ -27,8 +27,8 @@ struct Problem {
     std::size_t batch, heads, kv_heads, d_head, steps;
     std::uint64_t seed;
     std::string label() const {
-        return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}, {} steps from an empty cache", batch, heads, kv_heads,
-                           d_head, steps);
+        return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}, {} steps from an empty cache", batch, heads,
+                           kv_heads, d_head, steps);
     }
 };
 
@@ -90,8 +90,8 @@ Run run_steps(const Ex08& ex, const GroupedQueryAttention& m, const Tensor3& x, 
 Tensor4 full_recompute(const GroupedQueryAttention& m, const Tensor3& x) {
     AttentionOptions causal;
     causal.causal = true;
-    return attention_reference(m.project_q(x), repeat_kv(m.project_k(x), m.group()), repeat_kv(m.project_v(x), m.group()),
-                               causal);
+    return attention_reference(m.project_q(x), repeat_kv(m.project_k(x), m.group()),
+                               repeat_kv(m.project_v(x), m.group()), causal);
 }
 
 // The library's KV cache, step by step: append, then grouped-query attention over the cache.
@@ -128,7 +128,7 @@ TEST_CASE("decode_step: two tokens worked by hand, one K/V head shared by two qu
     // 1/4 (3, -1) + 3/4 (-1, 7) = (0, 5); head 1 has q = 0: weights 1/2, 1/2, output (1, 3).
     const float a = std::sqrt(2.0f) * std::log(3.0f);
     const Tensor4 q0 = {{{{1.0f, 2.0f}}, {{-1.0f, 0.5f}}}}, q1 = {{{{a, 0.0f}}, {{0.0f, 0.0f}}}};  // (1, 2, 1, 2)
-    const Tensor4 k0 = {{{{0.0f, 5.0f}}}}, k1 = {{{{1.0f, 0.0f}}}};                                 // (1, 1, 1, 2)
+    const Tensor4 k0 = {{{{0.0f, 5.0f}}}}, k1 = {{{{1.0f, 0.0f}}}};                                // (1, 1, 1, 2)
     const Tensor4 v0 = {{{{3.0f, -1.0f}}}}, v1 = {{{{-1.0f, 7.0f}}}};
     // The projections of tokens 0 and 1, by position (token n's x is filled with n).
     const decoding::Project by_hand = [&](const Tensor3& x) {
@@ -183,13 +183,15 @@ TEST_CASE("decode_step: the cache holds every token's k and v at its own positio
     xt::view(expected_v, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_v(s.x);
     grade::expect<Ex08>(
         "cache.k after " + p.label() + ", capacity 9",
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.k; }, expected_k, "B, H_kv, position, d_head");
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.k; }, expected_k,
+        "B, H_kv, position, d_head");
     grade::expect<Ex08>(
         "cache.v after " + p.label() + ", capacity 9",
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.v; }, expected_v, "B, H_kv, position, d_head");
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.v; }, expected_v,
+        "B, H_kv, position, d_head");
     grade::expect<Ex08>(
-        "cache.length after " + p.label(), [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.length; },
-        p.steps, "tokens cached");
+        "cache.length after " + p.label(),
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.length; }, p.steps, "tokens cached");
 }
 
 TEST_CASE("decode_step: projects only the new token (O(1) projections per step, not O(N))", "[ex08]") {
@@ -206,10 +208,12 @@ TEST_CASE("decode_step: projects only the new token (O(1) projections per step, 
 TEST_CASE("decode_step: a full cache is refused with usage_error", "[ex08]") {
     const Problem p{1, 2, 1, 4, 3, 10};
     const Setup s(p);
-    grade::expect_usage_error<Ex08>("decode_step on a cache of capacity 3 that already holds 3 tokens", [&](const Ex08& ex) {
-        Run r = run_steps(ex, s.m, s.x, p.steps);  // fills it
-        auto rows = std::make_shared<std::size_t>(0);
-        const Tensor3 more = xt::concatenate(xt::xtuple(s.x, xt::view(s.x, xt::all(), xt::range(0, 1), xt::all())), 1);
-        return ex.decode_step(r.cache, more, counting_projection(s.m, rows));
-    });
+    grade::expect_usage_error<Ex08>(
+        "decode_step on a cache of capacity 3 that already holds 3 tokens", [&](const Ex08& ex) {
+            Run r = run_steps(ex, s.m, s.x, p.steps);  // fills it
+            auto rows = std::make_shared<std::size_t>(0);
+            const Tensor3 more =
+                xt::concatenate(xt::xtuple(s.x, xt::view(s.x, xt::all(), xt::range(0, 1), xt::all())), 1);
+            return ex.decode_step(r.cache, more, counting_projection(s.m, rows));
+        });
 }

@@ -14,7 +14,5 @@ struct Ex08 {
 
 namespace {
 // The functions of namespace headwise::ex08 (in the catalogue's build, a mistake's).
-[[maybe_unused]] headwise::grade::Ex08 bind_ex08() {
-    return {&headwise::ex08::decode_step};
-}
+[[maybe_unused]] headwise::grade::Ex08 bind_ex08() { return {&headwise::ex08::decode_step}; }
 }  // namespace

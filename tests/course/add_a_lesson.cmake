@@ -1,0 +1,121 @@
+# cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch> [-DWERROR=ON] -P tests/course/add_a_lesson.cmake
+#
+# Proves that adding a lesson is its files plus one course.json entry. In a copy of the
+# repository (the files git knows, plus untracked ones not ignored) it adds the throw-away lesson
+# of tests/course/throwaway/ -- a lesson, its expected shapes, its doc, an exercise with its
+# solution, stub, hints, grader and one catalogued mistake -- and the entry of course-entry.json,
+# touching no other file. Then it configures and builds the copy and requires that lesson 99 is
+#   listed   by `headwise list`,
+#   run      by `headwise run 99` and its own ctest test,
+#   graded   by `headwise grade 99`: the stub fails with "not implemented yet", the solution
+#            passes, and the grader's meta-tests pass (solution passes, stub fails, mistake named).
+cmake_minimum_required(VERSION 3.25)
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+  set(step_out "${out}" PARENT_SCOPE)
+  set(step_rc "${rc}" PARENT_SCOPE)
+  message(STATUS "add a lesson: ${what} -> exit ${rc}")
+endfunction()
+
+function(fail what)
+  message(FATAL_ERROR "add a lesson: ${what}\n--- output ---\n${step_out}")
+endfunction()
+
+set(tree "${WORK_DIR}/tree")
+set(build "${tree}/build")
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${tree}")
+
+# 1. A copy of the repository as it is (no build outputs).
+if(EXISTS "${SOURCE_DIR}/.git")
+  execute_process(COMMAND git -C "${SOURCE_DIR}" ls-files -co --exclude-standard
+    OUTPUT_FILE "${WORK_DIR}/files.txt" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "add a lesson: git ls-files failed in ${SOURCE_DIR}")
+  endif()
+  file(STRINGS "${WORK_DIR}/files.txt" files)
+  list(FILTER files EXCLUDE REGEX "^build/")
+  foreach(f IN LISTS files)
+    if(EXISTS "${SOURCE_DIR}/${f}" AND NOT IS_DIRECTORY "${SOURCE_DIR}/${f}")
+      get_filename_component(dir "${f}" DIRECTORY)
+      file(COPY "${SOURCE_DIR}/${f}" DESTINATION "${tree}/${dir}")
+    endif()
+  endforeach()
+else()
+  foreach(part CMakeLists.txt CMakePresets.json course.json cmake src lessons exercises solutions tests docs bench)
+    file(COPY "${SOURCE_DIR}/${part}" DESTINATION "${tree}")
+  endforeach()
+endif()
+
+# 2. The new lesson's files, and its one entry at the end of course.json.
+file(GLOB_RECURSE added RELATIVE "${SOURCE_DIR}/tests/course/throwaway" "${SOURCE_DIR}/tests/course/throwaway/*")
+list(REMOVE_ITEM added course-entry.json)
+foreach(f IN LISTS added)
+  if(EXISTS "${tree}/${f}")
+    message(FATAL_ERROR "add a lesson: ${f} already exists in the course: the throw-away lesson must only add files")
+  endif()
+  get_filename_component(dir "${f}" DIRECTORY)
+  file(COPY "${SOURCE_DIR}/tests/course/throwaway/${f}" DESTINATION "${tree}/${dir}")
+endforeach()
+file(READ "${tree}/course.json" course)
+file(READ "${SOURCE_DIR}/tests/course/throwaway/course-entry.json" entry)
+string(JSON count LENGTH "${course}" lessons)
+string(JSON course SET "${course}" lessons ${count} "${entry}")
+file(WRITE "${tree}/course.json" "${course}")
+
+# 3. Configure and build what the checks need (CUDA off: the throw-away lesson has no kernel).
+# ccache sees paths relative to the copy, so a second run of this test is mostly cache hits.
+set(env ${CMAKE_COMMAND} -E env "CCACHE_BASEDIR=${tree}")
+if(NOT WERROR)
+  set(WERROR OFF)
+endif()
+run_step("configure" ${env} ${CMAKE_COMMAND} -S "${tree}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  -DHEADWISE_CUDA=OFF -DHEADWISE_WERROR=${WERROR})
+if(NOT (step_rc EQUAL 0))
+  fail("the copy with lesson 99 does not configure")
+endif()
+run_step("build" ${env} ${CMAKE_COMMAND} --build "${build}" --target headwise_runner lesson_99_throwaway
+  headwise_meta_ex99_solution headwise_meta_ex99_stub headwise_meta_ex99_doubled_instead_of_tripled)
+if(NOT (step_rc EQUAL 0))
+  fail("lesson 99, its runner and its graders do not build")
+endif()
+set(headwise "${build}/src/headwise")
+
+# 4. Listed, run, tested.
+run_step("headwise list" ${headwise} list)
+if(NOT (step_out MATCHES "99 +a throw-away lesson added by a test"))
+  fail("headwise list does not show lesson 99")
+endif()
+run_step("headwise run 99" ${headwise} run 99)
+if(NOT (step_rc EQUAL 0))
+  fail("headwise run 99 failed")
+endif()
+if(NOT (step_out MATCHES "y = 3 x +\\(2, 5, 64\\)"))
+  fail("headwise run 99 did not print the lesson's shapes")
+endif()
+run_step("ctest: lesson 99 and exercise 99's meta-tests" ${env} ${CMAKE_CTEST_COMMAND} --test-dir "${build}"
+  -R "99_throwaway|ex99" -LE grade --output-on-failure)
+if(NOT (step_rc EQUAL 0))
+  fail("lesson 99's test or exercise 99's meta-tests failed")
+endif()
+if(NOT (step_out MATCHES "100% tests passed, 0 tests failed out of [4-9]"))
+  fail("fewer ctest tests for lesson 99 than expected")
+endif()
+
+# 5. Graded: the stub fails, the solution passes.
+run_step("headwise grade 99 on the stub" ${env} ${headwise} grade 99)
+if(NOT (NOT step_rc EQUAL 0))
+  fail("headwise grade 99 passed on the stub")
+endif()
+if(NOT (step_out MATCHES "not implemented yet"))
+  fail("grading the stub did not say 'not implemented yet'")
+endif()
+# Written, not copied: a copy keeps the old time stamp, and the build would not see the edit.
+file(READ "${tree}/solutions/99_throwaway/throwaway.cpp" solved)
+file(WRITE "${tree}/exercises/99_throwaway/throwaway.cpp" "${solved}")
+run_step("headwise grade 99 on the solution" ${env} ${headwise} grade 99)
+if(NOT (step_rc EQUAL 0))
+  fail("headwise grade 99 failed on the solution")
+endif()
+message(STATUS "add a lesson: lesson 99 was built, listed, run and graded from its files and one course.json entry")
