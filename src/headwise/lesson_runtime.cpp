@@ -100,3 +100,16 @@ void operator delete(void* p, std::size_t) noexcept { headwise::lesson::release(
 void* operator new[](std::size_t size) { return headwise::lesson::allocate(size); }
 void operator delete[](void* p) noexcept { headwise::lesson::release(p); }
 void operator delete[](void* p, std::size_t) noexcept { headwise::lesson::release(p); }
+// The nothrow forms, spelled out: the standard library's call the two above, but AddressSanitizer
+// replaces them with its own, whose blocks then reach the release() above without its header
+// (std::stable_sort's temporary buffer in the fused attention did, in every lesson under ASan).
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return headwise::lesson::allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { headwise::lesson::release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { headwise::lesson::release(p); }
