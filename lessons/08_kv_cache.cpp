@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
                  "08_kv_cache"};
     cli::LessonOptions opt;
     opt.dims.seq = 6;  // the prompt
-    std::size_t kv_heads = 2, generate = 6, timed = 256;
+    std::size_t kv_heads = 2, generate = 6, timed = 128;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
     app.add_option("--kv-heads", kv_heads, "key/value heads H_kv for step 6 (must divide --heads)")
