@@ -13,7 +13,11 @@
 
 #include <unistd.h>
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,7 +28,9 @@ namespace headwise::lesson {
 
 namespace {
 
-std::atomic<std::size_t> bytes_in_use{0};
+// Signed: a block that some other allocation function made (a sanitizer's, say) and that ours
+// frees makes the count dip, never wrap around.
+std::atomic<std::int64_t> bytes_in_use{0};
 std::size_t memory_limit = std::numeric_limits<std::size_t>::max();
 
 // The refusal, written without allocating (it is raised from inside operator new).
@@ -33,34 +39,30 @@ struct memory_refused : std::bad_alloc {
     const char* what() const noexcept override { return message; }
 };
 
-constexpr std::size_t header = alignof(std::max_align_t);  // keeps every block max-aligned
-
+// Blocks come from malloc, and their size from malloc_usable_size when they go back: no header,
+// so a block is safe to free whichever allocation function made it.
 void* allocate(std::size_t size) {
-    const std::size_t now = bytes_in_use.fetch_add(size, std::memory_order_relaxed) + size;
-    if (now > memory_limit) {
-        bytes_in_use.fetch_sub(size, std::memory_order_relaxed);
+    const auto in_use = static_cast<std::size_t>(std::max<std::int64_t>(bytes_in_use.load(std::memory_order_relaxed), 0));
+    if (size > memory_limit || in_use > memory_limit - size) {
+        const std::size_t now = in_use + size;
         memory_refused refused;
         std::snprintf(refused.message, sizeof refused.message,
-                      "at these sizes this would need %zu bytes (%.1f GiB) at once, more than half of the %.1f GiB of free "
-                      "memory; use smaller sizes",
+                      "at these sizes this would need %zu bytes (%.1f GiB) at once, more than half of the %.1f GiB of "
+                      "free memory; use smaller sizes",
                       now, static_cast<double>(now) / double(1ULL << 30),
-                      static_cast<double>(2 * memory_limit) / double(1ULL << 30));
+                      static_cast<double>(memory_limit) * 2.0 / double(1ULL << 30));
         throw refused;
     }
-    void* block = std::malloc(size + header);
-    if (block == nullptr) {
-        bytes_in_use.fetch_sub(size, std::memory_order_relaxed);
-        throw std::bad_alloc();
-    }
-    *static_cast<std::size_t*>(block) = size;
-    return static_cast<char*>(block) + header;
+    void* block = std::malloc(size == 0 ? 1 : size);
+    if (block == nullptr) throw std::bad_alloc();
+    bytes_in_use.fetch_add(static_cast<std::int64_t>(malloc_usable_size(block)), std::memory_order_relaxed);
+    return block;
 }
 
 void release(void* p) noexcept {
     if (p == nullptr) return;
-    void* block = static_cast<char*>(p) - header;
-    bytes_in_use.fetch_sub(*static_cast<std::size_t*>(block), std::memory_order_relaxed);
-    std::free(block);
+    bytes_in_use.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+    std::free(p);
 }
 
 std::size_t free_memory() {
@@ -88,21 +90,15 @@ int run(CLI::App& app, int argc, char** argv, const std::function<int()>& story)
 
 void set_memory_limit(std::size_t bytes) { memory_limit = bytes; }
 
-std::size_t bytes_allocated() { return bytes_in_use.load(std::memory_order_relaxed); }
+std::size_t bytes_allocated() {
+    return static_cast<std::size_t>(std::max<std::int64_t>(bytes_in_use.load(std::memory_order_relaxed), 0));
+}
 
 }  // namespace headwise::lesson
 
-// The replaced allocation functions. The array, nothrow and sized forms of the standard library
-// call these two; the over-aligned forms keep their own (uncounted) path.
+// The replaced allocation functions, every form but the over-aligned ones (which keep their own,
+// uncounted, path: nothing in the lessons asks for more than 16-byte alignment).
 void* operator new(std::size_t size) { return headwise::lesson::allocate(size); }
-void operator delete(void* p) noexcept { headwise::lesson::release(p); }
-void operator delete(void* p, std::size_t) noexcept { headwise::lesson::release(p); }
-void* operator new[](std::size_t size) { return headwise::lesson::allocate(size); }
-void operator delete[](void* p) noexcept { headwise::lesson::release(p); }
-void operator delete[](void* p, std::size_t) noexcept { headwise::lesson::release(p); }
-// The nothrow forms, spelled out: the standard library's call the two above, but AddressSanitizer
-// replaces them with its own, whose blocks then reach the release() above without its header
-// (std::stable_sort's temporary buffer in the fused attention did, in every lesson under ASan).
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
     try {
         return headwise::lesson::allocate(size);
@@ -110,6 +106,17 @@ void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
         return nullptr;
     }
 }
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return headwise::lesson::allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
 void operator delete(void* p, const std::nothrow_t&) noexcept { headwise::lesson::release(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { headwise::lesson::release(p); }
+void operator delete(void* p) noexcept { headwise::lesson::release(p); }
+void operator delete(void* p, std::size_t) noexcept { headwise::lesson::release(p); }
+void* operator new[](std::size_t size) { return headwise::lesson::allocate(size); }
+void operator delete[](void* p) noexcept { headwise::lesson::release(p); }
+void operator delete[](void* p, std::size_t) noexcept { headwise::lesson::release(p); }
