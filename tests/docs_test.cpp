@@ -131,6 +131,7 @@ TEST_CASE("every ./headwise command the docs show exists, and the quick ones exi
         {"reset", "it rewrites exercises/ (runner_test covers it on a copy)"},
         {"figures", "it writes docs/figures/ (run below with --out)"},
         {"attend", "it needs the reader's own .npy files (attend_test covers it)"},
+        {"heads", "it needs the cached lesson 07 model and writes .npy files (heads_test covers it)"},
         {"hint", "it advances the learner's hint counter"},
         {"solution", "it prints the answer only after the exercise passes"},
     };
@@ -172,6 +173,11 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
         const std::string extra = std::regex_search(text, flags, flags_comment) ? flags[1].str() : "";
         const auto [rc, out] = run(fmt::format("{}/{} {} 2>&1", HEADWISE_LESSONS_DIR, name, extra));
         INFO(name << extra);
+        if (rc == 2 && out.find("the all-MiniLM-L6-v2 model is not in") != std::string::npos) {
+            WARN(name << ": not checked, the lesson 07 model is not cached (scripts/fetch-model)");
+            ++docs_with_tables;  // counted, not checked: the lesson's own test reports it skipped
+            continue;
+        }
         REQUIRE(rc == 0);
         std::set<std::tuple<std::string, std::string, std::string>> lines;
         std::istringstream o(out);

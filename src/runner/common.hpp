@@ -64,5 +64,6 @@ void add_reset_command(CLI::App& app, Action& action);
 void add_solution_command(CLI::App& app, Action& action);
 void add_grade_command(CLI::App& app, Action& action);
 void add_figures_command(CLI::App& app, Action& action);
+void add_heads_command(CLI::App& app, Action& action);
 
 }  // namespace headwise::runner

@@ -202,6 +202,30 @@ const std::vector<Case> kv_cache_cases{
      "--out-proj-weight has shape \\(12, 4\\)"},
 };
 
+// Lesson 07 and `heads` (issue 16). HEADWISE_MODEL_DIR points them at {w}/model: a real
+// config.json, a three-word vocabulary and a model.safetensors cut short inside its header.
+const std::string long_text = [] {
+    std::string t;
+    for (int i = 0; i < 600; ++i) t += "word ";
+    return t;
+}();
+const std::vector<Case> model_cases{
+    {"07_real_model", {}, "model\\.safetensors: the header claims .* bytes but the file has only"},
+    {"07_real_model", {"--sentence"}, "--sentence"},
+    {"headwise", {"heads"}, "--sentence"},
+    {"headwise", {"heads", "--sentence", ""}, "--sentence is empty"},
+    {"headwise", {"heads", "--sentence", " \t "}, "--sentence is empty"},
+    {"headwise", {"heads", "--sentence", "ab\xff", "--tokens"}, "not valid UTF-8"},
+    {"headwise", {"heads", "--sentence", "\xc3", "--tokens"}, "not valid UTF-8"},
+    {"headwise", {"heads", "--sentence", long_text, "--tokens"}, "602 tokens long .* at most 512"},
+    {"headwise", {"heads", "--sentence", "x", "--layer", "abc"}, "--layer.*abc"},
+    {"headwise", {"heads", "--sentence", "x", "--head", "1.5"}, "--head.*1.5"},
+    {"headwise", {"heads", "--sentence", "x"}, "model\\.safetensors: the header claims"},
+    {"headwise", {"heads", "--sentence", "x", "--attention", "{w}/out/a.npy"}, "model\\.safetensors: the header claims"},
+    {"headwise", {"heads", "--sentence", "x", "--embedding", "{w}/out/e.npy"}, "model\\.safetensors: the header claims"},
+    {"headwise", {"heads", "--sentence", "x", "--no-such-flag"}, "--no-such-flag"},
+};
+
 // attend: the good files are q.npy (1, 2, 4) float32, w_in.npy (12, 4), w_o.npy (4, 4); the
 // outputs go to {w}/out/. A row's flag/value pairs replace or add to these; value "-" drops it.
 const std::vector<std::pair<std::string, std::string>> attend_defaults{
@@ -333,6 +357,12 @@ void write_workspace(const fs::path& w) {
         {"w_in_mqa.npy", f32("(8, 4)", 32)},  // H = 2, H_kv = 1, d_head = 2: 2*2 + 2*1*2 rows
     };
     for (const auto& [name, bytes] : files) write_text(w / name, bytes);
+    fs::create_directory(w / "model");
+    write_text(w / "model" / "config.json",
+               R"({"vocab_size": 5, "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2,)"
+               R"( "intermediate_size": 8, "max_position_embeddings": 512, "type_vocab_size": 2})");
+    write_text(w / "model" / "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nword\n");
+    write_text(w / "model" / "model.safetensors", std::string("\x40\0\0\0\0\0\0\0{\"a\":", 13));
     fs::permissions(w / "unreadable.npy", fs::perms::none);
     fs::create_directory(w / "out");
 }
@@ -384,7 +414,8 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "course.json", course / "course.json");
     fs::create_directory_symlink(HEADWISE_LESSON_DIR, build / "lessons");  // `run N -- <bad flags>` reaches the lesson
     const Env env{{"HEADWISE_SOURCE_DIR", course.string()}, {"HEADWISE_BINARY_DIR", build.string()},
-                  {"XDG_DATA_HOME", (tmp / "data").string()}, {"HOME", (tmp / "home").string()}};
+                  {"XDG_DATA_HOME", (tmp / "data").string()}, {"HOME", (tmp / "home").string()},
+                  {"HEADWISE_MODEL_DIR", (w / "model").string()}};
     const bool root = geteuid() == 0;
 
     std::vector<Case> cases = lesson_flag_cases();
@@ -392,6 +423,7 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     cases.insert(cases.end(), runner_cases.begin(), runner_cases.end());
     cases.insert(cases.end(), attend_cases.begin(), attend_cases.end());
     cases.insert(cases.end(), kv_cache_cases.begin(), kv_cache_cases.end());
+    cases.insert(cases.end(), model_cases.begin(), model_cases.end());
 
     const fs::path saved_cwd = fs::current_path();
     fs::current_path(cwd);  // children inherit it: whatever a program writes relative lands here

@@ -1,0 +1,46 @@
+// tests for headwise/head_roles.hpp on hand-made weight matrices whose scores are known by eye.
+#include "headwise/head_roles.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace headwise;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Row i puts everything on key i - 1 (row 0 on itself).
+Tensor2 shifted(std::size_t n) {
+    Tensor2 w = xt::zeros<float>({n, n});
+    for (std::size_t i = 0; i < n; ++i) w(i, i == 0 ? 0 : i - 1) = 1.0f;
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("a shift-by-one matrix is a perfect previous-token head and no next-token head", "[head_roles]") {
+    const Tensor2 w = shifted(5);
+    CHECK(roles::previous_token(w, 5) == 1.0);
+    CHECK(roles::next_token(w, 5) == 0.0);
+    CHECK(roles::next_token(xt::transpose(w), 5) == 1.0);  // the transpose looks one ahead
+    CHECK(roles::mean_entropy(w, 5) == 0.0);
+}
+
+TEST_CASE("uniform rows have entropy ln n and give each key a share of 1/n", "[head_roles]") {
+    const Tensor2 w = xt::ones<float>({4, 4}) / 4.0f;
+    CHECK(roles::mean_entropy(w, 4) == Approx(std::log(4.0)));
+    CHECK(roles::share_on(w, 4, 0) == Approx(0.25));
+    CHECK(roles::previous_token(w, 4) == Approx(0.25));
+}
+
+TEST_CASE("head roles look only at the real tokens, not the padding", "[head_roles]") {
+    Tensor2 w = xt::zeros<float>({4, 4});
+    for (std::size_t i = 0; i < 3; ++i) w(i, 0) = 1.0f;  // 3 real tokens, all on [CLS]
+    w(3, 3) = 1.0f;                                      // a padded row, ignored
+    CHECK(roles::share_on(w, 3, 0) == 1.0);
+    CHECK(roles::share_on(w, 3, 2) == 0.0);
+    CHECK(roles::mean_entropy(w, 3) == 0.0);
+    CHECK_THROWS_WITH(roles::share_on(w, 3, 3), Contains("not one of the 3 real tokens"));
+    CHECK_THROWS_WITH(roles::previous_token(w, 5), Contains("1..N tokens"));
+}
