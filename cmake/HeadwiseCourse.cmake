@@ -4,6 +4,7 @@
 # Sets, in the including scope:
 #   HEADWISE_LESSONS                 lesson names in course order ("01_single_head" ...)
 #   HEADWISE_LESSON_<name>_LIBS      extra libraries the lesson links (course.json "libs"), may be empty
+#   HEADWISE_LESSON_<name>_NEEDS_MODEL  ON when it runs the cached trained model ("needs_model")
 #   HEADWISE_EXERCISES               exercise ids in course order ("ex01" ...)
 #   HEADWISE_EXERCISE_<id>_DIR       its directory under exercises/ and solutions/
 #   HEADWISE_EXERCISE_<id>_LIBS      extra libraries its grader links (course.json "libs"), may be empty
@@ -58,6 +59,7 @@ if(_headwise_count GREATER 0)
     endif()
     list(APPEND HEADWISE_LESSONS "${_name}")
     _headwise_course_strings(HEADWISE_LESSON_${_name}_LIBS lessons ${_i} libs)
+    _headwise_course_get(HEADWISE_LESSON_${_name}_NEEDS_MODEL lessons ${_i} needs_model)
 
     _headwise_course_get(_id lessons ${_i} exercise id)
     if(_id)

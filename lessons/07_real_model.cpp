@@ -96,9 +96,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 72))
         ->capture_default_str();
     app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
-    if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
-
-    return cli::guard(argv[0], [&] {
+    return lesson::run(app, argc, argv, [&] {
         const auto dir = bert::model_dir();
         bert::require_model(dir);  // without the model: one line on stderr that says how to get it, exit 2
         const Tracer trace(!quiet);

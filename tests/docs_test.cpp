@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 namespace fs = std::filesystem;
@@ -228,8 +229,10 @@ TEST_CASE("README's lesson table and headwise list show every lesson of course.j
 }
 
 TEST_CASE("headwise figures regenerates the committed figures as PNGs of the same size", "[docs][figure]") {
-    const fs::path out = fs::temp_directory_path() / "headwise_docs_test_figures";
-    fs::remove_all(out);
+    // A folder of its own (mkdtemp): two builds testing at once must not share one.
+    std::string templ = (fs::temp_directory_path() / "headwise_docs_test_figures-XXXXXX").string();
+    REQUIRE(mkdtemp(templ.data()) != nullptr);
+    const fs::path out = templ;
     const auto [rc, log] = run(fmt::format("{} figures --out {} 2>&1", HEADWISE_RUNNER_EXE, out.string()));
     INFO(log);
     REQUIRE(rc == 0);
