@@ -23,6 +23,13 @@
 # The grader's test cases and the catalogue are compiled once; each subject adds only its own
 # sources and a generated line that registers them. Re-grading an edited exercise recompiles one
 # file and relinks one binary.
+#
+# Grade builds are sanitized where the subject is: its sources (and the library code it calls,
+# a sanitized copy built once, headwise_grade_core_sanitized) compile with AddressSanitizer and
+# UndefinedBehaviorSanitizer, abort on the first error, xtensor's bounds checks and NDEBUG off,
+# and the learner's warnings on (-Wall -Wextra -Wconversion -Wsign-compare, never errors). The
+# test cases and the catalogue stay plain: the default build and the lessons are untouched.
+# headwise-gradetool (src/gradekit) runs the build and run steps and writes the report.
 
 set(HEADWISE_GRADE_DIR "${PROJECT_SOURCE_DIR}/tests/grade")
 
@@ -32,6 +39,16 @@ check_linker_flag(CXX "-fuse-ld=gold" HEADWISE_HAVE_GOLD)
 
 # headwise_add_exercise(<id> <dir>)
 function(headwise_add_exercise id dir)
+  # An exercise listed in HEADWISE_GRADE_UNSANITIZED compiles its subject with the warnings only
+  # (no sanitizers, the plain PCH): see tests/grade/CMakeLists.txt for which, and why.
+  set(subject_options ${HEADWISE_GRADE_SUBJECT_OPTIONS})
+  set(link_options ${HEADWISE_GRADE_LINK_OPTIONS})
+  set(subject_pch headwise_grade_pch)
+  if(id IN_LIST HEADWISE_GRADE_UNSANITIZED)
+    set(subject_options ${HEADWISE_GRADE_WARNING_OPTIONS})
+    set(link_options -Wl,--wrap=__cxa_throw)
+    set(subject_pch headwise_pch)
+  endif()
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${dir}")
   set(exercise_dir "${PROJECT_SOURCE_DIR}/exercises/${dir}")
   set(solution_includes "${solution_dir}" "${PROJECT_SOURCE_DIR}/solutions/common")
@@ -93,42 +110,46 @@ namespace {
   if(wrappers)
     target_include_directories(headwise_grade_${id}_mistakes PRIVATE ${solution_includes})
     target_link_libraries(headwise_grade_${id}_mistakes PRIVATE headwise_grade_deps)
-    target_compile_options(headwise_grade_${id}_mistakes PRIVATE -Wno-unused-parameter)
-    target_precompile_headers(headwise_grade_${id}_mistakes REUSE_FROM headwise_pch)
+    # Compiled exactly like the subject (sanitized, -O1, xtensor's checks on): a mistake and a
+    # learner's identical code must give identical numbers, NaNs and infs included.
+    target_compile_options(headwise_grade_${id}_mistakes PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
+    target_precompile_headers(headwise_grade_${id}_mistakes REUSE_FROM ${subject_pch})
   endif()
 
   # --- The learner's grader: `ctest --preset grade [-L <id>]`.
   list(TRANSFORM sources PREPEND "${exercise_dir}/" OUTPUT_VARIABLE learner_sources)
   _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} INCLUDES ${exercise_includes})
+  set(subject_args "")
+  foreach(file IN LISTS learner_sources)
+    list(APPEND subject_args --subject "${file}")
+  endforeach()
+  set(step_args --id ${id} --source-dir ${PROJECT_SOURCE_DIR} --report ${report_dir}/${id}.json ${subject_args})
   add_test(NAME "${id} build: exercises/${dir} compiles"
-    COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DTARGET=headwise_grade_${id} -DID=${id}
-      -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DREPORT=${report_dir}/${id}.json
-      -P ${HEADWISE_GRADE_DIR}/build_exercise.cmake)
+    COMMAND headwise_gradetool build ${step_args} --build-dir ${PROJECT_BINARY_DIR} --target headwise_grade_${id})
   set_tests_properties("${id} build: exercises/${dir} compiles" PROPERTIES
     LABELS "grade;${id}" FIXTURES_SETUP headwise_grade_${id} RESOURCE_LOCK headwise_build_tree)
-  add_test(NAME "${id} grade: exercises/${dir} passes the grader" COMMAND headwise_grade_${id})
+  add_test(NAME "${id} grade: exercises/${dir} passes the grader"
+    COMMAND headwise_gradetool run ${step_args} -- $<TARGET_FILE:headwise_grade_${id}>)
   set_tests_properties("${id} grade: exercises/${dir} passes the grader" PROPERTIES
-    LABELS "grade;${id}" FIXTURES_REQUIRED headwise_grade_${id} TIMEOUT 120
-    ENVIRONMENT "HEADWISE_GRADE_ID=${id};HEADWISE_GRADE_REPORT=${report_dir}/${id}.json")
+    LABELS "grade;${id}" FIXTURES_REQUIRED headwise_grade_${id} TIMEOUT 120)
 
   # --- The meta-tests: the grader passes the solution, fails every test of the pristine stub
   # with "not implemented yet", and names every planted mistake.
   list(TRANSFORM sources PREPEND "${solution_dir}/" OUTPUT_VARIABLE solution_sources)
   _headwise_grader(headwise_meta_${id}_solution ${id} SOURCES ${solution_sources} INCLUDES ${solution_includes})
-  _headwise_meta_test(${id} solution "grader ${id} passes on solutions/${dir}" -DEXPECT=pass)
+  _headwise_meta_test(${id} solution "grader ${id} passes on solutions/${dir}" "${solution_sources}" -DEXPECT=pass)
 
   set(stub_sources "")
   foreach(source IN LISTS sources)
     add_custom_command(OUTPUT "${gen}/stub/${source}"
-      COMMAND ${CMAKE_COMMAND} -DSOLUTION=${solution_dir}/${source} -DSTUB=${gen}/stub/${source}
-        -P ${PROJECT_SOURCE_DIR}/cmake/make_stub.cmake
-      DEPENDS "${solution_dir}/${source}" "${PROJECT_SOURCE_DIR}/cmake/make_stub.cmake"
+      COMMAND headwise_gradetool stub ${solution_dir}/${source} ${gen}/stub/${source}
+      DEPENDS "${solution_dir}/${source}" headwise_gradetool
       COMMENT "Generating the pristine stub of solutions/${dir}/${source}")
     list(APPEND stub_sources "${gen}/stub/${source}")
   endforeach()
   _headwise_grader(headwise_meta_${id}_stub ${id} SOURCES ${stub_sources} INCLUDES ${solution_includes})
   _headwise_meta_test(${id} stub "grader ${id} fails every test of the pristine stub with 'not implemented yet'"
-    -DEXPECT=stub)
+    "${stub_sources}" -DEXPECT=stub)
 
   list(LENGTH sources source_count)
   if(mistakes AND NOT source_count EQUAL 1)
@@ -137,9 +158,38 @@ namespace {
   endif()
   foreach(file key name IN ZIP_LISTS mistakes mistake_keys mistake_names)
     _headwise_grader(headwise_meta_${id}_${key} ${id} SOURCES "${file}" INCLUDES ${solution_includes})
-    _headwise_meta_test(${id} ${key} "grader ${id} names the planted mistake '${name}'"
+    _headwise_meta_test(${id} ${key} "grader ${id} names the planted mistake '${name}'" "${file}"
       -DEXPECT=mistake "-DMISTAKE=${name}")
   endforeach()
+
+  # The learner-style mistakes beyond the catalogue (tests/grade/learner_mistakes/<id>_*.mistake):
+  # each a few one-line edits of the solution (headwise-gradetool patch), which must fail with the
+  # diagnosis its "expect:" lines spell out and name no catalogued mistake. They reuse the cases'
+  # and the catalogue's objects: each adds one compiled file and a link.
+  file(GLOB learner_mistakes CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}_*.mistake")
+  list(SORT learner_mistakes)
+  list(GET sources 0 first_source)
+  foreach(spec IN LISTS learner_mistakes)
+    get_filename_component(stem "${spec}" NAME_WE)
+    string(REGEX REPLACE "^${id}_" "" key "${stem}")
+    set(patched "${gen}/learner/${stem}.cpp")
+    add_custom_command(OUTPUT "${patched}"
+      COMMAND headwise_gradetool patch ${spec} ${solution_dir}/${first_source} ${patched}
+      DEPENDS "${spec}" "${solution_dir}/${first_source}" headwise_gradetool
+      COMMENT "Making the learner-style mistake ${stem}")
+    _headwise_grader(headwise_meta_${id}_learner_${key} ${id} SOURCES "${patched}" INCLUDES ${solution_includes})
+    # 10 s: a mistake that loops for ever is stopped (and diagnosed) after that.
+    _headwise_meta_test(${id} learner_${key} "grader ${id} diagnoses the learner's mistake '${key}'" "${patched}"
+      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=10)
+  endforeach()
+
+  # scripts/mutate's subject: build/mutants/<dir>/<first source>, written by the script (a copy
+  # of the solution until then). Built only when the script asks.
+  set(mutant "${PROJECT_BINARY_DIR}/mutants/${dir}/${first_source}")
+  if(NOT EXISTS "${mutant}")
+    file(COPY "${solution_dir}/${first_source}" DESTINATION "${PROJECT_BINARY_DIR}/mutants/${dir}")
+  endif()
+  _headwise_grader(headwise_mutant_${id} ${id} SOURCES "${mutant}" INCLUDES ${solution_includes})
 endfunction()
 
 # A mistake file's name and explanation: an optional first line "// mistake: <name>" (otherwise
@@ -171,28 +221,40 @@ function(_headwise_mistake_info file key out_name out_explanation)
   set(${out_explanation} "${why}\n${fix}" PARENT_SCOPE)
 endfunction()
 
-# One grader binary: the test cases, the catalogue and one subject's sources.
+# One grader binary: the test cases, the catalogue and one subject's sources (sanitized, with
+# the learner's warnings; see the top of this file and headwise_grade_pch in tests/grade).
 function(_headwise_grader target id)
   cmake_parse_arguments(arg "" "" "SOURCES;INCLUDES" ${ARGN})
   add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES} "${CMAKE_CURRENT_BINARY_DIR}/${id}/subject.cpp")
   target_include_directories(${target} PRIVATE ${arg_INCLUDES})
   target_link_libraries(${target} PRIVATE
     headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_support headwise_grade_deps
-    headwise::catch_main)
+    headwise_grade_main headwise::gradekit)
   # A stub leaves its parameters unused until the learner writes the body. -O1: the graders'
   # inputs are tiny, and the learner's file recompiles ~25% faster than at -O3 (measured on ex03).
-  target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1)
+  target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${subject_options})
+  target_link_options(${target} PRIVATE ${link_options})
+  if(HEADWISE_GRADE_SANITIZE AND NOT id IN_LIST HEADWISE_GRADE_UNSANITIZED)
+    target_link_libraries(${target} PRIVATE headwise_grade_core_sanitized)
+  endif()
   if(HEADWISE_HAVE_GOLD)
     target_link_options(${target} PRIVATE -fuse-ld=gold)
   endif()
-  target_precompile_headers(${target} REUSE_FROM headwise_pch)
+  target_precompile_headers(${target} REUSE_FROM ${subject_pch})
 endfunction()
 
-# A meta-test: run a grader binary and check its report (tests/grade/check_grader.cmake).
-function(_headwise_meta_test id subject name)
+# A meta-test: run a grader binary through headwise-gradetool's run step (as `headwise grade`
+# does) and check its report (tests/grade/check_grader.cmake).
+function(_headwise_meta_test id subject name subject_files)
   add_dependencies(headwise_tests headwise_meta_${id}_${subject})
+  set(subject_args "")
+  foreach(file IN LISTS subject_files)
+    list(APPEND subject_args --subject "${file}")
+  endforeach()
+  string(REPLACE ";" "|" subject_args "${subject_args}")
   add_test(NAME "${name}"
     COMMAND ${CMAKE_COMMAND} -DGRADER=$<TARGET_FILE:headwise_meta_${id}_${subject}> -DID=${id}
+      -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DSOURCE_DIR=${PROJECT_SOURCE_DIR} "-DSUBJECT_ARGS=${subject_args}"
       -DREPORT=${PROJECT_BINARY_DIR}/grade/meta/${id}_${subject}.json ${ARGN}
       -P ${HEADWISE_GRADE_DIR}/check_grader.cmake)
   set_tests_properties("${name}" PROPERTIES LABELS "meta" TIMEOUT 120)

@@ -1,8 +1,8 @@
 // tests for the runner's learner commands (list, run next, hint, watch, reset, solution), run as
 // the real binary against a small course tree made in a temporary directory (pointed to with
-// HEADWISE_SOURCE_DIR / HEADWISE_BINARY_DIR): the real exercises/ is never touched. The tree uses
-// the real cmake/make_stub.cmake; the expected stubs and solution views below are written by
-// hand from the solution files, not produced by the code under test.
+// HEADWISE_SOURCE_DIR / HEADWISE_BINARY_DIR): the real exercises/ is never touched. The runner
+// makes stubs with the one stub generator (src/gradekit/stub.hpp); the expected stubs and solution
+// views below are written by hand from the solution files, not produced by the code under test.
 #include "runner_test.hpp"
 
 #include <catch2/catch.hpp>
@@ -87,8 +87,6 @@ struct Course {
 
     Course() {
         write_text(src / "course.json", course_json());
-        fs::create_directories(src / "cmake");
-        fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "cmake" / "make_stub.cmake", src / "cmake" / "make_stub.cmake");
         write_text(src / "solutions/01_alpha/alpha.cpp", alpha_solution);
         write_text(src / "exercises/01_alpha/alpha.cpp", alpha_stub);
         write_text(src / "exercises/01_alpha/HINTS.md", hints_md);
@@ -191,6 +189,18 @@ TEST_CASE("list takes its lessons from the catalogue: one entry adds a lesson", 
     write_text(c.src / "course.json", course_json(true));
     const Result r = c.run({"list"});
     CHECK_THAT(line_of(r.out, "04"), Contains("delta, added by one catalogue entry"));
+}
+
+TEST_CASE("list never cuts a title, however long", "[runner][list]") {
+    Course c;
+    std::string json = course_json();
+    const std::string long_title =
+        "gamma without exercise, with a title as long as lesson 06's: naive, online softmax, tiled (GPU or CPU emulator)";
+    json.replace(json.find("gamma without exercise"), std::string("gamma without exercise").size(), long_title);
+    write_text(c.src / "course.json", json);
+    const Result r = c.run({"list"});
+    CHECK_THAT(line_of(r.out, "03"), Contains(long_title));
+    CHECK_THAT(line_of(r.out, "03"), !Contains("..."));
 }
 
 TEST_CASE("list counts an exercise still equal to its stub as not started, whatever an old report says", "[runner][list]") {

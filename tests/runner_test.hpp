@@ -27,7 +27,7 @@ namespace headwise::test {
 namespace fs = std::filesystem;
 
 // A one-exercise course for the runner tests: exercise 01's solution with its markers, and the
-// stub cmake/make_stub.cmake derives from it, written out by hand.
+// stub the stub generator (src/gradekit/stub.hpp) derives from it, written out by hand.
 inline const std::string alpha_solution = R"(// alpha.cpp -- exercise 01
 int answer() {
     // BEGIN SOLUTION

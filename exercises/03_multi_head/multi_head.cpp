@@ -21,14 +21,10 @@ namespace headwise::ex03 {
 
 Tensor3 multi_head_attention(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
                              Tensor4& weights) {
-    // TODO(ex03): (lesson 03, step 2 walks through every step)
-    //   1. q, k, v = query, key, value projected with rows 0..d-1, d..2d-1, 2d..3d-1 of
-    //      in_proj_weight (and the same blocks of in_proj_bias when it is not empty), then split
-    //      into heads: (B, H, N, d_head)
-    //   2. per (batch, head): weights = softmax(q . k^T / sqrt(d_head)) -- d_head, not d_model
-    //      (step 4 measures the difference); store them in `weights` (B, H, N_q, N_k)
-    //   3. per-head outputs = weights . v, merged back to (B, N_q, d_model), then projected
-    //      with out_proj_weight and out_proj_bias (step 5: W_o mixes the heads)
+    // TODO(ex03): nn.MultiheadAttention's forward pass (lesson 03, step 2): return the output
+    // (B, N_q, d_model) and store the per-head weights (B, H, N_q, N_k) in `weights`. Parameters
+    // in PyTorch's layout: in_proj_weight stacks W_q, W_k, W_v (rows 0..d-1, d..2d-1, 2d..3d-1),
+    // in_proj_bias likewise (empty: no biases); out_proj_weight and out_proj_bias are W_o and its bias.
     not_implemented_yet();
 }
 

@@ -21,9 +21,9 @@ Mask2 causal_mask(std::size_t n) {
 
 Tensor4 masked_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Mask2& attn_mask,
                          const Mask2& key_padding_mask, Tensor4& weights) {
-    // TODO(ex04): attention as in exercise 01, per (batch, head), plus: every key that attn_mask or
-    // key_padding_mask hides gets the score -inf before softmax -- not 0, and not after softmax
-    // (lesson 04, steps 2, 3 and 5). A row with no visible key gets zero weights and zero output.
+    // TODO(ex04): attention as in exercise 01, per (batch, head), where a query gives no weight at
+    // all to a key that attn_mask or key_padding_mask hides and its weights still sum to 1 over the
+    // keys it sees (lesson 04, steps 2, 3 and 5). A query that sees no key: zero weights, zero output.
     not_implemented_yet();
 }
 

@@ -10,16 +10,26 @@
 namespace headwise::ex05 {
 
 std::size_t parameter_count(std::size_t d_model, std::size_t heads, bool bias) {
-    // TODO(ex05): count the numbers in W_q, W_k, W_v, W_o (PyTorch stores the first three stacked
-    // in one in_proj_weight) and, when bias is true, in their biases (lesson 05, step 1). Throw
-    // headwise::usage_error when heads is 0 or does not divide d_model.
+    // TODO(ex05): how many numbers nn.MultiheadAttention(d_model, heads, bias) learns (lesson 05,
+    // step 1). Bad input (heads = 0, or heads not dividing d_model): headwise::usage_error.
     not_implemented_yet();
 }
 
 std::size_t per_head_parameter_count(std::size_t d_model, std::size_t heads, bool bias) {
-    // TODO(ex05): add up every head's three (d_head, d_model) projections (and their d_head-wide
-    // biases), then the one W_O and its bias (lesson 05, step 2). Compare with parameter_count:
-    // lesson 05, step 3 says what you should find.
+    // TODO(ex05): the same module counted the paper's way, head by head plus the shared output
+    // projection (lesson 05, step 2). Bad input as in parameter_count.
+    not_implemented_yet();
+}
+
+std::uint64_t attention_flops_per_token(std::size_t d_model, std::size_t context) {
+    // TODO(ex05): FLOPs per token of one attention block at context length `context` (lesson 05,
+    // step 5). At published sizes this passes 2^32.
+    not_implemented_yet();
+}
+
+std::uint64_t attention_matrix_bytes(std::size_t batch, std::size_t heads, std::size_t context) {
+    // TODO(ex05): bytes of one block's float32 attention weights (lesson 05, step 5). At long
+    // context this passes 2^32.
     not_implemented_yet();
 }
 

@@ -34,9 +34,8 @@ Tensor3 softmax_last_axis(const Tensor3& scores) {
     }
     return weights;
     // STUB
-    // TODO(ex01): for every row (b, i), turn scores(b, i, :) into weights that are positive and
-    // sum to 1: exp of each entry divided by the sum of the row's exps. Subtract the row's maximum
-    // before exp() so that scores like 1e4 do not overflow (lesson 01, step 4).
+    // TODO(ex01): the softmax of every row scores(b, i, :): weights (B, N_q, N_k), each row positive
+    // and summing to 1, and finite even for scores like 1e4 (lesson 01, step 4).
     not_implemented_yet();
     // END SOLUTION
 }
@@ -71,9 +70,8 @@ Tensor3 attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, Tensor3*
     if (weights != nullptr) *weights = w;
     return out;
     // STUB
-    // TODO(ex01): scores (B, N_q, N_k) = q . k^T, each divided by sqrt(d) where d = q.shape()[2]
-    // (lesson 01, steps 3 and 6 show why sqrt(d)); weights = softmax_last_axis(scores);
-    // out (B, N_q, d_v) = weights . v (step 5). If `weights` is not null, store them there too.
+    // TODO(ex01): single-head scaled dot-product attention of lesson 01 (steps 3 to 6): return the
+    // output (B, N_q, d_v); when `weights` is not null, also store the weights (B, N_q, N_k) there.
     not_implemented_yet();
     // END SOLUTION
 }

@@ -29,9 +29,9 @@ Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
                 for (std::size_t c = 0; c < d_head; ++c) out(b, h, t, c) = x(b, t, h * d_head + c);
     return out;
     // STUB
-    // TODO(ex02): check that heads divides d_model (throw headwise::usage_error otherwise), then
-    // fill a (B, H, N, d_head) tensor. Lesson 02, step 2: reshape the last axis into (H, d_head),
-    // then swap N and H. Step 3 shows why a single reshape to (B, H, N, d_head) is wrong.
+    // TODO(ex02): x (B, N, d_model) as H heads (B, H, N, d_head): head h of token t holds that
+    // token's features h*d_head .. (h+1)*d_head-1 (lesson 02, step 2). Bad input (heads = 0, or
+    // heads not dividing d_model): headwise::usage_error.
     not_implemented_yet();
     // END SOLUTION
 }
@@ -46,8 +46,8 @@ Tensor3 merge_heads(const Tensor4& x) {
                 for (std::size_t c = 0; c < d_head; ++c) out(b, t, h * d_head + c) = x(b, h, t, c);
     return out;
     // STUB
-    // TODO(ex02): the inverse of split_heads: swap H and N back, then flatten (H, d_head) into
-    // d_model = H * d_head (lesson 02, step 4). merge_heads(split_heads(x, H)) must give x exactly.
+    // TODO(ex02): the inverse of split_heads: (B, H, N, d_head) back to (B, N, H * d_head), so that
+    // merge_heads(split_heads(x, H)) gives x exactly (lesson 02, step 4).
     not_implemented_yet();
     // END SOLUTION
 }

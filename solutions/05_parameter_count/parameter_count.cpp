@@ -18,9 +18,8 @@ std::size_t parameter_count(std::size_t d_model, std::size_t heads, bool bias) {
     // matrices, however many heads. Biases: in_proj_bias (3 d_model) + out_proj_bias (d_model).
     return 4 * d_model * d_model + (bias ? 4 * d_model : 0);
     // STUB
-    // TODO(ex05): count the numbers in W_q, W_k, W_v, W_o (PyTorch stores the first three stacked
-    // in one in_proj_weight) and, when bias is true, in their biases (lesson 05, step 1). Throw
-    // headwise::usage_error when heads is 0 or does not divide d_model.
+    // TODO(ex05): how many numbers nn.MultiheadAttention(d_model, heads, bias) learns (lesson 05,
+    // step 1). Bad input (heads = 0, or heads not dividing d_model): headwise::usage_error.
     not_implemented_yet();
     // END SOLUTION
 }
@@ -35,9 +34,32 @@ std::size_t per_head_parameter_count(std::size_t d_model, std::size_t heads, boo
     const std::size_t w_o = d_model * d_model + (bias ? d_model : 0);              // shared by all heads
     return heads * per_head + w_o;
     // STUB
-    // TODO(ex05): add up every head's three (d_head, d_model) projections (and their d_head-wide
-    // biases), then the one W_O and its bias (lesson 05, step 2). Compare with parameter_count:
-    // lesson 05, step 3 says what you should find.
+    // TODO(ex05): the same module counted the paper's way, head by head plus the shared output
+    // projection (lesson 05, step 2). Bad input as in parameter_count.
+    not_implemented_yet();
+    // END SOLUTION
+}
+
+std::uint64_t attention_flops_per_token(std::size_t d_model, std::size_t context) {
+    // BEGIN SOLUTION
+    const std::uint64_t d = d_model, n = context;
+    // Projections: four (d, d) matrix-vector products, 2 d^2 FLOPs each. Attention: q . k_j for N
+    // keys (2 d each) and the sum of N weighted values (2 d each).
+    return 8 * d * d + 4 * n * d;
+    // STUB
+    // TODO(ex05): FLOPs per token of one attention block at context length `context` (lesson 05,
+    // step 5). At published sizes this passes 2^32.
+    not_implemented_yet();
+    // END SOLUTION
+}
+
+std::uint64_t attention_matrix_bytes(std::size_t batch, std::size_t heads, std::size_t context) {
+    // BEGIN SOLUTION
+    const std::uint64_t n = context;
+    return std::uint64_t{batch} * heads * n * n * sizeof(float);  // (B, H, N, N) floats
+    // STUB
+    // TODO(ex05): bytes of one block's float32 attention weights (lesson 05, step 5). At long
+    // context this passes 2^32.
     not_implemented_yet();
     // END SOLUTION
 }

@@ -4,6 +4,8 @@
 // static (one block's tiles at a time) and what keeps 1024-thread blocks affordable on 2 cores.
 #include "emulator/emulator.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <memory>
@@ -53,6 +55,20 @@ std::string str(dim3 d) {
 
 // "block (3,0,0) thread (17,0,0)": where a kernel went wrong, read from the thread_locals.
 std::string here() { return "block " + str(blockIdx) + " thread " + str(threadIdx); }
+
+// "attention.cuh:57": where in a kernel, without the directories.
+std::string site(const std::source_location& where) {
+    std::string file = where.file_name();
+    const std::size_t slash = file.find_last_of('/');
+    if (slash != std::string::npos) file = file.substr(slash + 1);
+    return file + ":" + std::to_string(where.line());
+}
+
+std::string hex(unsigned mask) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", mask);
+    return text;
+}
 
 // What every schedule shares about one launch.
 struct Launch {
@@ -112,6 +128,16 @@ struct Launch {
 // The emulated thread currently running on this OS thread: what __syncthreads() talks to.
 struct Worker {
     virtual void sync() = 0;
+    virtual detail::WarpResult warp(const detail::WarpCall& call) = 0;
+    virtual detail::WarpScratch& scratch() = 0;
+    virtual void shared(const std::source_location& where, std::uint32_t word) = 0;
+    // Where the calling thread stands, for the race check; epoch 0: not checked (threads schedule).
+    struct Moment {
+        std::uint64_t epoch = 0, seq = 0;
+        std::uint32_t thread = 0;
+    };
+    virtual Moment now() = 0;
+    virtual std::string thread_name(std::uint32_t linear) = 0;
 
 protected:
     ~Worker() = default;
@@ -158,13 +184,18 @@ private:
 class FiberBlock final : public Worker {
 public:
     FiberBlock(Launch& launch, bool reversed) : launch_(launch), reversed_(reversed) {
-        // Kernels keep their per-thread arrays (a query row, an accumulator) on this stack.
-        const std::size_t stack = HEADWISE_ASAN_FIBERS ? 512 * 1024 : 128 * 1024;
+        // Kernels keep their per-thread arrays (a query row, an accumulator, wmma fragments) on
+        // this stack.
+        const std::size_t stack = HEADWISE_ASAN_FIBERS ? 512 * 1024 : 256 * 1024;
         fibers_.reserve(launch.threads);
-        for (unsigned t = 0; t < launch.threads; ++t) fibers_.push_back(std::make_unique<Fiber>(stack, launch.thread_index(t)));
+        for (unsigned t = 0; t < launch.threads; ++t)
+            fibers_.push_back(std::make_unique<Fiber>(stack, launch.thread_index(t), t));
+        warps_.resize((launch.threads + 31) / 32);
     }
 
     std::uint64_t barriers() const { return barriers_; }
+    const SharedTraffic& shared_traffic() const { return shared_; }
+    std::uint64_t collectives() const { return collectives_; }
 
     // Runs one block to the end; returns false when a thread failed (the launch has the message).
     bool run(std::uint64_t block_number) {
@@ -175,23 +206,41 @@ public:
             f.context.uc_stack.ss_size = f.stack.size();
             f.context.uc_link = nullptr;
             makecontext(&f.context, &FiberBlock::entry, 0);
+            f.started = false;
             f.state = State::ready;
             f.barriers = 0;
         }
+        for (auto& w : warps_) w.pending.clear();
+        epoch_base_ = next_block_serial() << 32;
+        block_barriers_ = 1;
         for (;;) {
-            for (unsigned n = 0; n < fibers_.size(); ++n) {
-                Fiber& f = *fibers_[reversed_ ? fibers_.size() - 1 - n : n];
-                if (f.state != State::ready) continue;
-                threadIdx = f.index;
-                resume(f);
-                if (f.state == State::failed) return false;
+            // Run every fiber that can run; a warp collective completing makes its lanes ready
+            // again, possibly ones earlier in the order, hence the repeat.
+            for (bool progressed = true; progressed;) {
+                progressed = false;
+                for (unsigned n = 0; n < fibers_.size(); ++n) {
+                    Fiber& f = *fibers_[reversed_ ? fibers_.size() - 1 - n : n];
+                    if (f.state != State::ready) continue;
+                    threadIdx = f.index;
+                    resume(f);
+                    progressed = true;
+                    if (f.state == State::failed || launch_.failed) return false;
+                }
             }
+            for (const Warp& w : warps_) {
+                if (!w.pending.empty()) {
+                    launch_.fail(stuck(w));
+                    return false;
+                }
+            }
+            for (Warp& w : warps_) flush_banks(w);
             bool any_waiting = false;
             for (auto& f : fibers_) {
                 if (f->state == State::waiting) f->state = State::ready, any_waiting = true;
             }
             if (!any_waiting) break;
             ++barriers_;
+            ++block_barriers_;
         }
         std::vector<std::uint64_t> counts;
         for (const auto& f : fibers_) counts.push_back(f->barriers);
@@ -205,16 +254,97 @@ public:
         suspend(*current_, false);
     }
 
+    detail::WarpResult warp(const detail::WarpCall& call) override {
+        Fiber& f = *current_;
+        const unsigned lane = f.linear % 32, bit = 1u << lane;
+        Warp& w = warps_[f.linear / 32];
+        const auto at = [&] {
+            return call.name + std::string(" at ") + site(call.where) + " in " + here() + " (warp " +
+                   std::to_string(f.linear / 32) + ", lane " + std::to_string(lane) + ")";
+        };
+        if ((call.mask & bit) == 0)
+            throw launch_error(at() + ": the mask " + hex(call.mask) + " leaves out the calling lane itself");
+        Pending* p = nullptr;
+        for (Pending& q : w.pending)
+            if ((q.call.mask & call.mask) != 0) p = &q;
+        if (p != nullptr) {
+            const auto first = [&] { return std::string(p->call.name) + " at " + site(p->call.where); };
+            if (p->call.mask != call.mask)
+                throw launch_error(at() + " with mask " + hex(call.mask) + " meets lanes waiting at " + first() +
+                                   " with mask " + hex(p->call.mask) + ": lanes that meet must name the same lanes");
+            if ((p->call.name != call.name && std::string_view(p->call.name) != call.name) ||
+                p->call.where.line() != call.where.line() ||
+                p->call.where.column() != call.where.column())
+                throw launch_error(at() + ": other lanes named in the mask " + hex(call.mask) + " wait at " + first() +
+                                   " -- the warp has diverged (a *_sync call inside an if?)");
+            if (p->call.check != call.check)
+                throw launch_error(at() + ": lanes of the warp pass different pointers or leading dimensions");
+        } else {
+            w.pending.push_back(Pending{call, 0, {}, {}});
+            p = &w.pending.back();
+        }
+        p->arrived |= bit;
+        p->value[lane] = call.value;
+        p->source[lane] = call.source_lane;
+        if (p->arrived == p->call.mask) {
+            complete(w, f.linear / 32, *p, at);
+            w.pending.erase(w.pending.begin() + (p - w.pending.data()));
+        } else {
+            f.state = State::warp_waiting;
+            suspend(f, false);
+        }
+        return {w.result[lane], w.sequence_of[lane]};
+    }
+
+    detail::WarpScratch& scratch() override { return warps_[current_->linear / 32].scratch; }
+
+    Moment now() override {
+        const Fiber& f = *current_;
+        return {epoch_base_ | block_barriers_, warps_[f.linear / 32].sequence_of[f.linear % 32], f.linear};
+    }
+    std::string thread_name(std::uint32_t linear) override { return str(launch_.thread_index(linear)); }
+
+    void shared(const std::source_location& where, std::uint32_t word) override {
+        ++shared_.accesses;
+        const unsigned lane = current_->linear % 32;
+        Warp& w = warps_[current_->linear / 32];
+        const auto same = [&](const Site& c) {
+            return c.line == where.line() && c.column == where.column() && c.file == where.file_name();
+        };
+        Site* s = w.last_site < w.sites.size() && same(w.sites[w.last_site]) ? &w.sites[w.last_site] : nullptr;
+        for (std::size_t n = 0; s == nullptr && n < w.sites.size(); ++n)
+            if (same(w.sites[n])) s = &w.sites[n];
+        if (s == nullptr) {
+            w.sites.push_back(Site{where.file_name(), where.line(), where.column(), {}, {}, {}});
+            s = &w.sites.back();
+        }
+        w.last_site = std::size_t(s - w.sites.data());
+        const std::uint32_t k = s->next[lane]++;
+        if (k >= s->lanes.size()) s->words.emplace_back(), s->lanes.push_back(0);
+        s->words[k][lane] = word;
+        s->lanes[k] |= 1u << lane;
+    }
+
 private:
-    enum class State { ready, waiting, done, failed };
+    enum class State { ready, waiting, warp_waiting, done, failed };
     struct Fiber {
-        Fiber(std::size_t stack_size, dim3 idx) : stack(stack_size), index(idx) {}
+        Fiber(std::size_t stack_size, dim3 idx, unsigned t) : stack(stack_size), index(idx), linear(t) {}
         FiberStack stack;
         dim3 index;
+        unsigned linear;  // x fastest: warp linear / 32, lane linear % 32
         ucontext_t context{};
+        void* jump[5] = {};    // where suspend() left off (__builtin_setjmp's buffer)
+        bool started = false;  // entered once through its ucontext; since then by jump
         State state = State::ready;
         std::uint64_t barriers = 0;
     };
+
+    // A switch costs a swapcontext only the first time a fiber runs in a block. After that it is
+    // __builtin_setjmp / __builtin_longjmp: the registers and the stack pointer, no signal mask
+    // (swapcontext makes a system call for that each time, which warp-level kernels, meeting
+    // their lanes dozens of times per row, would pay millions of times). Under AddressSanitizer
+    // every switch stays a swapcontext, wrapped in the annotations it needs.
+    [[gnu::noinline, noreturn]] static void jump_to(void** buffer) { __builtin_longjmp(buffer, 1); }
 
     static thread_local FiberBlock* running_;
 
@@ -235,10 +365,17 @@ private:
 #if HEADWISE_ASAN_FIBERS
         void* fake_stack = nullptr;
         __sanitizer_start_switch_fiber(&fake_stack, f.stack.bottom(), f.stack.size());
-#endif
         swapcontext(&scheduler_, &f.context);
-#if HEADWISE_ASAN_FIBERS
         __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+        if (__builtin_setjmp(scheduler_jump_) == 0) {
+            if (!f.started) {
+                f.started = true;
+                swapcontext(&scheduler_, &f.context);  // returns only by the jump back to scheduler_jump_
+            } else {
+                jump_to(f.jump);
+            }
+        }
 #endif
         tl_worker = outer;
     }
@@ -247,10 +384,10 @@ private:
 #if HEADWISE_ASAN_FIBERS
         void* fake_stack = nullptr;
         __sanitizer_start_switch_fiber(finished ? nullptr : &fake_stack, scheduler_bottom_, scheduler_size_);
-#endif
         swapcontext(&f.context, &scheduler_);
-#if HEADWISE_ASAN_FIBERS
         __sanitizer_finish_switch_fiber(fake_stack, &scheduler_bottom_, &scheduler_size_);
+#else
+        if (__builtin_setjmp(f.jump) == 0) jump_to(scheduler_jump_);
 #endif
     }
 
@@ -260,10 +397,128 @@ private:
 #endif
     }
 
+    // A warp collective some lanes have reached.
+    struct Pending {
+        detail::WarpCall call;  // as the first lane made it
+        unsigned arrived;
+        std::array<std::uint64_t, 32> value;
+        std::array<int, 32> source;
+    };
+    // The k-th shared access at one source location by each lane since the warp last met.
+    struct Site {
+        const char* file;
+        unsigned line, column;
+        std::vector<std::array<std::uint32_t, 32>> words;  // [k][lane]
+        std::vector<std::uint32_t> lanes;                  // [k]: which lanes made a k-th access
+        std::array<std::uint32_t, 32> next;                // per lane: its next k
+    };
+    struct Warp {
+        std::vector<Pending> pending;
+        std::array<std::uint64_t, 32> result{};
+        std::array<std::uint64_t, 32> sequence_of{};
+        std::uint64_t sequence = 0;
+        std::vector<Site> sites;
+        std::size_t last_site = 0;  // where the previous access was: usually where the next one is
+        detail::WarpScratch scratch;
+    };
+
+    // Every lane named in the mask has arrived: hand out the results.
+    template <class At>
+    void complete(Warp& w, unsigned warp, const Pending& p, const At& at) {
+        const unsigned mask = p.call.mask;
+        std::uint64_t vote = 0;
+        for (unsigned l = 0; l < 32; ++l)
+            if ((mask >> l & 1u) && p.value[l] != 0) vote |= std::uint64_t(1) << l;
+        ++w.sequence;
+        for (unsigned l = 0; l < 32; ++l) {
+            if (!(mask >> l & 1u)) continue;
+            std::uint64_t r = 0;
+            switch (p.call.op) {
+                case detail::WarpOp::shfl: {
+                    const int src = p.source[l];
+                    if (src >= 0 && !(mask >> src & 1u))
+                        throw launch_error(at() + ": lane " + std::to_string(l) + " reads lane " + std::to_string(src) +
+                                           ", which the mask " + hex(mask) + " leaves out");
+                    r = src < 0 ? p.value[l] : p.value[unsigned(src)];
+                    break;
+                }
+                case detail::WarpOp::ballot: r = vote; break;
+                case detail::WarpOp::any: r = vote != 0; break;
+                case detail::WarpOp::all: r = vote == mask; break;
+                case detail::WarpOp::sync:
+                case detail::WarpOp::wmma: break;
+            }
+            w.result[l] = r;
+            w.sequence_of[l] = w.sequence;
+            Fiber& lane = *fibers_[warp * 32 + l];
+            if (lane.state == State::warp_waiting) lane.state = State::ready;
+        }
+        ++collectives_;
+        flush_banks(w);
+    }
+
+    // Nothing can run and a collective still waits: name a lane that will never come, and why.
+    std::string stuck(const Warp& w) const {
+        const Pending& p = w.pending.front();
+        const unsigned warp = unsigned(&w - warps_.data());
+        const unsigned missing = p.call.mask & ~p.arrived;
+        unsigned lane = 0;
+        while (!(missing >> lane & 1u)) ++lane;
+        const unsigned t = warp * 32 + lane;
+        std::string why;
+        if (t >= fibers_.size()) {
+            why = "it does not exist: the block has " + std::to_string(fibers_.size()) + " threads";
+        } else {
+            switch (fibers_[t]->state) {
+                case State::done: why = "it has returned from the kernel"; break;
+                case State::waiting: why = "it is waiting at __syncthreads()"; break;
+                default: why = "it is waiting at another warp collective"; break;
+            }
+        }
+        return std::string(p.call.name) + " with mask " + hex(p.call.mask) + " at " + site(p.call.where) + ", block " +
+               str(blockIdx) + " warp " + std::to_string(warp) + ": lane " + std::to_string(lane) +
+               " is named in the mask but never gets there (" + why +
+               "). Every lane named in a *_sync mask must make the same call: is it inside an if, or after an early return?";
+    }
+
+    // Turns the accesses logged since the warp last met into requests and wavefronts.
+    void flush_banks(Warp& w) {
+        for (Site& s : w.sites) {
+            for (std::size_t k = 0; k < s.lanes.size() && s.lanes[k] != 0; ++k) {
+                // Distinct words per bank: each bank keeps the words it has seen (a few at most).
+                std::uint32_t seen[32][32];
+                int per_bank[32] = {};
+                int worst = 0;
+                for (unsigned l = 0; l < 32; ++l) {
+                    if (!(s.lanes[k] >> l & 1u)) continue;
+                    const std::uint32_t word = s.words[k][l], bank = word % 32;
+                    bool known = false;
+                    for (int e = 0; e < per_bank[bank] && !known; ++e) known = seen[bank][e] == word;
+                    if (!known) seen[bank][per_bank[bank]++] = word, worst = std::max(worst, per_bank[bank]);
+                }
+                ++shared_.requests;
+                shared_.wavefronts += std::uint64_t(worst);
+                s.lanes[k] = 0;
+            }
+            s.next.fill(0);
+        }
+    }
+
     Launch& launch_;
     bool reversed_;
     std::vector<std::unique_ptr<Fiber>> fibers_;
+    std::vector<Warp> warps_;
+    SharedTraffic shared_;
+    std::uint64_t collectives_ = 0;
+    std::uint64_t epoch_base_ = 0;      // this block's serial number << 32
+    std::uint64_t block_barriers_ = 0;  // barrier intervals so far in this block, from 1
+
+    static std::uint64_t next_block_serial() {
+        static std::atomic<std::uint64_t> serial{0};
+        return ++serial;
+    }
     ucontext_t scheduler_{};
+    void* scheduler_jump_[5] = {};
     Fiber* current_ = nullptr;
     std::uint64_t barriers_ = 0;
     [[maybe_unused]] const void* scheduler_bottom_ = nullptr;
@@ -295,6 +550,8 @@ LaunchStats run_fibers(Launch& launch, bool reversed) {
     stats.traffic.store_bytes = detail::traffic.store_bytes - before.store_bytes;
     detail::traffic = before;
     stats.barriers = block.barriers();
+    stats.shared = block.shared_traffic();
+    stats.warp_collectives = block.collectives();
     return stats;
 #endif
 }
@@ -312,6 +569,14 @@ public:
         ++count_;
         block_barrier_->arrive_and_wait();
     }
+    detail::WarpResult warp(const detail::WarpCall& call) override {
+        throw launch_error(std::string(call.name) + " at " + site(call.where) +
+                           ": warp collectives run under the fiber schedules only (fibers, fibers_reversed)");
+    }
+    detail::WarpScratch& scratch() override { throw launch_error("wmma runs under the fiber schedules only"); }
+    void shared(const std::source_location&, std::uint32_t) override {}  // banks are counted under fibers only
+    Moment now() override { return {}; }                                 // and races checked
+    std::string thread_name(std::uint32_t) override { return "?"; }
 
 private:
     std::optional<std::barrier<>>& block_barrier_;
@@ -387,6 +652,75 @@ void sync_block() {
     tl_worker->sync();
 }
 
+WarpResult warp_collective(const WarpCall& call) {
+    if (tl_worker == nullptr) throw launch_error(std::string(call.name) + " called outside a kernel launch");
+    return tl_worker->warp(call);
+}
+
+WarpScratch& warp_scratch(std::source_location where) {
+    if (tl_worker == nullptr) throw launch_error("wmma called outside a kernel launch at " + site(where));
+    return tl_worker->scratch();
+}
+
+void shared_access(const std::source_location& where, std::uint32_t word) {
+    if (tl_worker != nullptr) tl_worker->shared(where, word);
+}
+
+namespace {
+
+std::string at_line(const char* file, std::uint32_t line) {
+    std::string f = file == nullptr ? "?" : file;
+    const std::size_t slash = f.find_last_of('/');
+    if (slash != std::string::npos) f = f.substr(slash + 1);
+    return f + ":" + std::to_string(line);
+}
+
+// Were `other`'s access (at warp-collective count other_seq) and the current thread's ordered by
+// something other than a barrier: the same thread, or two lanes of one warp that met since?
+bool ordered(const Worker::Moment& now, std::uint32_t other, std::uint64_t other_seq) {
+    return other == now.thread || (other / 32 == now.thread / 32 && now.seq > other_seq);
+}
+
+[[noreturn]] void race(Worker& w, const Worker::Moment& now, const char* verb, int r, int c,
+                       const std::source_location& where, std::uint32_t other, const char* other_verb,
+                       const char* other_file, std::uint32_t other_line) {
+    throw launch_error("shared memory race in block " + str(blockIdx) + ": thread " + w.thread_name(now.thread) + " " +
+                       verb + " element (" + std::to_string(r) + ", " + std::to_string(c) + ") of a shared tile at " +
+                       site(where) + ", which thread " + w.thread_name(other) + " " + other_verb + " at " +
+                       at_line(other_file, other_line) +
+                       " since the last __syncthreads(): a __syncthreads() is missing between the two lines");
+}
+
+}  // namespace
+
+void shared_read(SharedWord& word, int r, int c, const std::source_location& where) {
+    if (tl_worker == nullptr) return;
+    const Worker::Moment now = tl_worker->now();
+    if (now.epoch == 0) return;
+    if (word.write_epoch == now.epoch && !ordered(now, word.writer, word.write_seq))
+        race(*tl_worker, now, "reads", r, c, where, word.writer, "wrote", word.write_file, word.write_line);
+    word.read_epoch = now.epoch, word.read_seq = now.seq, word.reader = now.thread;
+    word.read_file = where.file_name(), word.read_line = where.line();
+}
+
+void shared_write(SharedWord& word, int r, int c, const std::source_location& where) {
+    if (tl_worker == nullptr) return;
+    const Worker::Moment now = tl_worker->now();
+    if (now.epoch == 0) return;
+    if (word.write_epoch == now.epoch && !ordered(now, word.writer, word.write_seq))
+        race(*tl_worker, now, "writes", r, c, where, word.writer, "wrote", word.write_file, word.write_line);
+    if (word.read_epoch == now.epoch && !ordered(now, word.reader, word.read_seq))
+        race(*tl_worker, now, "writes", r, c, where, word.reader, "read", word.read_file, word.read_line);
+    word.write_epoch = now.epoch, word.write_seq = now.seq, word.writer = now.thread;
+    word.write_file = where.file_name(), word.write_line = where.line();
+}
+
+void shared_out_of_bounds(int r, int c, int rows, int cols, const std::source_location& where) {
+    throw launch_error("shared memory index out of bounds: (" + std::to_string(r) + ", " + std::to_string(c) +
+                       ") of a (" + std::to_string(rows) + ", " + std::to_string(cols) + ") tile at " + site(where) +
+                       ", in " + here());
+}
+
 void out_of_bounds(bool read_only, std::ptrdiff_t index, std::size_t size) {
     throw launch_error(std::string("global memory ") + (read_only ? "load" : "access") + " out of bounds: index " +
                        std::to_string(index) + " of a " + std::to_string(size) + "-element buffer, in " + here());
@@ -417,3 +751,12 @@ LaunchStats run(dim3 grid, dim3 block, Schedule schedule, Entry entry, const voi
 }  // namespace detail
 
 }  // namespace headwise::emulator
+
+namespace nvcuda::wmma::detail {
+
+void bad_call(const char* what, const std::string& why, const std::source_location& where) {
+    throw headwise::emulator::launch_error(std::string(what) + " at " + headwise::emulator::site(where) + ": " + why +
+                                           ", in " + headwise::emulator::here());
+}
+
+}  // namespace nvcuda::wmma::detail

@@ -25,21 +25,43 @@
 // Fibers are the default (a block of 64 threads costs a few microseconds per barrier instead of
 // 64 kernel-level context switches); under ThreadSanitizer the default is threads.
 //
-// What it does not model: warps and their lockstep execution (no kernel here relies on it),
-// shared-memory bank conflicts, caches (the traffic counted is what the kernel *asks* global
-// memory for, before any L1/L2 would serve it), timing, dynamic shared memory.
+// Warps (fiber schedules only): the threads of a block form warps of 32 lanes in CUDA's linear
+// order. A warp collective -- __shfl_sync, __shfl_xor_sync, __shfl_up_sync, __shfl_down_sync,
+// __ballot_sync, __any_sync, __all_sync, __syncwarp, and every nvcuda::wmma call (emulator/wmma.hpp)
+// -- is a meeting point: each lane named in the mask waits there until all of them have arrived,
+// then each gets its result. Between meeting points lanes run one after another, which is one of
+// the orders a real warp may take since Volta; code that silently relied on lockstep gets wrong
+// answers here, as it may on a GPU. Errors, not tolerance: a lane calling with a mask that leaves
+// itself out, lanes of one warp reaching different collectives (or the same one with different
+// masks or operands), a lane reading from a lane outside the mask, and a lane named in the mask
+// that never arrives (it returned early, or waits at __syncthreads, or does not exist) each stop
+// the launch with the kernel's file:line. The stricter-than-Volta part: lanes meeting at different
+// lines are reported even when the hardware might let them through.
+//
+// Shared-memory banks and races: accesses through shared_tile<T, R, C> are checked against the
+// tile's bounds, grouped into warp requests to count bank conflicts (runtime.hpp, SharedTraffic;
+// each tile assumed to start at bank 0), and checked for races between __syncthreads() (fiber
+// schedules). Plain __shared__ arrays and wmma loads and stores are not
+// counted (a wmma fragment's layout is the hardware's secret).
+//
+// What it does not model: caches (the traffic counted is what the kernel *asks* global memory
+// for, before any L1/L2 would serve it), timing, dynamic shared memory, 8- and 16-byte shared
+// accesses.
 #pragma once
 
 #ifdef __CUDACC__
 #error "emulator/emulator.hpp is for g++ builds; nvcc compiles the kernels for the GPU"
 #endif
 
+#include "emulator/half.hpp"
 #include "emulator/runtime.hpp"
 
 #include <math.h>  // expf, fmaxf, INFINITY in the global namespace, as CUDA device code has them
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <source_location>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -65,6 +87,118 @@ inline thread_local dim3 gridDim{1, 1, 1};
 
 namespace headwise::emulator::detail {
 void sync_block();  // the barrier itself, in emulator.cpp
+
+enum class WarpOp : std::uint8_t { shfl, ballot, any, all, sync, wmma };
+
+// One lane's arrival at a warp collective.
+struct WarpCall {
+    const char* name;          // "__shfl_xor_sync", as the kernel wrote it
+    WarpOp op;
+    unsigned mask;             // the lanes that must meet here
+    std::uint64_t value;       // this lane's operand (its bits)
+    int source_lane;           // shfl: the lane whose operand this lane receives; -1: its own
+    std::uint64_t check;       // must be the same in every lane (wmma: the pointer, ldm and layout)
+    std::source_location where;
+};
+struct WarpResult {
+    std::uint64_t value;     // shfl: the source lane's operand; ballot: the vote; any/all: 0 or 1
+    std::uint64_t sequence;  // how many collectives this warp has completed, this one included
+};
+WarpResult warp_collective(const WarpCall& call);
+
+// Scratch memory of the calling lane's warp (wmma computes a product once and hands it to all lanes).
+struct WarpScratch {
+    std::uint64_t sequence = ~std::uint64_t(0);
+    float values[256];
+};
+WarpScratch& warp_scratch(std::source_location where);
+
+// One lane's access to the 4-byte word `word` of a shared tile, at `where` in the kernel.
+void shared_access(const std::source_location& where, std::uint32_t word);
+[[noreturn]] void shared_out_of_bounds(int r, int c, int rows, int cols, const std::source_location& where);
+
+// The calling thread's lane: its linear index in the block (x fastest) modulo 32.
+inline unsigned lane_id() {
+    return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u;
+}
+
+template <class T>
+std::uint64_t to_bits(const T& x) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp shuffles move values of at most 8 bytes");
+    std::uint64_t u = 0;
+    std::memcpy(&u, &x, sizeof(T));
+    return u;
+}
+template <class T>
+T from_bits(std::uint64_t u) {
+    T x;
+    std::memcpy(&x, &u, sizeof(T));
+    return x;
+}
+
+template <class T>
+T shuffle(const char* name, unsigned mask, T var, int source, const std::source_location& where) {
+    return from_bits<T>(warp_collective({name, WarpOp::shfl, mask, to_bits(var), source, 0, where}).value);
+}
+
+}  // namespace headwise::emulator::detail
+
+// ---------------------------------------------------------------------------------------------
+// Warp-level primitives, with CUDA's signatures (plus the call site, filled in by the compiler).
+inline constexpr int warpSize = 32;
+
+// Lane (lane / width) * width + src_lane % width's var.
+template <class T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
+              std::source_location where = std::source_location::current()) {
+    const int lane = int(headwise::emulator::detail::lane_id());
+    const int source = (lane / width) * width + ((src_lane % width) + width) % width;
+    return headwise::emulator::detail::shuffle("__shfl_sync", mask, var, source, where);
+}
+// Lane lane ^ lane_mask's var (a butterfly); the lane's own if that leaves its width-segment.
+template <class T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
+                  std::source_location where = std::source_location::current()) {
+    const int lane = int(headwise::emulator::detail::lane_id());
+    const int source = lane ^ lane_mask;
+    const bool inside = source / width == lane / width && source < warpSize;
+    return headwise::emulator::detail::shuffle("__shfl_xor_sync", mask, var, inside ? source : -1, where);
+}
+// Lane lane + delta's var; the lane's own when that is past the end of its width-segment.
+template <class T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
+                   std::source_location where = std::source_location::current()) {
+    const int lane = int(headwise::emulator::detail::lane_id());
+    const bool inside = lane % width + int(delta) < width;
+    return headwise::emulator::detail::shuffle("__shfl_down_sync", mask, var, inside ? lane + int(delta) : -1, where);
+}
+// Lane lane - delta's var; the lane's own when that is before the start of its width-segment.
+template <class T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
+                 std::source_location where = std::source_location::current()) {
+    const int lane = int(headwise::emulator::detail::lane_id());
+    const bool inside = lane % width >= int(delta);
+    return headwise::emulator::detail::shuffle("__shfl_up_sync", mask, var, inside ? lane - int(delta) : -1, where);
+}
+// Bit l set when lane l is in the mask and its predicate is non-zero.
+inline unsigned __ballot_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+    using namespace headwise::emulator::detail;
+    return unsigned(warp_collective({"__ballot_sync", WarpOp::ballot, mask, predicate != 0, -1, 0, where}).value);
+}
+inline int __any_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+    using namespace headwise::emulator::detail;
+    return int(warp_collective({"__any_sync", WarpOp::any, mask, predicate != 0, -1, 0, where}).value);
+}
+inline int __all_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+    using namespace headwise::emulator::detail;
+    return int(warp_collective({"__all_sync", WarpOp::all, mask, predicate != 0, -1, 0, where}).value);
+}
+// The lanes in the mask wait for each other (and see each other's shared-memory writes).
+inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where = std::source_location::current()) {
+    using namespace headwise::emulator::detail;
+    asm volatile("" ::: "memory");
+    warp_collective({"__syncwarp", WarpOp::sync, mask, 0, -1, 0, where});
+    asm volatile("" ::: "memory");
 }
 
 // Every thread of the block waits here until all have arrived. The empty asm statements tell the
@@ -164,6 +298,88 @@ global_ptr<T> slice(global_ptr<T> p, std::size_t offset, std::size_t count) {
     return global_ptr<T>(p.get() + offset, count);
 }
 
+namespace detail {
+
+// Who last wrote and who last read one element of a shared tile, and when: the race check.
+struct SharedWord {
+    std::uint64_t write_epoch = 0, read_epoch = 0;  // block and barrier interval; 0 = never
+    std::uint64_t write_seq = 0, read_seq = 0;      // the thread's warp collectives completed by then
+    std::uint32_t writer = 0, reader = 0;           // linear thread index in the block
+    const char* write_file = nullptr;
+    const char* read_file = nullptr;
+    std::uint32_t write_line = 0, read_line = 0;
+};
+void shared_read(SharedWord& word, int r, int c, const std::source_location& where);
+void shared_write(SharedWord& word, int r, int c, const std::source_location& where);
+
+}  // namespace detail
+
+// One element of a shared tile: reading it and assigning to it go through the race check.
+template <class T>
+class shared_ref {
+public:
+    shared_ref(T& x, detail::SharedWord& word, int r, int c, const std::source_location& where)
+        : x_(x), word_(word), r_(r), c_(c), where_(where) {}
+    shared_ref(const shared_ref&) = default;
+
+    [[gnu::always_inline]] operator T() const {
+        detail::shared_read(word_, r_, c_, where_);
+        return x_;
+    }
+    // A 16-bit element read straight into a float (two conversions C++ would not chain).
+    explicit operator float() const
+        requires(!std::is_same_v<T, float>)
+    {
+        return float(static_cast<T>(*this));
+    }
+    [[gnu::always_inline]] shared_ref& operator=(const T& v) {
+        detail::shared_write(word_, r_, c_, where_);
+        x_ = v;
+        return *this;
+    }
+    shared_ref& operator=(const shared_ref& other) { return *this = static_cast<T>(other); }
+    template <class U>
+    shared_ref& operator*=(const U& v) {
+        return *this = static_cast<T>(static_cast<T>(*this) * v);
+    }
+    template <class U>
+    shared_ref& operator+=(const U& v) {
+        return *this = static_cast<T>(static_cast<T>(*this) + v);
+    }
+
+private:
+    T& x_;
+    detail::SharedWord& word_;
+    int r_, c_;
+    std::source_location where_;
+};
+
+// A (Rows, Cols) tile of __shared__ memory: `__shared__ shared_tile<float, 32, 65> k_tile;` and
+// k_tile(r, c) for an element, k_tile.ptr(r, c) for its address (wmma loads and stores). Under nvcc
+// the same name is a plain array in a struct (kernels/portable.cuh). Here every access through
+// operator() is bounds-checked, goes into the bank-conflict count, and is checked for races: a
+// thread reading an element another thread wrote since the last __syncthreads() (or writing one
+// another thread read or wrote), unless both are lanes of one warp that have met at a warp
+// collective since, stops the launch naming both lines. (Accesses through ptr() -- wmma -- are
+// neither counted nor checked.)
+template <class T, int Rows, int Cols>
+struct shared_tile {
+    static_assert(sizeof(T) <= 4, "the bank model covers 1-, 2- and 4-byte elements");
+    alignas(128) T data[Rows][Cols];
+    detail::SharedWord words[Rows][Cols];
+
+    [[gnu::always_inline]] shared_ref<T> operator()(int r, int c,
+                                                    std::source_location where = std::source_location::current()) {
+        if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);
+        detail::shared_access(where, static_cast<std::uint32_t>((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) / 4));
+        return shared_ref<T>(data[r][c], words[r][c], r, c, where);
+    }
+    T* ptr(int r, int c, std::source_location where = std::source_location::current()) {
+        if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);
+        return &data[r][c];
+    }
+};
+
 // kernel<<<grid, block>>>(args...) becomes launch(grid, block, kernel, args...). Arguments are
 // converted to the kernel's parameter types once and every thread receives copies, as on a GPU.
 // Blocks run one after another; threads of a block as the schedule says. Throws launch_error.
@@ -188,3 +404,5 @@ LaunchStats launch(dim3 grid, dim3 block, void (*kernel)(Params...), Args&&... a
 }
 
 }  // namespace headwise::emulator
+
+#include "emulator/wmma.hpp"  // nvcuda::wmma, the tensor-core fragments

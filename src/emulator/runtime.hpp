@@ -23,8 +23,23 @@ struct Traffic {
     }
 };
 
+// Shared-memory accesses made through shared_tile (emulator/emulator.hpp), grouped the way a warp
+// issues them: the k-th access at one source line by each lane of a warp, between two warp-wide
+// points (a warp collective or a barrier), is one request. A request is served in wavefronts:
+// 32 banks of 4-byte words, one word per bank per wavefront, so it takes as many wavefronts as the
+// most distinct words any one bank holds among its addresses (lanes reading the same word share it).
+// conflicts() = wavefronts beyond one per request: the serialisation bank conflicts cost.
+struct SharedTraffic {
+    std::uint64_t accesses = 0;   // per lane
+    std::uint64_t requests = 0;   // per warp
+    std::uint64_t wavefronts = 0;
+    std::uint64_t conflicts() const { return wavefronts - requests; }
+};
+
 struct LaunchStats {
     Traffic traffic;
+    SharedTraffic shared;
+    std::uint64_t warp_collectives = 0;  // shuffles, ballots, __syncwarp()s and wmma calls completed, per warp
     std::uint64_t blocks = 0;
     std::uint64_t threads_per_block = 0;
     std::uint64_t barriers = 0;  // __syncthreads() completed, summed over blocks

@@ -1,10 +1,13 @@
-// kernels/attention_kernels.hpp -- the three attention kernels, seen from plain C++ host code.
+// kernels/attention_kernels.hpp -- the five attention kernels, seen from plain C++ host code.
 //
-//   naive   naive.cuh    one thread per query row, 3 passes, N x N scratch in global memory
-//   online  online.cuh   one thread per query row, 1 pass, running max / normaliser / output
-//   tiled   tiled.cuh    one block per 64 query rows, K/V tiles in shared memory (flash-style)
+//   naive        naive.cuh        one thread per query row, 3 passes, N x N scratch in global memory
+//   online       online.cuh       one thread per query row, 1 pass, running max / normaliser / output
+//   tiled        tiled.cuh        one block per 64 query rows, K/V tiles in shared memory (flash-style)
+//   warp         warp.cuh         a warp per query row at a time: lanes split keys and d_head, shuffles
+//   tensor_core  tensor_core.cuh  wmma 16x16x16 tiles, fp16 (or bf16) inputs, fp32 softmax and output
 //
-// Every buffer is fp32 (or int for key_len), contiguous, in PyTorch's order:
+// Every buffer is fp32 (or int for key_len), contiguous, in PyTorch's order (tensor_core rounds
+// q, k, v to 16 bits before it starts: its inputs on a GPU are 16-bit buffers):
 //   q, k, v, out  (B, H, N, d_head)
 //   key_len       (B): keys j >= key_len[b] are padding, masked for every query of sequence b
 // This header knows neither CUDA nor the emulator's macros: the lesson and the tests include it.
@@ -17,15 +20,19 @@
 #include <array>
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 namespace headwise::kernels {
 
-enum class Version { naive, online, tiled };
-inline constexpr std::array<Version, 3> versions{Version::naive, Version::online, Version::tiled};
+enum class Version { naive, online, tiled, warp, tensor_core };
+inline constexpr std::array<Version, 5> versions{Version::naive, Version::online, Version::tiled, Version::warp,
+                                                 Version::tensor_core};
 std::string_view name(Version v);
+// tensor_core computes from 16-bit inputs: it is checked with its own, derived tolerance.
+inline constexpr bool sixteen_bit(Version v) { return v == Version::tensor_core; }
 
-// online and tiled keep a query row in registers, so they exist for these d_head only;
-// naive takes any d_head.
+// online, tiled and warp keep query rows in registers, so they exist for these d_head only;
+// tensor_core for the multiples of 16 among them; naive takes any d_head.
 inline constexpr std::array<int, 5> compiled_d_heads{8, 16, 32, 64, 128};
 bool supports(Version v, int d_head);
 
@@ -36,6 +43,7 @@ struct Problem {
     int d_head = 64;
     bool causal = false;
     float scale = 0.0f;  // 0 = the usual 1 / sqrt(d_head)
+    bool bf16 = false;   // tensor_core only: bf16 instead of fp16 inputs (emulator only)
     float effective_scale() const;
 };
 
@@ -51,6 +59,7 @@ struct LaunchConfig {
     std::array<unsigned, 3> block;  // threads per block, x y z
     std::size_t shared_bytes;       // static __shared__ memory per block
     std::size_t scratch_floats;     // extra global memory the kernel needs (naive's (B, H, N, N))
+    unsigned rows_per_block = 0;    // query rows one block owns
 };
 LaunchConfig launch_config(Version v, const Problem& p);
 
@@ -58,9 +67,23 @@ LaunchConfig launch_config(Version v, const Problem& p);
 // in an int, a d_head `v` has no build for, a key_len outside [0, N] (when key_len is given).
 void validate(Version v, const Problem& p, const int* key_len = nullptr);
 
+// About how many global and shared accesses the emulator makes to run versions 1-5 and the
+// reference once each on `p` (~8 d_head per (query, key) pair for versions 1-3 and the reference,
+// ~30 d_head more for the warp-level versions, which meet their lanes at every shuffle and log
+// every shared access for the bank count), and how many a lesson may ask for: the emulator does
+// ~0.5e9 a second, so the budget is about 15 s.
+double emulation_accesses(const Problem& p);
+inline constexpr double emulation_budget = 6e9;
+
 // Element counts for sizes and buffers: B*H*N*d_head and B*H*N*N.
 std::size_t qkv_elements(const Problem& p);
 std::size_t scores_elements(const Problem& p);
+
+// q, k or v as tensor_core reads it: every element rounded to fp16 (or bf16) and back to float.
+std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16 = false);
+
+// The warp kernel with its K tile unpadded (32-way bank conflicts), for the lesson and the tests.
+emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out);
 
 // Runs `v` on the CPU emulator: out (B, H, N, d_head) is written, global-memory traffic counted.
 // Throws emulator::launch_error if the kernel misbehaves, std::invalid_argument for an

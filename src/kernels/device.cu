@@ -4,7 +4,9 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
+#include "kernels/tensor_core.cuh"
 #include "kernels/tiled.cuh"
+#include "kernels/warp.cuh"
 
 #include <cuda_runtime.h>
 
@@ -32,6 +34,7 @@ public:
     Buffer(const T* host, std::size_t n) : Buffer(n) {
         check(cudaMemcpy(p_, host, n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
     }
+    explicit Buffer(const std::vector<T>& host) : Buffer(host.data(), host.size()) {}
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
     ~Buffer() { cudaFree(p_); }
@@ -62,13 +65,25 @@ struct Problem_on_device {
           key_len(in.key_len, static_cast<std::size_t>(p.batch)),
           scratch(cfg.scratch_floats),
           out(n),
+          q16(sixteen_bit(v) ? to_half(in.q, n) : std::vector<__half>()),
+          k16(sixteen_bit(v) ? to_half(in.k, n) : std::vector<__half>()),
+          v16(sixteen_bit(v) ? to_half(in.v, n) : std::vector<__half>()),
           args{p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal} {}
+
+    // The tensor-core kernel's inputs: each element rounded to fp16 on the host (round to nearest
+    // even, the same bits as the emulator's), then uploaded as fp16.
+    static std::vector<__half> to_half(const float* x, std::size_t n) {
+        std::vector<__half> h(n);
+        for (std::size_t e = 0; e < n; ++e) h[e] = __float2half_rn(x[e]);
+        return h;
+    }
 
     LaunchConfig cfg;
     std::size_t n;
     Buffer<float> q, k, v;
     Buffer<int> key_len;
     Buffer<float> scratch, out;
+    Buffer<__half> q16, k16, v16;  // tensor_core only (empty otherwise)
     AttentionArgs args;
 };
 
@@ -79,8 +94,15 @@ void with_kernel(Version v, int d_head, F&& f) {
     if (v == Version::naive) return f(&attention_naive);
     with_d_head(d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
-        if (v == Version::online) f(&attention_online<D>);
-        else f(&attention_tiled<D>);
+        switch (v) {
+            case Version::online: f(&attention_online<D>); break;
+            case Version::tiled: f(&attention_tiled<D>); break;
+            case Version::warp: f(&attention_warp<D>); break;
+            case Version::tensor_core:
+                if constexpr (D % 16 == 0) f(&attention_tensor_core<D, __half>);
+                break;
+            case Version::naive: break;
+        }
     });
 }
 
@@ -93,12 +115,26 @@ void launch(Version v, const Problem& p, Problem_on_device& dev) {
     } else {
         with_d_head(p.d_head, [&](auto d) {
             constexpr int D = decltype(d)::value;
-            if (v == Version::online)
-                attention_online<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
-                                                     dev.out.get(), dev.args);
-            else
-                attention_tiled<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
-                                                    dev.out.get(), dev.args);
+            switch (v) {
+                case Version::online:
+                    attention_online<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
+                                                         dev.out.get(), dev.args);
+                    break;
+                case Version::tiled:
+                    attention_tiled<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
+                                                        dev.out.get(), dev.args);
+                    break;
+                case Version::warp:
+                    attention_warp<D><<<grid, block>>>(dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(),
+                                                       dev.out.get(), dev.args);
+                    break;
+                case Version::tensor_core:
+                    if constexpr (D % 16 == 0)
+                        attention_tensor_core<D, __half><<<grid, block>>>(dev.q16.get(), dev.k16.get(), dev.v16.get(),
+                                                                          dev.key_len.get(), dev.out.get(), dev.args);
+                    break;
+                case Version::naive: break;
+            }
         });
     }
     check(cudaGetLastError(), "kernel launch");
@@ -111,11 +147,14 @@ bool built_with_nvcc() { return true; }
 Status status() {
     int count = 0;
     const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-        return {false, std::string("cudaGetDeviceCount failed with error ") + std::to_string(static_cast<int>(e)) +
-                           " (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")"};
+    if (e == cudaErrorInsufficientDriver) {
+        int runtime = 0;
+        cudaRuntimeGetVersion(&runtime);
+        return {false, "no NVIDIA driver is loaded, or it is older than CUDA " + std::to_string(runtime / 1000) + "." +
+                           std::to_string(runtime % 1000 / 10) + " needs"};
     }
-    if (count == 0) return {false, "the CUDA driver reports 0 devices"};
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) return {false, "the NVIDIA driver sees no GPU"};
+    if (e != cudaSuccess) return {false, std::string("the CUDA runtime cannot reach a GPU (") + cudaGetErrorName(e) + ")"};
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {false, "cannot read the properties of device 0"};
     return {true, "CUDA device 0: " + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
@@ -156,6 +195,7 @@ Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repea
         check(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
         timing.shared_bytes = attr.sharedSizeBytes;
         timing.registers = attr.numRegs;
+        timing.local_bytes = attr.localSizeBytes;
     });
     return timing;
 }

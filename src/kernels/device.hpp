@@ -1,9 +1,9 @@
 // kernels/device.hpp -- the same kernels on a real GPU, when there is one.
 //
 // Built by nvcc (device.cu) when CMake found it, otherwise a stub (device_none.cpp) whose status()
-// says so. Host code calls status() first: on this course's machines it reports no device
-// (cudaGetDeviceCount fails with error 35, "insufficient driver"), and the lesson and the tests
-// fall back to the emulator or skip, saying which.
+// says so. Host code calls status() first: on this course's machines it reports no device (nvcc
+// is installed but no driver: cudaGetDeviceCount fails with cudaErrorInsufficientDriver), and the
+// lesson and the tests fall back to the emulator or skip, saying which in plain words.
 #pragma once
 
 #include "kernels/attention_kernels.hpp"
@@ -14,7 +14,7 @@ namespace headwise::kernels::device {
 
 struct Status {
     bool available = false;
-    std::string text;  // "CUDA device 0: <name> (sm_80, 108 SMs)" or why there is none
+    std::string text;  // "CUDA device 0: <name> (sm_80, 108 SMs)" or why there is none, in words
 };
 Status status();
 bool built_with_nvcc();
@@ -28,6 +28,7 @@ struct Timing {
     double min_ms = 0.0;
     std::size_t shared_bytes = 0;  // static shared memory per block, as the compiled kernel reports it
     int registers = 0;             // registers per thread, as the compiled kernel reports it
+    std::size_t local_bytes = 0;   // local memory per thread (register spills), as reported
 };
 // `warmup` untimed launches, then `repeats` launches each between two cudaEvents.
 Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repeats);

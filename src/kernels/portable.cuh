@@ -9,6 +9,10 @@
 
 #ifdef __CUDACC__
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
 namespace headwise::kernels {
 template <class T>
 using global_ptr = T*;
@@ -17,7 +21,18 @@ template <class T>
 __device__ __forceinline__ T* slice(T* p, std::size_t offset, std::size_t /*count*/) {
     return p + offset;
 }
+
+// A (Rows, Cols) __shared__ tile: t(r, c) is an element, t.ptr(r, c) its address. On the emulator
+// the same name checks bounds and counts bank conflicts (emulator/emulator.hpp).
+template <class T, int Rows, int Cols>
+struct shared_tile {
+    alignas(128) T data[Rows][Cols];
+    __device__ __forceinline__ T& operator()(int r, int c) { return data[r][c]; }
+    __device__ __forceinline__ T* ptr(int r, int c) { return &data[r][c]; }
+};
 }  // namespace headwise::kernels
+
+#define HEADWISE_UNROLL _Pragma("unroll")
 
 #else
 
@@ -25,8 +40,11 @@ __device__ __forceinline__ T* slice(T* p, std::size_t offset, std::size_t /*coun
 
 namespace headwise::kernels {
 using emulator::global_ptr;
+using emulator::shared_tile;
 using emulator::slice;
 }  // namespace headwise::kernels
+
+#define HEADWISE_UNROLL
 
 #endif
 

@@ -2,7 +2,7 @@
 // learner's version to a timestamped backup that it names.
 //
 // The order of the steps is what makes it safe; each one can fail without losing anything:
-//   1. make the stubs from solutions/ (make_stub.cmake, into a temporary directory)
+//   1. make the stubs from solutions/ (gradekit/stub.hpp, in memory)
 //   2. nothing differs from the stub: say so and stop (no backup, no question)
 //   3. ask, unless --yes (no answer, or stdin closed, means no)
 //   4. copy every learner file into the backup directory, flush it to disk, read it back and

@@ -1,5 +1,7 @@
 #include "exercise_files.hpp"
 
+#include "gradekit/stub.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -26,47 +28,13 @@ std::optional<std::string> read_file(const fs::path& p) {
     return s.str();
 }
 
-namespace {
-
-// A temporary directory removed with its content at the end of the scope.
-struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-        std::string templ = (fs::temp_directory_path() / "headwise-stub-XXXXXX").string();
-        if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
-        path = templ;
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-bool is_marker(const std::string& line, const char* marker) {
-    const auto first = line.find_first_not_of(" \t");
-    const auto last = line.find_last_not_of(" \t\r");
-    return first != std::string::npos && line.compare(first, last - first + 1, marker) == 0;
-}
-
-}  // namespace
-
 std::map<std::string, std::string> pristine_stubs(const Exercise& e) {
-    const fs::path script = source_dir() / "cmake" / "make_stub.cmake";
-    if (!fs::exists(script)) throw std::runtime_error(fmt::format("cannot make stubs: {} is missing", script.string()));
-    ScratchDir scratch;
     std::map<std::string, std::string> stubs;
     for (const auto& file : e.files) {
         const fs::path solution = solution_path(e, file);
-        if (!fs::exists(solution)) throw std::runtime_error(fmt::format("the reference {} is missing", solution.string()));
-        const fs::path out = scratch.path / fmt::format("{}.stub", stubs.size());
-        const int rc = run_program({"cmake", "-DSOLUTION=" + solution.string(), "-DSTUB=" + out.string(), "-P", script.string()});
-        const auto text = read_file(out);
-        if (rc != 0 || !text) {
-            throw std::runtime_error(fmt::format("cmake/make_stub.cmake failed on {} (exit code {})", solution.string(), rc));
-        }
-        stubs[file] = *text;
+        const auto text = read_file(solution);
+        if (!text) throw std::runtime_error(fmt::format("the reference {} is missing", solution.string()));
+        stubs[file] = gradekit::split_solution(*text, solution.string()).stub;
     }
     return stubs;
 }
@@ -81,23 +49,7 @@ bool is_pristine(const Exercise& e, const std::map<std::string, std::string>& st
 }
 
 std::string solution_view(const std::string& solution_text) {
-    std::istringstream in(solution_text);
-    std::string out, line;
-    bool in_stub = false;
-    while (std::getline(in, line)) {
-        const bool last = in.eof();  // the final line had no newline
-        if (is_marker(line, "// BEGIN SOLUTION")) continue;
-        if (is_marker(line, "// STUB")) {
-            in_stub = true;
-            continue;
-        }
-        if (is_marker(line, "// END SOLUTION")) {
-            in_stub = false;
-            continue;
-        }
-        if (!in_stub) out += last ? line : line + '\n';
-    }
-    return out;
+    return gradekit::split_solution(solution_text, "the solution").solution;
 }
 
 void write_atomically(const fs::path& target, const std::string& bytes) {

@@ -4,8 +4,8 @@
 //                                                   without a backup (see cmd_reset.cpp)
 //   the solution       solutions/<dir>/<file>       with // BEGIN SOLUTION / // STUB /
 //                                                   // END SOLUTION blocks
-//   the pristine stub  made from the solution by cmake/make_stub.cmake (the same script the
-//                      build and the grader's meta-tests use), never read from exercises/
+//   the pristine stub  made from the solution by gradekit/stub.hpp (the one stub generator:
+//                      the build and the grader's meta-tests use it too), never read from exercises/
 #pragma once
 
 #include "common.hpp"
@@ -22,8 +22,8 @@ fs::path solution_path(const Exercise& e, const std::string& file);
 // The file's bytes, or nullopt when it does not exist; throws when it exists but cannot be read.
 std::optional<std::string> read_file(const fs::path& p);
 
-// The pristine stub of every file of `e` (file name -> content), made by make_stub.cmake into a
-// temporary directory. Throws when a solution is missing or the script fails.
+// The pristine stub of every file of `e` (file name -> content). Throws when a solution is
+// missing or its markers are broken.
 std::map<std::string, std::string> pristine_stubs(const Exercise& e);
 
 // True when every learner file exists and equals its pristine stub.

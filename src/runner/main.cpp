@@ -44,6 +44,19 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        // `run 1 --seq 8`: lesson flags given to the runner. Say where they go.
+        const std::vector<std::string> args(argv + 1, argv + argc);
+        if (args.size() >= 3 && args[0] == "run" && std::find(args.begin(), args.end(), "--") == args.end()) {
+            const auto flag = std::find_if(args.begin() + 1, args.end(), [](const std::string& a) { return a.rfind("-", 0) == 0; });
+            if (flag != args.end() && flag != args.begin() + 1) {
+                std::vector<std::string> fixed(args.begin(), flag);
+                fixed.push_back("--");
+                fixed.insert(fixed.end(), flag, args.end());
+                fmt::print(stderr, "headwise: {} is a flag of the lesson, not of the runner: put lesson flags after --, as in "
+                           "./headwise {}\n", *flag, fmt::join(fixed, " "));
+                return exit_usage;
+            }
+        }
         std::string msg = e.what();
         for (char& c : msg)
             if (c == '\n') c = ' ';

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <memory>
 
 namespace headwise::runner {
@@ -17,25 +16,12 @@ std::optional<GradeReport> read_report(const Exercise& e) {
     std::error_code ec;
     const auto written = fs::last_write_time(path, ec);
     if (ec) return std::nullopt;
-    try {
-        std::ifstream in(path);
-        const auto j = nlohmann::json::parse(in);
-        GradeReport r;
-        r.compiled = j.at("compiled").get<bool>();
-        r.passed = j.at("passed").get<int>();
-        r.total = j.at("total").get<int>();
-        const auto failures = j.value("failures", nlohmann::json::array());
-        for (const auto& f : failures) {
-            const auto text = [&](const char* key) {
-                return f.contains(key) && f.at(key).is_string() ? f.at(key).get<std::string>() : std::string();
-            };
-            r.failures.push_back({text("test"), text("message"), text("mistake"), text("explanation")});
-        }
-        r.written = written;
-        return r;
-    } catch (const nlohmann::json::exception&) {
-        return std::nullopt;  // half-written or foreign: grading again rewrites it
-    }
+    auto r = gradekit::read_report(path);
+    if (!r) return std::nullopt;  // half-written or foreign: grading again rewrites it
+    GradeReport g;
+    static_cast<gradekit::Report&>(g) = std::move(*r);
+    g.written = written;
+    return g;
 }
 
 std::string ExerciseStatus::describe() const {

@@ -1,7 +1,7 @@
 // runner/progress.hpp -- where a learner stands, recomputed from what is on disk:
 //
-//   build/grade/<id>.json          the last grade of each exercise (written by the grader,
-//                                  tests/grade/report.cpp; `headwise grade N` refreshes it)
+//   build/grade/<id>.json          the last grade of each exercise (gradekit/report.hpp, written
+//                                  by the grading steps; `headwise grade N` refreshes it)
 //   exercises/<dir>/ vs the stub   "not started" = the learner's files are still the stub
 //   build/headwise-progress.json   the little the runner remembers itself: how many hints of each
 //                                  exercise were shown. Never inside exercises/; deleting it loses
@@ -10,6 +10,8 @@
 
 #include "common.hpp"
 
+#include "gradekit/report.hpp"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -17,17 +19,9 @@
 
 namespace headwise::runner {
 
-struct GradeReport {
-    struct Failure {
-        std::string test, message, mistake, explanation;
-    };
-    bool compiled = false;
-    int passed = 0;
-    int total = 0;
-    std::vector<Failure> failures;
+// The last grade (gradekit/report.hpp, the one report format) and when it was written.
+struct GradeReport : gradekit::Report {
     fs::file_time_type written;
-
-    bool all_passed() const { return compiled && total > 0 && passed == total && failures.empty(); }
 };
 
 fs::path report_path(const Exercise& e);
@@ -46,7 +40,7 @@ struct ExerciseStatus {
     std::string describe() const;
 };
 
-// Reads the report and compares the learner's files with the pristine stubs (runs make_stub).
+// Reads the report and compares the learner's files with the pristine stubs (gradekit/stub.hpp).
 ExerciseStatus exercise_status(const Exercise& e);
 // Only the report: has the last grade passed every test?
 bool exercise_passed(const Exercise& e);

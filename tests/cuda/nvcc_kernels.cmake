@@ -1,6 +1,6 @@
 # cmake -DBUILD_DIR=build -DTARGET=headwise_kernels_device -DLIBRARY=path/lib.a -DNM=nm -P nvcc_kernels.cmake
 # "nvcc compiles every kernel": builds the nvcc target (nvcc's own errors on failure), then checks
-# that the library holds a host launch stub for each of the 11 kernels -- nvcc writes one per
+# that the library holds a host launch stub for each of the 20 kernels -- nvcc writes one per
 # __global__ function it compiled -- and device code for each of sm_75, sm_80 and sm_90.
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -14,7 +14,10 @@ endif()
 set(missing "")
 set(kernels "15attention_naiveE")
 foreach(d 8 16 32 64 128)
-  list(APPEND kernels "16attention_onlineILi${d}EE" "15attention_tiledILi${d}EE")
+  list(APPEND kernels "16attention_onlineILi${d}EE" "15attention_tiledILi${d}EE" "14attention_warpILi${d}ELi1EEE")
+endforeach()
+foreach(d 16 32 64 128)  # wmma: fp16 tensor cores, d_head a multiple of 16
+  list(APPEND kernels "21attention_tensor_coreILi${d}E6__halfEE")
 endforeach()
 foreach(k IN LISTS kernels)
   if(NOT symbols MATCHES "__device_stub__ZN8headwise7kernels${k}")

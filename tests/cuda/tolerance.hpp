@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/tolerance.hpp"
+
 namespace headwise::test {
 
 // The largest amount by which |out - ref| exceeds 1e-5 + 1e-4 |ref| (what fp32 accumulation over
@@ -19,5 +21,9 @@ inline double excess_error(const float* out, const float* ref, std::size_t n) {
     }
     return worst;
 }
+
+// The tensor-core kernel's derived bounds live beside the kernels (the lesson states them too).
+using kernels::excess_error_16_bit;
+using kernels::RowLayout;
 
 }  // namespace headwise::test

@@ -54,9 +54,8 @@ void expect_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, cons
     const Reference r = reference(q, k, v);
     const std::string call = fmt::format("attention(q {}, k {}, v {}){}", grade::shape_of(q), grade::shape_of(k),
                                          grade::shape_of(v), label);
-    grade::expect<Ex01>(
-        call + ", output", [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, r.out, "B, N_q, d_v");
-    grade::expect<Ex01>(
+    // In the lesson's order: the weights first, then the output built from them.
+    const bool weights_ok = grade::expect<Ex01>(
         call + ", weights",
         [&](const Ex01& ex) {
             Tensor3 w;
@@ -64,6 +63,9 @@ void expect_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, cons
             return w;
         },
         r.weights, bnn);
+    grade::expect<Ex01>(
+        call + ", output", [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, r.out, "B, N_q, d_v", {},
+        weights_ok ? "the weights" : "");
 }
 
 void expect_random_attention(const std::vector<Shape>& shapes, float spread = 1.0f) {

@@ -33,14 +33,9 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
     const std::string call = fmt::format("multi_head_attention(H = {}, d_model = {}{}, query {}, key {}){}", p.heads,
                                          p.out_proj_weight.shape()[0], p.in_proj_bias.size() ? ", biases" : "",
                                          grade::shape_of(query), grade::shape_of(key), label);
-    grade::expect<Ex03>(
-        call + ", output",
-        [&](const Ex03& ex) {
-            Tensor4 w;
-            return ex.multi_head_attention(p, query, key, value, w);
-        },
-        expected_out, "B, N_q, d_model");
-    grade::expect<Ex03>(
+    // In the lesson's order: the per-head weights (projections, scores, softmax), then the output
+    // (weights . v, merged heads, W_o). A wrong output with right weights is a mistake after softmax.
+    const bool weights_ok = grade::expect<Ex03>(
         call + ", weights",
         [&](const Ex03& ex) {
             Tensor4 w;
@@ -48,6 +43,13 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
             return w;
         },
         expected_w, "B, H, N_q, N_k");
+    grade::expect<Ex03>(
+        call + ", output",
+        [&](const Ex03& ex) {
+            Tensor4 w;
+            return ex.multi_head_attention(p, query, key, value, w);
+        },
+        expected_out, "B, N_q, d_model", {}, weights_ok ? "the per-head weights (projections, scores, softmax)" : "");
 }
 
 struct Config {

@@ -1,7 +1,12 @@
 // Grader for exercise 05: parameter counts, fused and per head.
 //
-// Oracle: counts worked out by hand for published configurations (4 d^2 + 4 d with biases),
-// written down as numbers. Counts are exact.
+// Oracle: counts worked out by hand for published configurations (4 d^2 + 4 d with biases;
+// 8 d^2 + 4 N d FLOPs per token; 4 B H N^2 bytes), written down as numbers. Counts are exact.
+// The sizes reach past 32 bits on purpose: Megatron-LM's 1-trillion-parameter configuration has
+// d_model = 25,600 (4 d^2 = 2,621,440,000 > 2^31), and long contexts pass 2^32 bytes and FLOPs,
+// so counting in int or unsigned fails here (and signed overflow stops the sanitized grade build).
+// Two milestones: [part1] the parameter counts (lesson 05, steps 1-3), [part2] FLOPs and
+// attention memory against N (step 5), the lesson's harder half.
 #include "05_parameter_count.hpp"
 #include "grade.hpp"
 
@@ -23,6 +28,7 @@ const Known known[] = {
     {"GPT-2 XL", 1600, 25, 10'246'400, 10'240'000},      {"GPT-3 175B", 12288, 96, 604'028'928, 603'979'776},
     {"d_model 32, H 4", 32, 4, 4'224, 4'096},            {"d_model 1, H 1", 1, 1, 8, 4},
     {"one head", 64, 1, 16'640, 16'384},                 {"d_head 1", 64, 64, 16'640, 16'384},
+    {"Megatron-LM 1T", 25600, 160, 2'621'542'400, 2'621'440'000},
 };
 
 using Count = std::size_t (*)(std::size_t, std::size_t, bool);
@@ -38,23 +44,57 @@ void expect_counts(const char* function, Count Ex05::*which, bool bias) {
 
 }  // namespace
 
-TEST_CASE("parameter_count: nn.MultiheadAttention with biases, from d_model 1 to GPT-3", "[ex05]") {
+TEST_CASE("parameter_count: nn.MultiheadAttention with biases, from d_model 1 to GPT-3", "[ex05][part1]") {
     expect_counts("parameter_count", &Ex05::parameter_count, true);
 }
 
-TEST_CASE("parameter_count: without biases it is 4 d_model^2", "[ex05]") {
+TEST_CASE("parameter_count: without biases it is 4 d_model^2", "[ex05][part1]") {
     expect_counts("parameter_count", &Ex05::parameter_count, false);
 }
 
-TEST_CASE("per_head_parameter_count: with biases, the same totals", "[ex05]") {
+TEST_CASE("per_head_parameter_count: with biases, the same totals", "[ex05][part1]") {
     expect_counts("per_head_parameter_count", &Ex05::per_head_parameter_count, true);
 }
 
-TEST_CASE("per_head_parameter_count: without biases, the same totals", "[ex05]") {
+TEST_CASE("per_head_parameter_count: without biases, the same totals", "[ex05][part1]") {
     expect_counts("per_head_parameter_count", &Ex05::per_head_parameter_count, false);
 }
 
-TEST_CASE("both counts refuse heads that do not divide d_model, and heads = 0", "[ex05]") {
+TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Megatron-LM's width", "[ex05][part2]") {
+    struct Case {
+        std::size_t d_model, context;
+        std::uint64_t flops;
+    };
+    const Case cases[] = {{1, 1, 12},          {64, 1, 33'024},   {512, 512, 3'145'728}, {4096, 32768, 671'088'640},
+                          {12288, 2048, 1'308'622'848}, {25600, 2048, 5'452'595'200}, {25600, 131072, 18'664'652'800}};
+    for (const Case& c : cases) {
+        grade::expect<Ex05>(fmt::format("attention_flops_per_token(d_model = {}, N = {})", c.d_model, c.context),
+                            [&](const Ex05& ex) { return std::size_t(ex.attention_flops_per_token(c.d_model, c.context)); },
+                            std::size_t(c.flops), "FLOPs");
+    }
+}
+
+TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05][part2]") {
+    struct Case {
+        std::size_t batch, heads, context;
+        std::uint64_t bytes;
+    };
+    const Case cases[] = {{1, 1, 1, 4},
+                          {1, 8, 512, 8'388'608},
+                          {4, 12, 1024, 201'326'592},
+                          {1, 96, 2048, 1'610'612'736},
+                          {2, 160, 8192, 85'899'345'920},
+                          {3, 40, 50000, 1'200'000'000'000},
+                          {1, 32, 131072, 2'199'023'255'552}};
+    for (const Case& c : cases) {
+        grade::expect<Ex05>(
+            fmt::format("attention_matrix_bytes(B = {}, H = {}, N = {})", c.batch, c.heads, c.context),
+            [&](const Ex05& ex) { return std::size_t(ex.attention_matrix_bytes(c.batch, c.heads, c.context)); },
+            std::size_t(c.bytes), "bytes");
+    }
+}
+
+TEST_CASE("both counts refuse heads that do not divide d_model, and heads = 0", "[ex05][part1]") {
     for (Count Ex05::*which : {&Ex05::parameter_count, &Ex05::per_head_parameter_count}) {
         grade::expect_usage_error<Ex05>("count(d_model = 64, heads = 7)",
                                         [&](const Ex05& ex) { return (ex.*which)(64, 7, true); });

@@ -1,8 +1,12 @@
-// Grader for exercise 06: the online-softmax and tiled attention kernels, run on the CPU emulator.
+// Grader for exercise 06: the online-softmax and tiled attention kernels, run on the CPU emulator
+// exactly as lesson 06 launches its own, and the warp reductions of version 4.
 //
 // Oracles: hand-worked rows and the library's double-precision attention_reference
-// (tests/attention_test.cpp). Tolerance: grade::Tolerance (1e-4 + 1e-4 |expected|). A race-free
-// kernel must also give bit-identical answers whichever order the emulator runs its threads in.
+// (tests/attention_test.cpp); hand-computed sums and maxima for the reductions. Tolerance:
+// grade::Tolerance (1e-4 + 1e-4 |expected|). A race-free kernel must also give bit-identical
+// answers whichever order the emulator runs its threads in.
+// Milestones: part 1 = the online kernel, part 2 = the tiled one, part 3 (optional) = the warp
+// reductions; each TEST_CASE carries its part's tag, and the grade report counts parts done.
 #include "06_cuda_kernel.hpp"
 #include "grade.hpp"
 
@@ -13,6 +17,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <string_view>
 
 using namespace headwise;
 using emulator::Schedule;
@@ -72,15 +78,35 @@ void expect_hand_worked(Kernel kernel) {
         causal, bhnd);
 }
 
+const grade::Mistake<Ex06>* catalogued(std::string_view name) {
+    for (const grade::Mistake<Ex06>& m : grade::catalogue<Ex06>())
+        if (m.name == name) return &m;
+    return nullptr;
+}
+
+// Runs `check`; a shared-memory race the emulator caught on a shared_tile (it names the two lines
+// of the kernel) is the catalogued 'race on a shared tile', whatever the numbers would have been.
+// (A kernel with plain __shared__ arrays is caught by the thread-order test instead.)
+void naming_races(const std::function<void()>& check) {
+    try {
+        check();
+    } catch (const emulator::launch_error& e) {
+        if (std::string_view(e.what()).find("shared memory race") == std::string_view::npos) throw;
+        const grade::Mistake<Ex06>* race = catalogued("race on a shared tile");
+        grade::fail(std::string("tiled_attention: ") + e.what(), race ? &race->name : nullptr,
+                    race ? &race->explanation : nullptr);
+    }
+}
+
 }  // namespace
 
-TEST_CASE("online: two queries and two keys worked by hand, causal and not", "[ex06]") { expect_hand_worked(Kernel::online); }
+TEST_CASE("online: two queries and two keys worked by hand, causal and not", "[ex06][part1]") { expect_hand_worked(Kernel::online); }
 
-TEST_CASE("online: matches the reference for N = 1, 17, 100 and d_head = 8, 64", "[ex06]") {
+TEST_CASE("online: matches the reference for N = 1, 17, 100 and d_head = 8, 64", "[ex06][part1]") {
     expect_reference(Kernel::online, {1, 17, 100}, {8, 64}, false);
 }
 
-TEST_CASE("online: a maximum that grows at every key is rescaled", "[ex06]") {
+TEST_CASE("online: a maximum that grows at every key is rescaled", "[ex06][part1]") {
     // Key j scores 0.5 j: every key raises the running maximum, so what was summed before has to
     // be rescaled every time -- the accumulator as much as the normaliser.
     Tensor4 q = Tensor4::from_shape({1, 1, 20, 8}), k = Tensor4::from_shape({1, 1, 20, 8});
@@ -92,26 +118,28 @@ TEST_CASE("online: a maximum that grows at every key is rescaled", "[ex06]") {
         [&](const Ex06& ex) { return ex.online(q, k, v, false, Schedule::fibers); }, attention_reference(q, k, v), bhnd);
 }
 
-TEST_CASE("online: causal, query i sees keys 0..i", "[ex06]") {
+TEST_CASE("online: causal, query i sees keys 0..i", "[ex06][part1]") {
     expect_reference(Kernel::online, {1, 17, 100}, {8, 64}, true);
 }
 
-TEST_CASE("online: scores in the hundreds stay finite", "[ex06]") {
+TEST_CASE("online: scores in the hundreds stay finite", "[ex06][part1]") {
     // q and k entries of size ~10 make scores of a few hundred: exp() of that overflows a float.
     expect_reference(Kernel::online, {50}, {8}, false, 10.0f);
 }
 
-TEST_CASE("tiled: two queries and two keys worked by hand, causal and not", "[ex06]") { expect_hand_worked(Kernel::tiled); }
-
-TEST_CASE("tiled: matches the reference for N = 1, 17, 64, 100, 130 (partial last tiles)", "[ex06]") {
-    expect_reference(Kernel::tiled, {1, 17, 64, 100, 130}, {8, 64}, false);
+TEST_CASE("tiled: two queries and two keys worked by hand, causal and not", "[ex06][part2]") {
+    naming_races([] { expect_hand_worked(Kernel::tiled); });
 }
 
-TEST_CASE("tiled: causal, query i sees keys 0..i across tiles", "[ex06]") {
-    expect_reference(Kernel::tiled, {17, 64, 100, 130}, {8, 64}, true);
+TEST_CASE("tiled: matches the reference for N = 1, 17, 64, 100, 130 (partial last tiles)", "[ex06][part2]") {
+    naming_races([] { expect_reference(Kernel::tiled, {1, 17, 64, 100, 130}, {8, 64}, false); });
 }
 
-TEST_CASE("tiled: the answer does not depend on the order the threads run in", "[ex06]") {
+TEST_CASE("tiled: causal, query i sees keys 0..i across tiles", "[ex06][part2]") {
+    naming_races([] { expect_reference(Kernel::tiled, {17, 64, 100, 130}, {8, 64}, true); });
+}
+
+TEST_CASE("tiled: the answer does not depend on the order the threads run in", "[ex06][part2]") {
     // The emulator runs a block's threads one after another, each until its next __syncthreads().
     // Forwards or backwards, a kernel whose threads wait for each other computes the same bits;
     // one that reads a tile before every thread has written it (or overwrites it while others
@@ -119,17 +147,64 @@ TEST_CASE("tiled: the answer does not depend on the order the threads run in", "
     Random rng(11);
     const Tensor4 q = rng.normal<4>({1, 2, 100, 16}), k = rng.normal<4>({1, 2, 100, 16}), v = rng.normal<4>({1, 2, 100, 16});
     const Ex06& ex = grade::subject<Ex06>();
-    const Tensor4 forward = ex.tiled(q, k, v, false, Schedule::fibers);
-    const Tensor4 backward = ex.tiled(q, k, v, false, Schedule::fibers_reversed);
+    Tensor4 forward, backward;
+    naming_races([&] {
+        forward = ex.tiled(q, k, v, false, Schedule::fibers);
+        backward = ex.tiled(q, k, v, false, Schedule::fibers_reversed);
+    });
     const grade::Outcome o = grade::compare(backward, forward, bhnd, grade::Tolerance{0.0, 0.0});
     if (o.same) {
         SUCCEED("same result with the threads run forwards and backwards");
         return;
     }
-    const grade::Mistake<Ex06>* race = nullptr;
-    for (const grade::Mistake<Ex06>& m : grade::catalogue<Ex06>())
-        if (m.name == "missing syncthreads") race = &m;
+    const grade::Mistake<Ex06>* race = catalogued("missing syncthreads");
     grade::fail(fmt::format("{} gives different results when the threads run backwards: {}",
                             call_text(Kernel::tiled, q, false), o.detail),
                 race ? &race->name : nullptr, race ? &race->explanation : nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3 (optional): warp_sum and warp_max, one block of two warps. Expected values by hand.
+
+namespace {
+
+constexpr std::string_view warps_lanes = "warp, lane";
+
+Tensor2 two_warps(float (*value)(int t)) {
+    Tensor2 x = Tensor2::from_shape({2, 32});  // (warp, lane): thread t = 32 warp + lane
+    for (std::size_t t = 0; t < 64; ++t) x(t / 32, t % 32) = value(int(t));
+    return x;
+}
+
+Tensor2 every_lane(float warp0, float warp1) {
+    Tensor2 r = Tensor2::from_shape({2, 32});  // (warp, lane)
+    for (std::size_t l = 0; l < 32; ++l) r(0, l) = warp0, r(1, l) = warp1;
+    return r;
+}
+
+void expect_reduction(const Tensor2& x, bool maximum, const Tensor2& expected, const std::string& what) {
+    for (Schedule s : {Schedule::fibers, Schedule::fibers_reversed}) {
+        grade::expect<Ex06>(
+            fmt::format("{}({}) in every lane, lanes run {}", maximum ? "warp_max" : "warp_sum", what,
+                        s == Schedule::fibers ? "forwards" : "backwards"),
+            [&](const Ex06& ex) { return ex.warp_reduce(x, maximum, s); }, expected, warps_lanes);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("warp_sum: 0 + 1 + ... + 31 = 496 and 32 + ... + 63 = 1520, in every lane", "[ex06][part3][optional]") {
+    expect_reduction(two_warps([](int t) { return float(t); }), false, every_lane(496.0f, 1520.0f), "thread index");
+}
+
+TEST_CASE("warp_sum: one non-zero lane reaches every other lane", "[ex06][part3][optional]") {
+    // Only lane 31 of warp 0 and lane 0 of warp 1 hold 1: a missing step leaves some lanes at 0.
+    expect_reduction(two_warps([](int t) { return t == 31 || t == 32 ? 1.0f : 0.0f; }), false, every_lane(1.0f, 1.0f),
+                     "a single 1");
+}
+
+TEST_CASE("warp_max: the largest lane, negatives and -infinity included", "[ex06][part3][optional]") {
+    // Warp 0: -t except lane 6, which holds 7.5. Warp 1: -t (the largest is lane 0's -32), lane 9 -inf.
+    const Tensor2 x = two_warps([](int t) { return t == 6 ? 7.5f : (t == 41 ? -INFINITY : -float(t)); });
+    expect_reduction(x, true, every_lane(7.5f, -32.0f), "negatives, one -inf");
 }

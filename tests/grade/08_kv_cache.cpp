@@ -195,9 +195,10 @@ TEST_CASE("decode_step: the cache holds every token's k and v at its own positio
 }
 
 TEST_CASE("decode_step: projects only the new token (O(1) projections per step, not O(N))", "[ex08]") {
-    // 16 steps for B = 2: one token row per sequence per step is 32 rows. Projecting every token
-    // again at every step would be 2 * (1 + 2 + ... + 16) = 272.
-    const Problem p{2, 4, 2, 4, 16, 9};
+    // 260 steps for B = 4: one token row per sequence per step is 1,040 rows (a count large enough
+    // for the report to name a mistake on it). Projecting every token again at every step would be
+    // 4 * (1 + 2 + ... + 260) = 135,720.
+    const Problem p{4, 4, 2, 4, 260, 9};
     const Setup s(p);
     grade::expect<Ex08>(
         "token rows handed to project over " + p.label(),

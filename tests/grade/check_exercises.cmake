@@ -1,6 +1,7 @@
 # cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch dir> -P tests/grade/check_exercises.cmake
 #
-# Checks that every file of solutions/ has its twin in exercises/: the stub make_stub.cmake
+# cmake ... -DGRADETOOL=<headwise-gradetool>
+# Checks that every file of solutions/ has its twin in exercises/: the stub headwise-gradetool
 # generates from it (headers and other files without markers: an identical copy).
 # Meaningful only on a pristine clone: when exercises/ differs and git shows local edits there,
 # that is a learner at work, and the test is skipped (the "HEADWISE-SKIP" line tells ctest).
@@ -14,11 +15,10 @@ endif()
 
 set(stale "")
 foreach(rel IN LISTS solution_files)
-  execute_process(COMMAND ${CMAKE_COMMAND} -DSOLUTION=${SOURCE_DIR}/solutions/${rel} -DSTUB=${WORK_DIR}/${rel}
-      -P ${SOURCE_DIR}/cmake/make_stub.cmake
+  execute_process(COMMAND ${GRADETOOL} stub ${SOURCE_DIR}/solutions/${rel} ${WORK_DIR}/${rel}
     RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "make_stub failed on solutions/${rel}:\n${err}")
+    message(FATAL_ERROR "the stub generator failed on solutions/${rel}:\n${err}")
   endif()
   execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK_DIR}/${rel}" "${SOURCE_DIR}/exercises/${rel}"
     RESULT_VARIABLE differs OUTPUT_QUIET ERROR_QUIET)
@@ -49,4 +49,4 @@ if(NOT local_edits STREQUAL "")
   return()
 endif()
 message(FATAL_ERROR "These committed files are not the stubs generated from solutions/:${stale}\n"
-  "Regenerate each with: cmake -DSOLUTION=solutions/<file> -DSTUB=exercises/<file> -P cmake/make_stub.cmake")
+  "Regenerate each with: build/src/gradekit/headwise-gradetool stub solutions/<file> exercises/<file>")

@@ -1,14 +1,27 @@
-# cmake -DGRADER=<grader binary> -DID=ex01 -DREPORT=<json> -DEXPECT=pass|stub|mistake [-DMISTAKE=<name>]
-#       -P tests/grade/check_grader.cmake
+# cmake -DGRADER=<grader binary> -DGRADETOOL=<headwise-gradetool> -DID=ex01 -DSOURCE_DIR=<repo>
+#       -DSUBJECT_ARGS=--subject|<file>... -DREPORT=<json> -DEXPECT=pass|stub|mistake|learner
+#       [-DMISTAKE=<name>] [-DSUBJECT=<learner mistake file>] [-DTIMEOUT=<s>] -P tests/grade/check_grader.cmake
 #
-# A meta-test: runs a grader on a known subject and checks its exit code and its report.
+# A meta-test: runs a grader on a known subject through headwise-gradetool's run step (sanitizers,
+# crash diagnosis: what `headwise grade` does) and checks its exit code and its report.
 #   pass     (solutions/)  exit 0, every test passed, no failures
 #   stub     (the stubs)   exit != 0, no test passed, every test failed with "not implemented yet"
 #   mistake  (planted)     exit != 0, at least one failure names MISTAKE, none names another
+#   learner  (tests/grade/learner_mistakes/*.mistake)  exit != 0, no catalogued mistake named,
+#            and every expectation written in SUBJECT (the .mistake file) holds:
+#              expect: <regex>        some failure's message matches it (CMake regex, no ';')
+#              expect-where: <line>   some failure is located at that line of the patched file
+#                                     (memory, UB, crash, throw: the learner's own line)
+#              expect-part: <name> <passed>/<total>   the report's milestone <name> ("part 1")
 cmake_minimum_required(VERSION 3.25)
 
+string(REPLACE "|" ";" subject_args "${SUBJECT_ARGS}")
 file(REMOVE "${REPORT}")
-execute_process(COMMAND ${CMAKE_COMMAND} -E env HEADWISE_GRADE_ID=${ID} HEADWISE_GRADE_REPORT=${REPORT} ${GRADER}
+if(NOT DEFINED TIMEOUT)
+  set(TIMEOUT 100)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env HEADWISE_GRADE_TIMEOUT=${TIMEOUT} ${GRADETOOL} run --id ${ID} --source-dir ${SOURCE_DIR} --report ${REPORT} ${subject_args}
+    -- ${GRADER}
   OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
 
 function(fail why)
@@ -40,7 +53,7 @@ if(EXPECT STREQUAL "pass")
 endif()
 
 if(rc EQUAL 0)
-  fail("the grader passed a subject it should reject (${EXPECT} ${MISTAKE})")
+  fail("the grader passed a subject it should reject (${EXPECT} ${MISTAKE}${SUBJECT})")
 endif()
 if(NOT passed EQUAL 0 AND EXPECT STREQUAL "stub")
   fail("on the pristine stub no test may pass, yet ${passed} of ${total} did")
@@ -48,13 +61,21 @@ endif()
 if(EXPECT STREQUAL "stub" AND NOT failure_count EQUAL total)
   fail("on the pristine stub every one of the ${total} tests should fail, ${failure_count} did")
 endif()
+if(failure_count EQUAL 0)
+  fail("the grader failed (exit ${rc}) but its report lists no failure")
+endif()
 
 set(named 0)
+set(messages "")
+set(wheres "")
 math(EXPR last "${failure_count} - 1")
 foreach(i RANGE ${last})
   string(JSON test GET "${report}" failures ${i} test)
   string(JSON message GET "${report}" failures ${i} message)
+  string(JSON where GET "${report}" failures ${i} where)
   string(JSON mistake_type TYPE "${report}" failures ${i} mistake)
+  string(APPEND messages "${message}\n")
+  string(APPEND wheres "${where}:\n")
   set(mistake "")
   if(mistake_type STREQUAL "STRING")
     string(JSON mistake GET "${report}" failures ${i} mistake)
@@ -73,7 +94,51 @@ foreach(i RANGE ${last})
       fail("'${test}' blamed '${mistake}' for the planted mistake '${MISTAKE}'")
     endif()
   endif()
+  if(EXPECT STREQUAL "learner" AND NOT mistake STREQUAL "")
+    fail("'${test}' named the catalogued mistake '${mistake}' for a mistake that is not in the catalogue")
+  endif()
 endforeach()
 if(EXPECT STREQUAL "mistake" AND named EQUAL 0)
   fail("the grader rejected the planted mistake '${MISTAKE}' but never named it")
+endif()
+
+if(EXPECT STREQUAL "learner")
+  file(STRINGS "${SUBJECT}" expectations REGEX "^expect(-where|-part)?: ")
+  if(NOT expectations)
+    fail("${SUBJECT} states no 'expect:' line")
+  endif()
+  get_filename_component(stem "${SUBJECT}" NAME_WE)
+  foreach(line IN LISTS expectations)
+    if(line MATCHES "^expect-where: ([0-9]+)$")
+      set(at "/${stem}.cpp:${CMAKE_MATCH_1}:")
+      string(FIND "${wheres}" "${at}" found)
+      if(found EQUAL -1)
+        fail("no failure is located at ${at} (the learner's line); located at:\n${wheres}")
+      endif()
+    elseif(line MATCHES "^expect-part: (.+) ([0-9]+)/([0-9]+)$")
+      set(part "${CMAKE_MATCH_1}")
+      set(want "${CMAKE_MATCH_2}/${CMAKE_MATCH_3}")
+      string(JSON part_count LENGTH "${report}" parts)
+      set(got "(no such part)")
+      if(part_count GREATER 0)
+        math(EXPR last_part "${part_count} - 1")
+        foreach(k RANGE ${last_part})
+          string(JSON name GET "${report}" parts ${k} name)
+          if(name STREQUAL part)
+            string(JSON p GET "${report}" parts ${k} passed)
+            string(JSON t GET "${report}" parts ${k} total)
+            set(got "${p}/${t}")
+          endif()
+        endforeach()
+      endif()
+      if(NOT got STREQUAL want)
+        fail("milestone '${part}' should be ${want}, the report says ${got}")
+      endif()
+    elseif(line MATCHES "^expect: (.+)$")
+      set(pattern "${CMAKE_MATCH_1}")
+      if(NOT messages MATCHES "${pattern}")
+        fail("no failure message matches '${pattern}'; the messages:\n${messages}")
+      endif()
+    endif()
+  endforeach()
 endif()

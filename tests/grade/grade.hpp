@@ -3,9 +3,19 @@
 // The subject under grade and the catalogue of known mistakes come from registry.hpp.
 //
 // A check runs one call on the subject and compares the result with an independent oracle:
-// the shape first, then every value. When they disagree, the same call is run on every
-// catalogued mistake; a mistake that is wrong on this case *and* produces what the subject
-// produced is named in the failure, with its two-line explanation.
+// the shape first, then every value. A failing check does not stop its test case: the next
+// checks run too, so the report sees every failing case. When a check fails, the diagnosis
+// localises it (which batch/head/row/column, how many elements, rows that no longer sum to 1,
+// a transpose, axis swap, constant factor, shift by one or permutation, the first NaN) and runs
+// the same call on every catalogued mistake. A mistake is *named* only when it reproduces the
+// subject's result on every failing check of the whole run, at least one of them a large case
+// (every axis >= 2, one >= 4, not all equal: see is_large); otherwise the report says that no
+// known mistake matches. A subject that throws is reported with the line of its file that threw.
+//
+// Checks in lesson order: a grader checks intermediate results before the results built on them
+// (ex03: per-head weights, then the output), and passes `after` = what already matched so the
+// message can say where the difference must arise. Milestones: tag test cases "[part1]",
+// "[part2]", ... (and "[optional]"); the report counts each part (report.cpp).
 #pragma once
 
 #include "registry.hpp"
@@ -13,6 +23,7 @@
 #include "headwise/tensor.hpp"
 #include "headwise/trace.hpp"
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -38,7 +49,8 @@ struct Tolerance {
 
 struct Outcome {
     bool same = true;
-    std::string detail;  // one line, empty when same: where and how they differ, shape first
+    std::string detail;                // one line, empty when same: where and how they differ, shape first
+    std::vector<std::string> details;  // more lines for `headwise grade N -v`: elements, tolerance, patterns
 };
 
 Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<const float> actual,
@@ -55,69 +67,144 @@ Outcome compare(const Tensor<R>& actual, const Tensor<R>& expected, std::string_
     return compare_values(sa, {actual.data(), actual.size()}, se, {expected.data(), expected.size()}, dims, tol);
 }
 
+// A bool whose byte is neither 0 nor 1 was never written (grade builds fill fresh memory with 0xbe).
+std::size_t unwritten_flags(const bool* data, std::size_t n);
+
 inline Outcome compare(const Mask2& actual, const Mask2& expected, std::string_view dims, Tolerance) {
     const std::vector<std::size_t> sa(actual.shape().begin(), actual.shape().end());
     const std::vector<std::size_t> se(expected.shape().begin(), expected.shape().end());
-    return compare_flags(sa, std::vector<bool>(actual.begin(), actual.end()), se,
-                         std::vector<bool>(expected.begin(), expected.end()), dims);
+    Outcome o = compare_flags(sa, std::vector<bool>(actual.begin(), actual.end()), se,
+                              std::vector<bool>(expected.begin(), expected.end()), dims);
+    if (const std::size_t n = unwritten_flags(actual.data(), actual.size()); !o.same && n > 0) {
+        o.detail += fmt::format("; {} entries were never written (uninitialised memory: from_shape does not fill)", n);
+    }
+    return o;
 }
 
 Outcome compare(std::size_t actual, std::size_t expected, std::string_view what, Tolerance);
 
+// Is this expected result a case large enough to tell mistakes apart? Tensors: every axis >= 2,
+// one >= 4, and not all the same size (square masks: N >= 4). Counts: above 1000.
+bool is_large(std::span<const std::size_t> shape);
+template <std::size_t R>
+bool is_large(const Tensor<R>& t) {
+    const std::vector<std::size_t> s(t.shape().begin(), t.shape().end());
+    return is_large(s);
+}
+inline bool is_large(const Mask2& m) { return m.shape()[0] >= 4 && m.shape()[1] >= 4; }
+inline bool is_large(std::size_t count) { return count > 1000; }
+
 // ---------------------------------------------------------------------------------------------
 // Failing with a diagnosis.
 
-// Records what the report (tests/grade/report.cpp) shows for the failure that follows, then
-// fails the current test case with `message` and the mistake's name and explanation, if any.
+// One failing check, as the report shows it and as mistake naming weighs it.
+struct Diagnosis {
+    std::string message;                // one line
+    std::vector<std::string> details;   // for -v
+    std::string where, source, lesson;  // the subject's line (a throw), and what to reread
+    bool large = false;                 // counts towards "named only on a large case"
+    std::vector<std::string> matching;  // catalogued mistakes that reproduce this failure
+};
+
+// Records `d` for the report and fails the current check without ending the test case.
+void fail_check(Diagnosis d);
+
+// Fails the current test case with `message`; `mistake` (may be null) is the one catalogued
+// mistake this failure points at. Kept for graders that judge a case by hand (exercise 06).
 [[noreturn]] void fail(const std::string& message, const std::string* mistake, const std::string* explanation);
 
-// The first catalogued mistake that is wrong on this case and reproduces `actual`, or null.
+// Explanations of every catalogued mistake, by name (filled as the catalogue is consulted).
+void remember_explanation(const std::string& name, const std::string& explanation);
+
+// Before each call on the subject: tells the grading step which check is running (a crash is
+// then reported with it), and returns the check's name.
+void announce(const std::string& what);
+
+// The subject threw: where (its file:line:col, from the throw's stack) and what, translated
+// (xtensor's "Incompatible dimension of arrays" becomes the two shapes). Never "not implemented
+// yet": that one propagates, so a stub fails with it.
+Diagnosis describe_exception(const std::string& what, const std::exception& e);
+
+// Every catalogued mistake that is wrong on this case and reproduces `actual`.
 template <class Api, class Call, class Result>
-const Mistake<Api>* diagnose(const Call& call, const Result& actual, const Result& expected, std::string_view dims,
-                             Tolerance tol) {
+std::vector<std::string> diagnose(const Call& call, const Result& actual, const Result& expected, std::string_view dims,
+                                  Tolerance tol) {
+    std::vector<std::string> names;
     for (const Mistake<Api>& m : catalogue<Api>()) {
+        remember_explanation(m.name, m.explanation);
         try {
             const Result theirs = call(m.api);
             if (compare(theirs, expected, dims, tol).same) continue;  // harmless on this case
-            if (compare(actual, theirs, dims, tol).same) return &m;
+            if (compare(actual, theirs, dims, tol).same) names.push_back(m.name);
         } catch (const std::exception&) {
             // this mistake cannot run this case (e.g. it produces a shape it then rejects)
         }
     }
-    return nullptr;
+    return names;
 }
 
 // Runs `call` on the subject and checks its result against `expected`. `what` says which call
-// on which input, e.g. "split_heads(x (2, 5, 64), heads = 8)". Exceptions from the subject
-// propagate, so a stub fails with its "not implemented yet" message.
+// on which input, e.g. "split_heads(x (2, 5, 64), heads = 8)". `after` (optional) names what
+// earlier checks of the same call already matched ("the per-head weights"), so a difference here
+// arises after them. "not implemented yet" propagates (the test fails with it, and it counts
+// neither for nor against naming a mistake); other exceptions fail the check with the line that
+// threw. Returns true when the check passed.
 template <class Api, class Call, class Result>
-void expect(const std::string& what, const Call& call, const Result& expected, std::string_view dims,
-            Tolerance tol = {}) {
-    const Result actual = call(subject<Api>());
-    const Outcome o = compare(actual, expected, dims, tol);
+bool expect(const std::string& what, const Call& call, const Result& expected, std::string_view dims,
+            Tolerance tol = {}, std::string_view after = {}) {
+    announce(what);
+    std::optional<Result> actual;
+    try {
+        actual.emplace(call(subject<Api>()));
+    } catch (const std::exception& e) {
+        // A stub (or a launch wrapping one): the test fails with it, and it weighs on no name.
+        if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
+        fail_check(describe_exception(what, e));
+        return false;
+    }
+    Outcome o = compare(*actual, expected, dims, tol);
     if (o.same) {
         SUCCEED(what);
-        return;
+        return true;
     }
-    const Mistake<Api>* m = diagnose<Api>(call, actual, expected, dims, tol);
-    fail(what + ": " + o.detail, m ? &m->name : nullptr, m ? &m->explanation : nullptr);
+    Diagnosis d;
+    d.message = what + ": " + o.detail;
+    if (!after.empty())
+        d.message += std::string("; ") + std::string(after) + " matched, so the difference arises after them";
+    d.details = std::move(o.details);
+    d.large = is_large(expected);
+    d.matching = diagnose<Api>(call, *actual, expected, dims, tol);
+    fail_check(std::move(d));
+    return false;
 }
 
 // Runs `call` on the subject and requires it to refuse with headwise::usage_error (bad input).
 template <class Api, class Call>
 void expect_usage_error(const std::string& what, const Call& call) {
+    announce(what);
+    std::string problem;
     try {
         call(subject<Api>());
+        problem = "should throw headwise::usage_error (bad input), but returned normally";
     } catch (const usage_error&) {
         SUCCEED(what);
         return;
-    } catch (const std::logic_error& e) {
-        if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
-        fail(what + ": should throw headwise::usage_error, threw \"" + e.what() + "\"", nullptr, nullptr);
     } catch (const std::exception& e) {
-        fail(what + ": should throw headwise::usage_error, threw \"" + e.what() + "\"", nullptr, nullptr);
+        if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
+        problem = std::string("should throw headwise::usage_error, threw \"") + e.what() + "\"";
     }
-    fail(what + ": should throw headwise::usage_error (bad input), but returned normally", nullptr, nullptr);
+    Diagnosis d;
+    d.message = what + ": " + problem;
+    for (const Mistake<Api>& m : catalogue<Api>()) {  // mistakes that fail to refuse it too
+        remember_explanation(m.name, m.explanation);
+        try {
+            call(m.api);
+            d.matching.push_back(m.name);
+        } catch (const usage_error&) {
+        } catch (const std::exception&) {}
+    }
+    d.large = true;
+    fail_check(std::move(d));
 }
 
 // "(2, 5, 64)" for use in `what` strings.
@@ -127,12 +214,12 @@ std::string shape_of(const T& t) {
     return format_shape(shape);
 }
 
-// What the report shows for the current test case's first failure (set by fail()).
-struct Diagnosis {
-    std::string message;
-    std::string mistake;      // empty: no catalogued mistake matched
-    std::string explanation;
-};
-std::optional<Diagnosis>& pending_diagnosis();
+// The failing checks of the current test case, in order (read by report.cpp).
+std::vector<Diagnosis>& case_failures();
+// Every failing check of the run so far (for naming at the end).
+std::vector<Diagnosis>& run_failures();
+// The catalogued mistake that fits every failing check of the run (and a large one), or empty.
+std::string fitting_mistake();
+std::string explanation_of(const std::string& name);
 
 }  // namespace headwise::grade

@@ -1,23 +1,23 @@
-// tests/grade/report.cpp -- the grade report a grader run leaves for `headwise grade`, `list`
-// and `watch`: a Catch2 listener that writes $HEADWISE_GRADE_REPORT (e.g. build/grade/ex03.json):
+// tests/grade/report.cpp -- the grader's side of the grade report (gradekit/report.hpp, the one
+// writer): a Catch2 listener that writes $HEADWISE_GRADE_REPORT (e.g. build/grade/ex03.json).
 //
-//   {"id":"ex03","compiled":true,"passed":4,"total":6,
-//    "failures":[{"test":"...","message":"first failed check","mistake":"name or null",
-//                 "explanation":"two lines or empty"}]}
-//
-// The file is rewritten after every test case (atomically), so a grader that crashes or is
-// killed by ctest's timeout still leaves a report that says where it stopped.
+// The file is rewritten when each test case starts ("running") and ends, so a grader that crashes
+// or is killed still leaves a report that says where it stopped; the run step
+// (gradekit/steps.hpp) then adds the crash's diagnosis. Each failing test case is one failure:
+// its first failing check as the message, every failing check in the details. At the end of the
+// run a catalogued mistake is named on every failure, if one fits every failing check of the run
+// (grade::fitting_mistake). Test cases tagged [partN] / [optional] are counted as milestones.
 // Catch2 2.x declares its reporter interfaces only on request, before the first include.
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include "grade.hpp"
 
-#include <nlohmann/json.hpp>
+#include "gradekit/report.hpp"
+
+#include <fmt/format.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <map>
 #include <string>
-#include <system_error>
 
 namespace headwise::grade {
 
@@ -28,94 +28,117 @@ std::string env(const char* name) {
     return v ? v : "";
 }
 
+// "part 1" for a [part1] tag, "optional" for [optional], empty otherwise.
+std::string part_of(const Catch::TestCaseInfo& info) {
+    for (const std::string& tag : info.tags) {
+        if (tag.rfind("part", 0) == 0 && tag.size() > 4) return "part " + tag.substr(4);
+        if (tag == "optional") return "optional";
+    }
+    return "";
+}
+
 class ReportListener : public Catch::TestEventListenerBase {
 public:
     using TestEventListenerBase::TestEventListenerBase;
 
     void testRunStarting(Catch::TestRunInfo const& info) override {
         TestEventListenerBase::testRunStarting(info);
-        total_ = Catch::filterTests(Catch::getAllTestCasesSorted(*m_config), m_config->testSpec(), *m_config).size();
-        write(false);
+        const auto tests = Catch::filterTests(Catch::getAllTestCasesSorted(*m_config), m_config->testSpec(), *m_config);
+        report_.id = env("HEADWISE_GRADE_ID");
+        report_.compiled = true;
+        report_.total = static_cast<int>(tests.size());
+        for (const auto& t : tests) {
+            const std::string part = part_of(t);
+            if (part.empty()) continue;
+            if (!part_index_.count(part)) {
+                part_index_[part] = report_.parts.size();
+                report_.parts.push_back({part, 0, 0});
+            }
+            ++report_.parts[part_index_[part]].total;
+        }
+        write();
     }
 
     void testCaseStarting(Catch::TestCaseInfo const& info) override {
         TestEventListenerBase::testCaseStarting(info);
-        pending_diagnosis().reset();
-        failure_ = nlohmann::ordered_json();
+        case_failures().clear();
+        other_.clear();
+        report_.running = info.name;
+        write();
     }
 
     bool assertionEnded(Catch::AssertionStats const& stats) override {
         const Catch::AssertionResult& r = stats.assertionResult;
-        if (!r.isOk() && failure_.is_null()) {
-            auto& d = pending_diagnosis();
-            if (d) {
-                failure_ = {{"message", d->message},
-                            {"mistake", d->mistake.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(d->mistake)},
-                            {"explanation", d->explanation}};
-            } else {
-                std::string message = r.getMessage();
-                if (message.empty() && r.hasExpression()) {
-                    message = r.getExpressionInMacro() + " with expansion " + r.getExpandedExpression();
-                }
-                failure_ = {{"message", message}, {"mistake", nullptr}, {"explanation", ""}};
+        // Failures that did not come through grade's checks: an exception that escaped ("not
+        // implemented yet", a crash Catch2 saw), a plain REQUIRE.
+        if (!r.isOk() && other_.empty() && case_failures().empty()) {
+            other_ = r.getMessage();
+            if (other_.empty() && r.hasExpression()) {
+                other_ = r.getExpressionInMacro() + " with expansion " + r.getExpandedExpression();
             }
-            d.reset();
         }
         return TestEventListenerBase::assertionEnded(stats);
     }
 
     void testCaseEnded(Catch::TestCaseStats const& stats) override {
-        if (failure_.is_null() && stats.totals.assertions.failed == 0) {
-            ++passed_;
+        const std::string part = part_of(stats.testInfo);
+        if (case_failures().empty() && other_.empty() && stats.totals.assertions.failed == 0) {
+            ++report_.passed;
+            if (!part.empty()) ++report_.parts[part_index_[part]].passed;
         } else {
-            if (failure_.is_null()) failure_ = {{"message", "failed"}, {"mistake", nullptr}, {"explanation", ""}};
-            failures_.push_back({{"test", stats.testInfo.name},
-                                 {"message", failure_["message"]},
-                                 {"mistake", failure_["mistake"]},
-                                 {"explanation", failure_["explanation"]}});
+            gradekit::Failure f;
+            f.test = stats.testInfo.name;
+            const auto& checks = case_failures();
+            if (!checks.empty()) {
+                f.message = checks.front().message;
+                f.where = checks.front().where;
+                f.source = checks.front().source;
+                f.lesson = checks.front().lesson;
+                for (const Diagnosis& d : checks) {
+                    f.details.push_back(d.message);
+                    for (const std::string& line : d.details) f.details.push_back("    " + line);
+                }
+                if (checks.size() > 1)
+                    f.message += fmt::format(" [and {} more failing check{} in this test]", checks.size() - 1,
+                                             checks.size() > 2 ? "s" : "");
+            } else {
+                f.message = other_.empty() ? "failed" : other_;
+            }
+            report_.failures.push_back(std::move(f));
         }
-        failure_ = nlohmann::ordered_json();
+        case_failures().clear();
+        other_.clear();
+        report_.running.clear();
         TestEventListenerBase::testCaseEnded(stats);
-        write(false);
+        write();
     }
 
     void testRunEnded(Catch::TestRunStats const& stats) override {
-        write(true);
+        const std::string name = fitting_mistake();
+        if (!name.empty()) {
+            for (auto& f : report_.failures) {
+                f.mistake = name;
+                f.explanation = explanation_of(name);
+            }
+            fmt::print("headwise: every failing check matches the known mistake \"{}\":\n  {}\n", name,
+                       explanation_of(name));
+        } else if (!run_failures().empty()) {
+            fmt::print("headwise: no known mistake matches every failing check\n");
+        }
+        report_.finished = true;
+        write();
         TestEventListenerBase::testRunEnded(stats);
     }
 
 private:
-    void write(bool finished) const {
+    void write() const {
         const std::string path = env("HEADWISE_GRADE_REPORT");
-        if (path.empty()) return;
-        nlohmann::ordered_json failures = failures_;
-        if (!finished) {
-            failures.push_back({{"test", "(the grader itself)"},
-                                {"message", "the grader stopped before its last test (a crash or ctest's timeout)"},
-                                {"mistake", nullptr},
-                                {"explanation", ""}});
-        }
-        const std::string id = env("HEADWISE_GRADE_ID");
-        const nlohmann::ordered_json report = {{"id", id.empty() ? "unknown" : id},
-                                       {"compiled", true},
-                                       {"passed", passed_},
-                                       {"total", total_},
-                                       {"failures", failures}};
-        const std::filesystem::path target(path), temporary(path + ".tmp");
-        std::error_code ec;
-        std::filesystem::create_directories(target.parent_path(), ec);
-        {
-            std::ofstream out(temporary, std::ios::trunc);
-            out << report.dump(1) << '\n';
-            if (!out) return;  // the report is a convenience: never fail a grade because of it
-        }
-        std::filesystem::rename(temporary, target, ec);
+        if (!path.empty()) gradekit::write_report(path, report_);
     }
 
-    std::size_t total_ = 0;
-    std::size_t passed_ = 0;
-    nlohmann::ordered_json failure_;
-    nlohmann::ordered_json failures_ = nlohmann::ordered_json::array();
+    gradekit::Report report_;
+    std::map<std::string, std::size_t> part_index_;
+    std::string other_;
 };
 
 }  // namespace

@@ -44,8 +44,6 @@ struct Course {
     Course() {
         write_text(src / "course.json", R"({"lessons": [{"number": 1, "name": "01_alpha", "title": "alpha",
             "exercise": {"id": "ex01", "dir": "01_alpha", "files": ["alpha.cpp", "alpha.hpp"]}}]})");
-        fs::create_directories(src / "cmake");
-        fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "cmake" / "make_stub.cmake", src / "cmake" / "make_stub.cmake");
         write_text(src / "solutions/01_alpha/alpha.cpp", alpha_solution);
         write_text(src / "solutions/01_alpha/alpha.hpp", header);
         write_text(cpp, alpha_stub);

@@ -1,9 +1,8 @@
-# cmake -DSOLUTION=<in> -DEXPECTED=<hand-written stub> -DSTUB=<out> -P check.cmake
-# Runs make_stub.cmake and requires its output to equal the hand-written expected stub, byte for byte.
+# cmake -DSOLUTION=<in> -DEXPECTED=<hand-written stub> -DSTUB=<out> -DGRADETOOL=<headwise-gradetool> -P check.cmake
+# Runs the stub generator and requires its output to equal the hand-written expected stub, byte for byte.
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE "${STUB}")
-execute_process(COMMAND ${CMAKE_COMMAND} -DSOLUTION=${SOLUTION} -DSTUB=${STUB}
-    -P ${CMAKE_CURRENT_LIST_DIR}/../../../cmake/make_stub.cmake
+execute_process(COMMAND ${GRADETOOL} stub ${SOLUTION} ${STUB}
   RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "make_stub failed:\n${err}")

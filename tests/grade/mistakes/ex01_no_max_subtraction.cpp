@@ -13,7 +13,8 @@ using xt::all, xt::newaxis, xt::view;
 
 Tensor3 softmax_last_axis(const Tensor3& scores) {
     const Tensor3 e = xt::exp(scores);  // (B, N_q, N_k), inf for scores above ~88
-    return e / xt::sum(e, {2}, xt::keep_dims);
+    const Tensor3 sum = xt::sum(e, {2}, xt::keep_dims);  // (B, N_q, 1), evaluated before use
+    return e / sum;
 }
 
 Tensor3 attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, Tensor3* weights) {

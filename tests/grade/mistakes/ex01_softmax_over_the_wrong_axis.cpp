@@ -12,8 +12,10 @@ namespace headwise::ex01 {
 using xt::all, xt::newaxis, xt::view;
 
 Tensor3 softmax_last_axis(const Tensor3& scores) {
-    const Tensor3 e = xt::exp(scores - xt::amax(scores, {1}, xt::keep_dims));  // (B, N_q, N_k)
-    return e / xt::sum(e, {1}, xt::keep_dims);  // each column sums to 1
+    const Tensor3 max = xt::amax(scores, {1}, xt::keep_dims);  // (B, 1, N_k), evaluated before use
+    const Tensor3 e = xt::exp(scores - max);                  // (B, N_q, N_k)
+    const Tensor3 sum = xt::sum(e, {1}, xt::keep_dims);       // (B, 1, N_k)
+    return e / sum;  // each column sums to 1
 }
 
 Tensor3 attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, Tensor3* weights) {

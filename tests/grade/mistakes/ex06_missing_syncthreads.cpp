@@ -6,13 +6,13 @@ namespace headwise::ex06 {
 
 template <int D>
 __global__ void attention_online(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                                 global_ptr<float> out, AttentionArgs a) {
+                                 global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     not_implemented_yet();
 }
 
 template <int D>
 __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                                global_ptr<float> out, AttentionArgs a) {
+                                global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     constexpr int T = keys_per_tile<D>;
     __shared__ float ks[T][D];
     __shared__ float vs[T][D];
@@ -39,12 +39,28 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
         for (int c = 0; c < D; ++c) out[base + i * D + c] = o[c] / l;
 }
 
+__device__ float warp_sum(float x) {
+    (void)x;
+    not_implemented_yet();
+}
+
+__device__ float warp_max(float x) {
+    (void)x;
+    not_implemented_yet();
+}
+
 Tensor4 online_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal, Schedule schedule) {
-    return run_on_emulator(q, k, v, causal, schedule, [](auto d) { return &attention_online<decltype(d)::value>; });
+    return kernels::with_d_head(int(q.shape()[3]), [&](auto d) {
+        return launch_like_the_lesson(kernels::Version::online, &attention_online<decltype(d)::value>, q, k, v, causal,
+                                      schedule);
+    });
 }
 
 Tensor4 tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal, Schedule schedule) {
-    return run_on_emulator(q, k, v, causal, schedule, [](auto d) { return &attention_tiled<decltype(d)::value>; });
+    return kernels::with_d_head(int(q.shape()[3]), [&](auto d) {
+        return launch_like_the_lesson(kernels::Version::tiled, &attention_tiled<decltype(d)::value>, q, k, v, causal,
+                                      schedule);
+    });
 }
 
 }  // namespace headwise::ex06

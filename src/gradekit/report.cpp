@@ -1,0 +1,85 @@
+// gradekit/report.cpp -- see report.hpp.
+#include "gradekit/report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <system_error>
+
+namespace headwise::gradekit {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string text(const json& j, const char* key) {
+    return j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : std::string();
+}
+
+}  // namespace
+
+bool write_report(const std::filesystem::path& path, const Report& r) {
+    json failures = json::array();
+    for (const Failure& f : r.failures) {
+        failures.push_back({{"test", f.test},
+                            {"message", f.message},
+                            {"mistake", f.mistake.empty() ? json() : json(f.mistake)},
+                            {"explanation", f.explanation},
+                            {"where", f.where},
+                            {"source", f.source},
+                            {"lesson", f.lesson},
+                            {"details", f.details}});
+    }
+    json parts = json::array();
+    for (const Part& p : r.parts) parts.push_back({{"name", p.name}, {"passed", p.passed}, {"total", p.total}});
+    const json j = {{"id", r.id.empty() ? "unknown" : r.id},
+                    {"compiled", r.compiled},
+                    {"finished", r.finished},
+                    {"passed", r.passed},
+                    {"total", r.total},
+                    {"running", r.running},
+                    {"failures", failures},
+                    {"warnings", r.warnings},
+                    {"parts", parts}};
+    std::error_code ec;
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+    const std::filesystem::path temporary = path.string() + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        out << j.dump(1) << '\n';
+        if (!out) return false;
+    }
+    std::filesystem::rename(temporary, path, ec);
+    return !ec;
+}
+
+std::optional<Report> read_report(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    try {
+        const json j = json::parse(in);
+        Report r;
+        r.id = text(j, "id");
+        r.compiled = j.at("compiled").get<bool>();
+        r.finished = j.value("finished", true);
+        r.passed = j.at("passed").get<int>();
+        r.total = j.at("total").get<int>();
+        r.running = text(j, "running");
+        for (const auto& f : j.value("failures", json::array())) {
+            Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
+                      text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};
+            for (const auto& d : f.value("details", json::array()))
+                if (d.is_string()) x.details.push_back(d.get<std::string>());
+            r.failures.push_back(std::move(x));
+        }
+        for (const auto& w : j.value("warnings", json::array()))
+            if (w.is_string()) r.warnings.push_back(w.get<std::string>());
+        for (const auto& p : j.value("parts", json::array()))
+            r.parts.push_back({text(p, "name"), p.value("passed", 0), p.value("total", 0)});
+        return r;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace headwise::gradekit

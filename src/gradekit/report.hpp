@@ -1,0 +1,63 @@
+// gradekit/report.hpp -- the one grade report: build/grade/<id>.json, written by the grader
+// binary (its Catch2 listener, tests/grade/report.cpp), amended by the build and run steps
+// (gradekit/steps.hpp: a compile error, the learner's warnings, a crash), and read by the runner
+// (`headwise grade/list/watch`) and the meta-tests. Everything goes through write_report and
+// read_report here.
+//
+//   {"id": "ex03", "compiled": true, "finished": true, "passed": 4, "total": 6,
+//    "running": "",                                   (the test case in progress, if any)
+//    "failures": [{"test": "...", "message": "first failing check, one line",
+//                  "mistake": "name" | null, "explanation": "two lines or empty",
+//                  "where": "exercises/03_multi_head/multi_head.cpp:41:17" | "",
+//                  "source": "the learner's line at `where`", "lesson": "where to reread",
+//                  "details": ["verbose lines: every failing check, shapes, elements, tolerance"]}],
+//    "warnings": ["exercises/...cpp:12:9: warning: ... [-Wsign-compare]\n  source\n  caret"],
+//    "parts": [{"name": "part 1", "passed": 3, "total": 3}]}
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headwise::gradekit {
+
+struct Failure {
+    std::string test;                  // the Catch2 test case ("(build)" for a compile error)
+    std::string message;               // one line: what failed and why
+    std::string mistake;               // a catalogued mistake that fits every failing case, or empty
+    std::string explanation;           // its two lines, or empty
+    std::string where;                 // file:line:col in the learner's file (memory errors, crashes, throws)
+    std::string source;                // that line of source
+    std::string lesson;                // the lesson section or doc that explains the concept
+    std::vector<std::string> details;  // what `headwise grade N -v` prints
+};
+
+// A milestone: the test cases tagged [partN] (and [optional]) of an exercise.
+struct Part {
+    std::string name;  // "part 1", "optional"
+    int passed = 0;
+    int total = 0;
+};
+
+struct Report {
+    std::string id;
+    bool compiled = false;
+    bool finished = false;  // false: the grader stopped early (crash, timeout) or never ran
+    int passed = 0;
+    int total = 0;
+    std::string running;  // the test case that was running when the report was written
+    std::vector<Failure> failures;
+    std::vector<std::string> warnings;
+    std::vector<Part> parts;
+
+    bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
+};
+
+// Writes atomically (a temporary file renamed over the target); creates the directory.
+// Returns false (and writes nothing) when it cannot: a report never fails a grade by itself.
+bool write_report(const std::filesystem::path& path, const Report& report);
+// nullopt when missing or unreadable (half-written, foreign).
+std::optional<Report> read_report(const std::filesystem::path& path);
+
+}  // namespace headwise::gradekit

@@ -1,0 +1,185 @@
+// kernels/tensor_core.cuh -- version 5: FlashAttention-2 tiling on tensor cores (nvcuda::wmma).
+//
+// Versions 1-4 do every multiply-add on the ordinary fp32 units. A tensor core multiplies whole
+// 16x16 tiles: one wmma::mma_sync call by a warp computes D = A B + C for (16, 16) matrices --
+// 4096 multiply-adds -- with A and B in 16 bits (fp16 or bf16) and C, D in fp32. Attention has
+// two such products per tile, and the softmax between them stays in fp32:
+//
+//   S = Q K^T     (16 rows, Bc keys) per warp:  D/16 mma_sync per 16 keys, from Q and K in 16 bits
+//   online softmax on S, in fp32 (the running max m, normaliser l and rescale of version 3)
+//   O += P V      P rounded to 16 bits, O accumulated in fp32 fragments
+//
+// Inputs q, k, v are fp16 (or bf16) in global memory; the output is fp32. Each warp owns 16 query
+// rows; a block's warps share the K/V tiles in shared memory, as in version 3. Causal tiles that
+// no row of the block can see are never loaded. A fragment's element layout is the hardware's
+// secret, so anything done per row (masking, the softmax, rescaling O by exp(m_old - m_new))
+// happens in shared memory: S is stored as a (16, Bc) float tile, the warp does the softmax on it
+// (lane j owns key k0 + j) and writes P as 16-bit values; O's fragments make a round trip through
+// a (16, 16) float scratch to be rescaled row by row.
+//
+// Precision, derived (the tests check both bounds, docs/06_cuda_kernel.md says the same):
+//   u = 2^-11 for fp16 (2^-8 for bf16): the relative error of one rounding to nearest.
+//   Against a reference computed in double from the *same rounded* q, k, v, the only new error is
+//   P's rounding: |sum_j p_j (1 + d_j) v_j - sum_j p_j v_j| / l <= u max_j |v_j|, plus fp32
+//   summation (1e-5 + 1e-4 |ref|, the other versions' tolerance).
+//   Against the fp32 reference, rounding q and k moves each score s_j = scale q.k_j by at most
+//   e = 2 u scale sum_c |q_c| |k_jc|; the softmax weights then move by at most a factor
+//   exp(+-2e), so the output moves by at most (exp(2e) - 1) max|v| <~ 2e max|v|, and rounding v
+//   adds u max|v|. Per row: |out - ref| <= max_j|v_j| (3u + exp(2 e_max) - 1) + fp32's tolerance.
+//   For N(0, 1) inputs at d_head = 64 that is about 0.05; the errors measured are ~1e-3.
+#pragma once
+
+#include "kernels/portable.cuh"
+#include "kernels/warp_reduce.cuh"
+
+namespace headwise::kernels {
+
+template <int D>
+struct TensorCoreShape {
+    static_assert(D % 16 == 0, "wmma tiles are 16 wide: d_head must be a multiple of 16");
+    static constexpr int warps = D <= 64 ? 4 : 2;  // per block (2 at d_head 128 to stay within 48 KiB)
+    static constexpr int threads = 32 * warps;
+    static constexpr int rows = 16 * warps;  // Br: query rows per block, 16 per warp
+    static constexpr int cols = 32;          // Bc: keys per tile, one per lane in the softmax
+    static constexpr int ld_in = D + 8;      // row stride of the 16-bit Q, K, V tiles (+16 bytes)
+    static constexpr int ld_s = cols + 16;   // row stride of the float score tile
+    static constexpr int ld_p = cols + 8;    // row stride of the 16-bit P tile
+    static constexpr std::size_t shared_bytes = 2 * std::size_t(rows + 2 * cols) * ld_in +
+                                                4 * std::size_t(rows) * ld_s + 2 * std::size_t(rows) * ld_p +
+                                                4 * std::size_t(warps) * 16;
+};
+
+// grid (ceil(N / Br), H, B), block (32 * warps): warp w of block (bx, h, b) owns query rows
+// bx * Br + 16 w .. + 15.
+//   q, k, v  (B, H, N, D), T = __half or __nv_bfloat16
+//   key_len  (B)
+//   out      (B, H, N, D), fp32
+template <int D, class T>
+__global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v,
+                                      global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+    namespace wmma = nvcuda::wmma;
+    using Shape = TensorCoreShape<D>;
+    constexpr int Br = Shape::rows, Bc = Shape::cols, LI = Shape::ld_in, LS = Shape::ld_s, LP = Shape::ld_p;
+    static_assert(Bc == 32, "the softmax gives one key of the tile to each lane");
+    __shared__ shared_tile<T, Br, LI> q_tile;                  // (Br, D) + padding
+    __shared__ shared_tile<T, Bc, LI> k_tile;                  // (Bc, D) + padding
+    __shared__ shared_tile<T, Bc, LI> v_tile;                  // (Bc, D) + padding
+    __shared__ shared_tile<float, Br, LS> s_tile;              // per warp (16, Bc): scores, then O scratch
+    __shared__ shared_tile<T, Br, LP> p_tile;                  // per warp (16, Bc): weights in 16 bits
+    __shared__ shared_tile<float, Shape::warps, 16> row_tile;  // per warp (16): a factor per row
+
+    const int t = static_cast<int>(threadIdx.x);
+    const int warp = t / 32, lane = t % 32;
+    const int r0 = 16 * warp;  // the warp's first row in the block
+    const int N = a.seq;
+    const int q0 = static_cast<int>(blockIdx.x) * Br;
+    const int h = static_cast<int>(blockIdx.y);
+    const int b = static_cast<int>(blockIdx.z);
+    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
+    const global_ptr<const T> q_bh = slice(q, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const global_ptr<const T> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const global_ptr<const T> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const int n_keys = key_len[b];
+    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
+    const T zero = T(0.0f);
+
+    for (int e = t; e < Br * D; e += Shape::threads) {  // rows past N are zeros
+        const int r = e / D, c = e % D;
+        T x = zero;
+        if (q0 + r < N) x = q_bh[(q0 + r) * D + c];
+        q_tile(r, c) = x;
+    }
+    __syncthreads();
+
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> q_frag[D / 16];  // (16, D) in 16-wide pieces
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> o_frag[D / 16];            // (16, D), unnormalised
+    HEADWISE_UNROLL
+    for (int n = 0; n < D / 16; ++n) {
+        wmma::load_matrix_sync(q_frag[n], q_tile.ptr(r0, 16 * n), LI);
+        wmma::fill_fragment(o_frag[n], 0.0f);
+    }
+    float m[16], l[16];  // per row of the warp, the same in every lane
+    HEADWISE_UNROLL
+    for (int r = 0; r < 16; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+
+    for (int k0 = 0; k0 < block_end; k0 += Bc) {
+        for (int e = t; e < Bc * D; e += Shape::threads) {  // keys past the block's end are zeros
+            const int r = e / D, c = e % D;
+            T kx = zero, vx = zero;
+            if (k0 + r < block_end) kx = k_bh[(k0 + r) * D + c], vx = v_bh[(k0 + r) * D + c];
+            k_tile(r, c) = kx;
+            v_tile(r, c) = vx;
+        }
+        __syncthreads();
+
+        // S = Q K^T, (16, Bc): K^T read from k_tile as a column-major (D, Bc) matrix.
+        HEADWISE_UNROLL
+        for (int n = 0; n < Bc / 16; ++n) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> s_frag;
+            wmma::fill_fragment(s_frag, 0.0f);
+            HEADWISE_UNROLL
+            for (int kk = 0; kk < D / 16; ++kk) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> k_frag;
+                wmma::load_matrix_sync(k_frag, k_tile.ptr(16 * n, 16 * kk), LI);
+                wmma::mma_sync(s_frag, q_frag[kk], k_frag, s_frag);
+            }
+            wmma::store_matrix_sync(s_tile.ptr(r0, 16 * n), s_frag, LS, wmma::mem_row_major);
+        }
+        __syncwarp();
+
+        // Online softmax in fp32, a row at a time; lane j owns key k0 + j.
+        HEADWISE_UNROLL
+        for (int r = 0; r < 16; ++r) {
+            const int i = q0 + r0 + r;
+            const int end = i < N ? key_end(i, n_keys, a.causal) : 0;
+            const float s = k0 + lane < end ? s_tile(r0 + r, lane) * a.scale : -INFINITY;
+            const float m_new = fmaxf(m[r], warp_max(s));
+            const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
+            const float p = expf(s - m_safe);                        // 0 for a masked key
+            const float rescale = expf(m[r] - m_safe);
+            l[r] = l[r] * rescale + warp_sum(p);
+            m[r] = m_new;
+            p_tile(r0 + r, lane) = T(p);
+            if (lane == 0) row_tile(warp, r) = rescale;
+        }
+        __syncwarp();
+
+        // O *= rescale (row by row, through the scratch), then O += P V.
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> p_frag[Bc / 16];
+        HEADWISE_UNROLL
+        for (int kk = 0; kk < Bc / 16; ++kk) wmma::load_matrix_sync(p_frag[kk], p_tile.ptr(r0, 16 * kk), LP);
+        HEADWISE_UNROLL
+        for (int n = 0; n < D / 16; ++n) {
+            wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
+            __syncwarp();
+            for (int e = lane; e < 256; e += 32) s_tile(r0 + e / 16, e % 16) *= row_tile(warp, e / 16);
+            __syncwarp();
+            wmma::load_matrix_sync(o_frag[n], s_tile.ptr(r0, 0), LS, wmma::mem_row_major);
+            HEADWISE_UNROLL
+            for (int kk = 0; kk < Bc / 16; ++kk) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> v_frag;
+                wmma::load_matrix_sync(v_frag, v_tile.ptr(16 * kk, 16 * n), LI);
+                wmma::mma_sync(o_frag[n], p_frag[kk], v_frag, o_frag[n]);
+            }
+        }
+        __syncthreads();  // the tiles are free for the next ones
+    }
+
+    // out = O / l, a row with no visible key gives zeros.
+    HEADWISE_UNROLL
+    for (int r = 0; r < 16; ++r)
+        if (lane == 0) row_tile(warp, r) = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    __syncwarp();
+    HEADWISE_UNROLL
+    for (int n = 0; n < D / 16; ++n) {
+        wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
+        __syncwarp();
+        for (int e = lane; e < 256; e += 32) {
+            const int r = e / 16, c = e % 16, i = q0 + r0 + r;
+            if (i < N) out[(head + i) * D + 16 * n + c] = s_tile(r0 + r, c) * row_tile(warp, r);
+        }
+        __syncwarp();
+    }
+}
+
+}  // namespace headwise::kernels

@@ -1,0 +1,43 @@
+// __shfl_down_sync instead of __shfl_xor_sync: lane 0 ends with the whole sum (or maximum), the other lanes with partial ones.
+// With __shfl_xor_sync every lane pairs with lane ^ offset and all 32 end with the result; or broadcast lane 0's with __shfl_sync (lesson 06, step 6).
+#include "attention_kernels.hpp"
+
+namespace headwise::ex06 {
+
+template <int D>
+__global__ void attention_online(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                                 global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+    not_implemented_yet();
+}
+
+template <int D>
+__global__ void attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                                global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+    not_implemented_yet();
+}
+
+__device__ float warp_sum(float x) {
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, offset);
+    return x;
+}
+
+__device__ float warp_max(float x) {
+    for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_down_sync(0xffffffffu, x, offset));
+    return x;
+}
+
+Tensor4 online_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal, Schedule schedule) {
+    return kernels::with_d_head(int(q.shape()[3]), [&](auto d) {
+        return launch_like_the_lesson(kernels::Version::online, &attention_online<decltype(d)::value>, q, k, v, causal,
+                                      schedule);
+    });
+}
+
+Tensor4 tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v, bool causal, Schedule schedule) {
+    return kernels::with_d_head(int(q.shape()[3]), [&](auto d) {
+        return launch_like_the_lesson(kernels::Version::tiled, &attention_tiled<decltype(d)::value>, q, k, v, causal,
+                                      schedule);
+    });
+}
+
+}  // namespace headwise::ex06
