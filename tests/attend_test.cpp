@@ -4,14 +4,17 @@
 #include "runner_test.hpp"
 
 #include "headwise/attention.hpp"
+#include "headwise/kv_cache.hpp"
 #include "headwise/npy.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <limits>
+#include <set>
 
 using namespace headwise;
 using namespace headwise::test;
@@ -28,8 +31,9 @@ nlohmann::json manifest() {
 }
 
 // The attend command line for one manifest case, writing into `out`.
-std::vector<std::string> attend_args(const nlohmann::json& c, const fs::path& out, bool weights) {
-    const fs::path dir = fixtures / c.at("name").get<std::string>();
+std::vector<std::string> attend_args(const nlohmann::json& c, const fs::path& out, bool weights,
+                                     const fs::path& root = fixtures) {
+    const fs::path dir = root / c.at("name").get<std::string>();
     std::vector<std::string> args{"attend", "--heads", std::to_string(c.at("heads").get<int>()), "--output",
                                   (out / "y.npy").string()};
     const std::pair<const char*, const char*> flags[] = {
@@ -314,4 +318,98 @@ TEST_CASE("attend leaves an existing output untouched when it fails", "[attend][
     CHECK(r.code == 2);
     CHECK(read_text(p.out() / "y.npy") == "previous result");
     CHECK(files_in(p.out()) == 1);  // and no temporary file beside it
+}
+
+// ---------------------------------------------------------------------------------------------
+// --kv-heads (issue 17): grouped-query attention against PyTorch, which repeats K/V heads with
+// repeat_interleave and then attends (tests/fixtures/gqa, scripts/make-fixtures-gqa).
+
+namespace {
+
+const fs::path gqa_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "gqa";
+
+nlohmann::json gqa_manifest() {
+    std::ifstream in(gqa_fixtures / "manifest.json");
+    return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("attend --kv-heads matches grouped-query attention computed in PyTorch", "[attend][gqa]") {
+    const auto cases = gqa_manifest().at("cases");
+    REQUIRE(cases.size() >= 6);
+    double worst = 0.0;
+    std::set<std::string> kinds;
+    for (const auto& c : cases) {
+        const std::string name = c.at("name").get<std::string>();
+        INFO("case " << name);
+        TempDir out;
+        std::vector<std::string> args = attend_args(c, out.path, true, gqa_fixtures);
+        args.push_back("--kv-heads");
+        args.push_back(std::to_string(c.at("kv_heads").get<int>()));
+        const int h = c.at("heads").get<int>(), kvh = c.at("kv_heads").get<int>();
+        kinds.insert(kvh == h ? "MHA" : kvh == 1 ? "MQA" : "GQA");
+        const Result r = run_headwise(args);
+        INFO("stderr: " << r.err);
+        REQUIRE(r.code == 0);
+        CHECK_THAT(r.out, Contains(fmt::format("H_kv = {} key/value heads", c.at("kv_heads").get<int>())));
+        const double dy = max_abs_diff(load<3>(out / "y.npy"), load<3>(gqa_fixtures / name / "output.npy"));
+        const double dw = c.at("average_weights").get<bool>()
+                              ? max_abs_diff(load<3>(out / "a.npy"), load<3>(gqa_fixtures / name / "weights.npy"))
+                              : max_abs_diff(load<4>(out / "a.npy"), load<4>(gqa_fixtures / name / "weights.npy"));
+        CHECK(dy <= tolerance);
+        CHECK(dw <= tolerance);
+        worst = std::max({worst, dy, dw});
+    }
+    CHECK(kinds == std::set<std::string>{"GQA", "MHA", "MQA"});  // H_kv = H, 1, and in between
+    INFO("largest difference from PyTorch over the GQA fixtures: " << worst);
+    CHECK(worst <= tolerance);
+}
+
+TEST_CASE("attend --kv-heads H gives the multi-head result on the same weights", "[attend][gqa]") {
+    const auto c = manifest().at("cases").at(0);  // an nn.MultiheadAttention fixture, H = 4
+    TempDir out;
+    std::vector<std::string> args = attend_args(c, out.path, true);
+    args.insert(args.end(), {"--kv-heads", std::to_string(c.at("heads").get<int>())});
+    const Result r = run_headwise(args);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const std::string name = c.at("name").get<std::string>();
+    CHECK(max_abs_diff(load<3>(out / "y.npy"), load<3>(fixtures / name / "output.npy")) <= tolerance);
+}
+
+TEST_CASE("attend refuses --kv-heads that do not divide --heads, and the MHA layout with fewer K/V heads",
+          "[attend][gqa][bad input]") {
+    SECTION("H_kv does not divide H") {
+        Problem p;
+        require_refused(p, p.run({"--kv-heads", "3"}), "--kv-heads 3 does not divide --heads 4");
+    }
+    SECTION("in_proj_weight still (3 * d_model, d_model)") {
+        Problem p;  // d_model 32, H 4, d_head 8: H_kv = 2 needs 32 + 2 * 2 * 8 = 64 rows, not 96
+        require_refused(p, p.run({"--kv-heads", "2"}),
+                        "--in-proj-weight has shape (96, 32) but must be (H*d_head + 2*H_kv*d_head, d_model) = (64, 32)");
+    }
+}
+
+TEST_CASE("the library's prefill + decode steps match PyTorch's KV-cache decode and its full forward",
+          "[attend][gqa][kv_cache]") {
+    const auto cases = gqa_manifest().at("decode_cases");
+    REQUIRE(cases.size() >= 3);
+    for (const auto& c : cases) {
+        const std::string name = c.at("name").get<std::string>();
+        INFO("case " << name);
+        const fs::path dir = gqa_fixtures / name;
+        const GroupedQueryAttention m{c.at("heads").get<std::size_t>(), c.at("kv_heads").get<std::size_t>(),
+                                      load<2>(dir / "in_proj_weight.npy"), load<1>(dir / "in_proj_bias.npy"),
+                                      load<2>(dir / "out_proj_weight.npy"), load<1>(dir / "out_proj_bias.npy")};
+        const Tensor3 x = load<3>(dir / "x.npy");  // (B, N, d_model)
+        const std::size_t batch = x.shape()[0], n = x.shape()[1], prompt = c.at("prompt").get<std::size_t>();
+        KVCache cache(batch, m.kv_heads, m.d_head(), n);
+        Tensor3 y = Tensor3::from_shape(x.shape());
+        xt::view(y, xt::all(), xt::range(0, prompt), xt::all()) = prefill(m, cache, xt::view(x, xt::all(), xt::range(0, prompt), xt::all()));
+        for (std::size_t t = prompt; t < n; ++t)
+            xt::view(y, xt::all(), xt::range(t, t + 1), xt::all()) = decode_step(m, cache, xt::view(x, xt::all(), xt::range(t, t + 1), xt::all()));
+        CHECK(max_abs_diff(y, load<3>(dir / "decoded.npy")) <= tolerance);
+        CHECK(max_abs_diff(y, load<3>(dir / "full.npy")) <= tolerance);
+    }
 }

@@ -7,6 +7,8 @@
 //   out_proj_weight (d_model, d_model) = W_o                  out_proj_bias (d_model)
 //   key_padding_mask (B, N_k) bool, True = ignore that key     --causal: query i sees keys 0..i
 //   -> output (B, N_q, d_model); weights (B, H, N_q, N_k), or (B, N_q, N_k) averaged over heads
+//   --kv-heads H_kv: grouped-query attention (headwise/kv_cache.hpp), in_proj_weight
+//   (H * d_head + 2 * H_kv * d_head, d_model) = [W_q; W_k; W_v]; query head h reads K/V head h / (H / H_kv)
 //
 // Every input is validated before anything is computed (headwise/npy.hpp reads the files);
 // outputs are float32 and appear only when everything succeeded (temporary file + rename).
@@ -15,6 +17,7 @@
 
 #include "headwise/attention.hpp"
 #include "headwise/cli.hpp"
+#include "headwise/kv_cache.hpp"
 #include "headwise/npy.hpp"
 
 #include <fmt/format.h>
@@ -34,6 +37,7 @@ struct AttendArgs {
     std::string key_padding_mask;
     std::string output, weights;
     long long heads = 0;
+    long long kv_heads = 0;  // 0: --kv-heads not given, multi-head attention
     bool causal = false;
     bool average_weights = false;
 };
@@ -176,15 +180,26 @@ int attend(const AttendArgs& a) {
                                       d_model, heads, double(d_model) / double(heads)));
     }
 
+    // --kv-heads: fewer K/V rows in in_proj (grouped-query attention); without it H_kv = H.
+    const bool grouped = a.kv_heads > 0;
+    const auto kv_heads = grouped ? static_cast<std::size_t>(a.kv_heads) : heads;
+    if (heads % kv_heads != 0) {
+        throw usage_error(fmt::format("--kv-heads {} does not divide --heads {}: query heads share key/value heads in "
+                                      "equal groups (H / H_kv would be {:g})",
+                                      kv_heads, heads, double(heads) / double(kv_heads)));
+    }
+    const std::size_t in_rows = d_model + 2 * kv_heads * (d_model / heads);  // 3 * d_model when H_kv = H
+    const std::string in_rows_name = grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model";
+
     MultiHeadAttention mha;
     mha.heads = heads;
-    mha.in_proj_weight = load<2>(a.in_proj_weight, "--in-proj-weight (3 * d_model, d_model)");
-    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {3 * d_model, d_model}, {"3 * d_model", "d_model"}, fit_query);
+    mha.in_proj_weight = load<2>(a.in_proj_weight, "--in-proj-weight (" + in_rows_name + ", d_model)");
+    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {in_rows, d_model}, {in_rows_name, "d_model"}, fit_query);
     mha.out_proj_weight = load<2>(a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
     require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {d_model, d_model}, {"d_model", "d_model"}, fit_query);
     if (!a.in_proj_bias.empty()) {
-        mha.in_proj_bias = load<1>(a.in_proj_bias, "--in-proj-bias (3 * d_model)");
-        require_shape("--in-proj-bias", shape_of(mha.in_proj_bias), {3 * d_model}, {"3 * d_model"}, fit_query);
+        mha.in_proj_bias = load<1>(a.in_proj_bias, "--in-proj-bias (" + in_rows_name + ")");
+        require_shape("--in-proj-bias", shape_of(mha.in_proj_bias), {in_rows}, {in_rows_name}, fit_query);
     }
     if (!a.out_proj_bias.empty()) {
         mha.out_proj_bias = load<1>(a.out_proj_bias, "--out-proj-bias (d_model)");
@@ -216,9 +231,13 @@ int attend(const AttendArgs& a) {
                             fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", batch, n_q, n_k, d_model));
     }
 
-    require_no_overflow(query, key, value, mha);
+    std::optional<GroupedQueryAttention> gqa;  // the same weights, read with H_kv key/value heads
+    if (grouped) gqa = GroupedQueryAttention{heads, kv_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj_weight, mha.out_proj_bias};
+    require_no_overflow(query, key, value, grouped ? gqa->with_repeated_kv() : mha);  // the equal MHA bounds GQA
     Tensor4 weights;  // (B, H, N_q, N_k), only with --weights
-    const Tensor3 output = mha.forward(query, key, value, options, want_weights ? &weights : nullptr);  // (B, N_q, d_model)
+    Tensor4* wanted = want_weights ? &weights : nullptr;
+    const Tensor3 output = grouped ? gqa->forward(query, key, value, options, wanted)
+                                   : mha.forward(query, key, value, options, wanted);  // (B, N_q, d_model)
     if (!all_finite(output.data(), output.size()) || !all_finite(weights.data(), weights.size())) {
         throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
     }
@@ -246,8 +265,9 @@ int attend(const AttendArgs& a) {
     }
     for (auto& p : pending) p.commit();
 
-    fmt::print("attend: {} attention, H = {} heads of d_head = {}{}{}\n", self_attention ? "self" : "cross", heads,
-               d_model / heads, a.causal ? ", causal" : "", options.key_padding_mask ? ", key padding mask" : "");
+    fmt::print("attend: {} attention, H = {} heads of d_head = {}{}{}{}\n", self_attention ? "self" : "cross", heads,
+               d_model / heads, grouped ? fmt::format(", H_kv = {} key/value heads (query head h reads h / {})", kv_heads, heads / kv_heads) : "",
+               a.causal ? ", causal" : "", options.key_padding_mask ? ", key padding mask" : "");
     fmt::print("  query    {:<16} [B, N_q, d_model]\n", npy::shape_string(shape_of(query)));
     if (!self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(key)));
     fmt::print("  output   {:<16} [B, N_q, d_model] -> {}\n", npy::shape_string(shape_of(output)), a.output);
@@ -281,6 +301,9 @@ void add_attend_command(CLI::App& app, Action& action) {
     cmd->footer("Example (self-attention, 4 heads):\n"
                 "  ./headwise attend --query x.npy --heads 4 --in-proj-weight w_in.npy --out-proj-weight w_o.npy \\\n"
                 "                    --output y.npy --weights a.npy\n"
+                "Grouped-query attention (H_kv key/value heads shared by H query heads, H_kv dividing H): add\n"
+                "  --kv-heads H_kv, with in_proj_weight (H*d_head + 2*H_kv*d_head, d_model) = [W_q; W_k; W_v];\n"
+                "  query head h reads K/V head h / (H / H_kv) (PyTorch: repeat_interleave K, V over the head axis).\n"
                 "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.\n");
     cmd->add_option("--query", a->query, "query (B, N_q, d_model) .npy")->required();
     auto* key = cmd->add_option("--key", a->key, "key (B, N_k, d_model) .npy; omit key and value for self-attention");
@@ -290,8 +313,12 @@ void add_attend_command(CLI::App& app, Action& action) {
     cmd->add_option("--heads", a->heads, "number of heads H (d_model must be divisible by H)")
         ->required()
         ->check(CLI::Range(1LL, 1LL << 20));
-    cmd->add_option("--in-proj-weight", a->in_proj_weight, "in_proj_weight (3 * d_model, d_model): [W_q; W_k; W_v]")->required();
-    cmd->add_option("--in-proj-bias", a->in_proj_bias, "in_proj_bias (3 * d_model); omitted = no bias");
+    cmd->add_option("--kv-heads", a->kv_heads, "key/value heads H_kv for grouped-query attention (must divide H; 1 = multi-query)")
+        ->check(CLI::Range(1LL, 1LL << 20));
+    cmd->add_option("--in-proj-weight", a->in_proj_weight,
+                    "in_proj_weight (3 * d_model, d_model): [W_q; W_k; W_v]; with --kv-heads (H*d_head + 2*H_kv*d_head, d_model)")
+        ->required();
+    cmd->add_option("--in-proj-bias", a->in_proj_bias, "in_proj_bias (3 * d_model, or H*d_head + 2*H_kv*d_head); omitted = no bias");
     cmd->add_option("--out-proj-weight", a->out_proj_weight, "out_proj.weight (d_model, d_model): W_o")->required();
     cmd->add_option("--out-proj-bias", a->out_proj_bias, "out_proj.bias (d_model); omitted = no bias");
     cmd->add_flag("--causal", a->causal, "query i attends to keys 0..i only (attn_mask = triu(ones, 1))");

@@ -184,6 +184,27 @@ const std::vector<Case> runner_cases{
     {"headwise", {"bench", "--no-such-flag"}, "--no-such-flag"},
 };
 
+// Lesson 08 and `attend --kv-heads` (issue 17): the KV cache and grouped-query attention.
+// Lesson 08's numeric flags come from its --help like every lesson's; these rows are about
+// meaning. attend rows use the defaults below (H = 2, d_model = 4, so d_head = 2).
+const std::vector<Case> kv_cache_cases{
+    {"08_kv_cache", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 8"},
+    {"08_kv_cache", {"--kv-heads", "16"}, "--kv-heads 16 does not divide --heads 8"},
+    {"08_kv_cache", {"--heads", "7"}, "--d-model 64 is not divisible by --heads 7"},
+    {"08_kv_cache", {"--seq", "4096", "--generate", "4096", "--timed-tokens", "4096", "--d-model", "4096"},
+     "this would (need [0-9]+ bytes|take more than)"},
+    {"attend", {"--kv-heads", "abc"}, "--kv-heads.*abc"},
+    {"attend", {"--kv-heads", "0"}, "--kv-heads.*0"},
+    {"attend", {"--kv-heads", "-1"}, "--kv-heads.*-1"},
+    {"attend", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 2"},
+    // The MHA layout (12, 4) handed over with one K/V head, which needs (4 + 2 * 1 * 2, 4) = (8, 4).
+    {"attend", {"--kv-heads", "1"}, "--in-proj-weight has shape \\(12, 4\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head, d_model\\) = \\(8, 4\\)"},
+    {"attend", {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--in-proj-bias", "{w}/bias12.npy"},
+     "--in-proj-bias has shape \\(12,\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head\\) = \\(8\\)"},
+    {"attend", {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--out-proj-weight", "{w}/w_in.npy"},
+     "--out-proj-weight has shape \\(12, 4\\)"},
+};
+
 // Lesson 07 and `heads` (issue 16). HEADWISE_MODEL_DIR points them at {w}/model: a real
 // config.json, a three-word vocabulary and a model.safetensors cut short inside its header.
 const std::string long_text = [] {
@@ -336,6 +357,7 @@ void write_workspace(const fs::path& w) {
         {"long_query.npy", f32("(1, 100000, 2)", 200000)},
         {"w_in2.npy", f32("(6, 2)", 12)},
         {"w_o2.npy", f32("(2, 2)", 4)},
+        {"w_in_mqa.npy", f32("(8, 4)", 32)},  // H = 2, H_kv = 1, d_head = 2: 2*2 + 2*1*2 rows
     };
     for (const auto& [name, bytes] : files) write_text(w / name, bytes);
     fs::create_directory(w / "model");
@@ -403,6 +425,7 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     cases.insert(cases.end(), lesson_size_cases.begin(), lesson_size_cases.end());
     cases.insert(cases.end(), runner_cases.begin(), runner_cases.end());
     cases.insert(cases.end(), attend_cases.begin(), attend_cases.end());
+    cases.insert(cases.end(), kv_cache_cases.begin(), kv_cache_cases.end());
     cases.insert(cases.end(), model_cases.begin(), model_cases.end());
 
     const fs::path saved_cwd = fs::current_path();

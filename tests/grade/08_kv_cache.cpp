@@ -1,0 +1,220 @@
+// Grader for exercise 08: one decode step with a grouped-query KV cache.
+//
+// Oracles: a two-token case worked out by hand; the full causal recompute of the whole sequence
+// in double precision (attention_reference on K/V repeated per group); the library's own KV cache
+// and grouped-query attention (src/headwise/kv_cache.hpp, tests/kv_cache_test.cpp). The
+// projections are the library's, handed to decode_step as a callback that counts the token rows
+// it projects. Every run starts from an empty cache and returns the outputs of all its steps.
+#include "08_kv_cache.hpp"
+#include "grade.hpp"
+
+#include "headwise/kv_cache.hpp"
+#include "headwise/random.hpp"
+
+#include <fmt/format.h>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <memory>
+
+using namespace headwise;
+using grade::Ex08;
+
+namespace {
+
+struct Problem {
+    std::size_t batch, heads, kv_heads, d_head, steps;
+    std::uint64_t seed;
+    std::string label() const {
+        return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}, {} steps from an empty cache", batch, heads,
+                           kv_heads, d_head, steps);
+    }
+};
+
+// A problem's module and tokens (B, steps, d_model).
+struct Setup {
+    GroupedQueryAttention m;
+    Tensor3 x;
+    explicit Setup(const Problem& p) {
+        Random rng(p.seed);
+        m = GroupedQueryAttention::random(p.heads * p.d_head, p.heads, p.kv_heads, /*bias=*/true, rng);
+        m.in_proj_weight *= std::sqrt(3.0f);  // q, k entries of order 1: weights with some structure
+        x = rng.normal<3>({p.batch, p.steps, p.heads * p.d_head});
+    }
+};
+
+// The grader's projections: the library's, counting every token row they project into `rows`.
+decoding::Project counting_projection(const GroupedQueryAttention& m, const std::shared_ptr<std::size_t>& rows) {
+    return [&m, rows](const Tensor3& x) {
+        *rows += x.shape()[0] * x.shape()[1];
+        return decoding::Projection{m.project_q(x), m.project_k(x), m.project_v(x)};
+    };
+}
+
+decoding::Cache empty_cache(std::size_t batch, std::size_t kv_heads, std::size_t capacity, std::size_t d_head) {
+    const std::array<std::size_t, 4> shape{batch, kv_heads, capacity, d_head};
+    return {xt::zeros<float>(shape), xt::zeros<float>(shape), 0};
+}
+
+// What a run of decode_step leaves behind.
+struct Run {
+    Tensor4 out;  // (B, H, steps, d_head): step t's output in column t
+    decoding::Cache cache;
+    std::size_t rows = 0;  // token rows projected
+};
+
+// Calls decode_step once per token, tokens 0 .. t handed over at step t. A step that returns the
+// wrong shape ends the run with that result, so the report names the shape.
+Run run_steps(const Ex08& ex, const GroupedQueryAttention& m, const Tensor3& x, std::size_t capacity,
+              const decoding::Project* custom = nullptr) {
+    const std::size_t batch = x.shape()[0], steps = x.shape()[1], heads = m.heads, d_head = m.d_head();
+    Run r{Tensor4::from_shape({batch, heads, steps, d_head}), empty_cache(batch, m.kv_heads, capacity, d_head)};
+    auto rows = std::make_shared<std::size_t>(0);
+    const decoding::Project project = custom ? *custom : counting_projection(m, rows);
+    for (std::size_t t = 0; t < steps; ++t) {
+        const Tensor3 tokens = xt::view(x, xt::all(), xt::range(0, t + 1), xt::all());  // (B, t + 1, d_model)
+        const Tensor4 y = ex.decode_step(r.cache, tokens, project);                     // (B, H, 1, d_head)
+        if (y.shape() != std::array<std::size_t, 4>{batch, heads, 1, d_head}) {
+            r.out = y;
+            break;
+        }
+        xt::view(r.out, xt::all(), xt::all(), xt::range(t, t + 1), xt::all()) = y;
+    }
+    r.rows = *rows;
+    return r;
+}
+
+// The full causal recompute: every token's q, k, v at once, K/V repeated per group, the causal
+// mask, double precision. Row t is what decode step t must give.
+Tensor4 full_recompute(const GroupedQueryAttention& m, const Tensor3& x) {
+    AttentionOptions causal;
+    causal.causal = true;
+    return attention_reference(m.project_q(x), repeat_kv(m.project_k(x), m.group()),
+                               repeat_kv(m.project_v(x), m.group()), causal);
+}
+
+// The library's KV cache, step by step: append, then grouped-query attention over the cache.
+Tensor4 library_decode(const GroupedQueryAttention& m, const Tensor3& x) {
+    const std::size_t batch = x.shape()[0], steps = x.shape()[1];
+    KVCache cache(batch, m.kv_heads, m.d_head(), steps);
+    Tensor4 out = Tensor4::from_shape({batch, m.heads, steps, m.d_head()});
+    for (std::size_t t = 0; t < steps; ++t) {
+        const Tensor3 x_t = xt::view(x, xt::all(), xt::range(t, t + 1), xt::all());  // (B, 1, d_model)
+        cache.append(m.project_k(x_t), m.project_v(x_t));
+        xt::view(out, xt::all(), xt::all(), xt::range(t, t + 1), xt::all()) =
+            grouped_query_attention(m.project_q(x_t), cache.keys(), cache.values());
+    }
+    return out;
+}
+
+enum class Oracle { recompute, library };
+
+void expect_decode(const Problem& p, Oracle oracle) {
+    const Setup s(p);
+    const Tensor4 expected = oracle == Oracle::recompute ? full_recompute(s.m, s.x) : library_decode(s.m, s.x);
+    grade::expect<Ex08>(
+        fmt::format("decode_step, {} (outputs of every step, vs {})", p.label(),
+                    oracle == Oracle::recompute ? "the full causal recompute" : "the library's KV cache"),
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, p.steps).out; }, expected, "B, H, step, d_head");
+}
+
+}  // namespace
+
+TEST_CASE("decode_step: two tokens worked by hand, one K/V head shared by two query heads", "[ex08]") {
+    // d_head = 2, so scores are q . k / sqrt(2). Token 0: whatever its query, its only key is its
+    // own, weight 1: both heads output v0 = (3, -1). Token 1: head 0 has q = (sqrt(2) ln 3, 0),
+    // k0 = (0, 5), k1 = (1, 0): scores 0 and ln 3, weights 1/4 and 3/4, output
+    // 1/4 (3, -1) + 3/4 (-1, 7) = (0, 5); head 1 has q = 0: weights 1/2, 1/2, output (1, 3).
+    const float a = std::sqrt(2.0f) * std::log(3.0f);
+    const Tensor4 q0 = {{{{1.0f, 2.0f}}, {{-1.0f, 0.5f}}}}, q1 = {{{{a, 0.0f}}, {{0.0f, 0.0f}}}};  // (1, 2, 1, 2)
+    const Tensor4 k0 = {{{{0.0f, 5.0f}}}}, k1 = {{{{1.0f, 0.0f}}}};                                // (1, 1, 1, 2)
+    const Tensor4 v0 = {{{{3.0f, -1.0f}}}}, v1 = {{{{-1.0f, 7.0f}}}};
+    // The projections of tokens 0 and 1, by position (token n's x is filled with n).
+    const decoding::Project by_hand = [&](const Tensor3& x) {
+        decoding::Projection p{q0, k0, v0};
+        for (std::size_t i = 1; i < x.shape()[1]; ++i) {  // a second token in the block: stack along N
+            const bool second = x(0, i, 0) == 1.0f;
+            p.q = xt::concatenate(xt::xtuple(p.q, second ? q1 : q0), 2);
+            p.k = xt::concatenate(xt::xtuple(p.k, second ? k1 : k0), 2);
+            p.v = xt::concatenate(xt::xtuple(p.v, second ? v1 : v0), 2);
+        }
+        if (x(0, 0, 0) == 1.0f) p = {q1, k1, v1};  // a block of token 1 alone
+        return p;
+    };
+    Tensor3 x = Tensor3::from_shape({1, 2, 4});  // (B, N, d_model)
+    for (std::size_t n = 0; n < 2; ++n) xt::view(x, 0, n) = float(n);
+    GroupedQueryAttention shape_only;  // H = 2, H_kv = 1, d_head = 2: the sizes run_steps needs
+    shape_only.heads = 2;
+    shape_only.kv_heads = 1;
+    shape_only.out_proj_weight = Tensor2::from_shape({4, 4});
+    const Tensor4 expected = {{{{3.0f, -1.0f}, {0.0f, 5.0f}}, {{3.0f, -1.0f}, {1.0f, 3.0f}}}};  // (1, 2, 2, 2)
+    grade::expect<Ex08>(
+        "decode_step on tokens 0 and 1 (B = 1, H = 2, H_kv = 1, d_head = 2), outputs of both steps",
+        [&](const Ex08& ex) { return run_steps(ex, shape_only, x, 4, &by_hand).out; }, expected, "B, H, step, d_head");
+}
+
+TEST_CASE("decode_step: multi-head (H_kv = H) equals the full causal recompute, B > 1", "[ex08]") {
+    expect_decode({2, 4, 4, 8, 12, 1}, Oracle::recompute);
+}
+
+TEST_CASE("decode_step: grouped-query (H_kv = 2) equals the full causal recompute", "[ex08]") {
+    expect_decode({3, 4, 2, 8, 10, 2}, Oracle::recompute);
+    expect_decode({2, 6, 2, 4, 9, 3}, Oracle::recompute);
+}
+
+TEST_CASE("decode_step: multi-query (H_kv = 1) equals the full causal recompute", "[ex08]") {
+    expect_decode({2, 4, 1, 8, 10, 4}, Oracle::recompute);
+}
+
+TEST_CASE("decode_step: 40 steps match the library's KV cache, H = 8 with H_kv in {1, 2, 8}", "[ex08]") {
+    expect_decode({2, 8, 2, 8, 40, 5}, Oracle::library);
+    expect_decode({3, 8, 1, 4, 40, 6}, Oracle::library);
+    expect_decode({2, 8, 8, 4, 40, 7}, Oracle::library);
+}
+
+TEST_CASE("decode_step: the cache holds every token's k and v at its own position", "[ex08]") {
+    const Problem p{2, 4, 2, 4, 6, 8};
+    const Setup s(p);
+    const std::size_t capacity = 9;  // room to spare: positions 6..8 must stay untouched (zeros)
+    Tensor4 expected_k = xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, capacity, p.d_head});
+    Tensor4 expected_v = expected_k;
+    xt::view(expected_k, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_k(s.x);
+    xt::view(expected_v, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_v(s.x);
+    grade::expect<Ex08>(
+        "cache.k after " + p.label() + ", capacity 9",
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.k; }, expected_k,
+        "B, H_kv, position, d_head");
+    grade::expect<Ex08>(
+        "cache.v after " + p.label() + ", capacity 9",
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.v; }, expected_v,
+        "B, H_kv, position, d_head");
+    grade::expect<Ex08>(
+        "cache.length after " + p.label(),
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.length; }, p.steps, "tokens cached");
+}
+
+TEST_CASE("decode_step: projects only the new token (O(1) projections per step, not O(N))", "[ex08]") {
+    // 260 steps for B = 4: one token row per sequence per step is 1,040 rows (a count large enough
+    // for the report to name a mistake on it). Projecting every token again at every step would be
+    // 4 * (1 + 2 + ... + 260) = 135,720.
+    const Problem p{4, 4, 2, 4, 260, 9};
+    const Setup s(p);
+    grade::expect<Ex08>(
+        "token rows handed to project over " + p.label(),
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, p.steps).rows; }, p.batch * p.steps,
+        "token rows projected");
+}
+
+TEST_CASE("decode_step: a full cache is refused with usage_error", "[ex08]") {
+    const Problem p{1, 2, 1, 4, 3, 10};
+    const Setup s(p);
+    grade::expect_usage_error<Ex08>(
+        "decode_step on a cache of capacity 3 that already holds 3 tokens", [&](const Ex08& ex) {
+            Run r = run_steps(ex, s.m, s.x, p.steps);  // fills it
+            auto rows = std::make_shared<std::size_t>(0);
+            const Tensor3 more =
+                xt::concatenate(xt::xtuple(s.x, xt::view(s.x, xt::all(), xt::range(0, 1), xt::all())), 1);
+            return ex.decode_step(r.cache, more, counting_projection(s.m, rows));
+        });
+}

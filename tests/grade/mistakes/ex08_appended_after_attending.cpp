@@ -1,0 +1,35 @@
+// mistake: the new k and v appended after attending
+// The new token attended over the cache before its own k and v were in it: it never sees itself (and the first token sees nothing).
+// Append first, then attend over all cache.length + 1 keys: the newest key is the token's own (lesson 08, step 2).
+#include "kv_cache.hpp"
+
+#include "headwise/kv_cache.hpp"
+
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace headwise::ex08 {
+
+namespace {
+// Positions 0 .. n - 1 of a (B, H_kv, capacity, d_head) cache.
+Tensor4 first(const Tensor4& t, std::size_t n) { return xt::view(t, xt::all(), xt::all(), xt::range(0, n), xt::all()); }
+// The new token's row written at position `pos` of the cache.
+void store(Tensor4& cache, const Tensor4& row, std::size_t pos) {
+    xt::view(cache, xt::all(), xt::all(), xt::range(pos, pos + 1), xt::all()) = row;
+}
+}  // namespace
+
+Tensor4 decode_step(Cache& cache, const Tensor3& tokens, const Project& project) {
+    const std::size_t t = tokens.shape()[1] - 1;
+    if (cache.length >= cache.k.shape()[2]) throw usage_error("the KV cache is full");
+    const Projection p = project(xt::view(tokens, xt::all(), xt::range(t, t + 1), xt::all()));
+    const Tensor4 out = grouped_query_attention(p.q, first(cache.k, cache.length), first(cache.v, cache.length));
+    store(cache.k, p.k, cache.length);  // too late: the attention above did not include it
+    store(cache.v, p.v, cache.length);
+    ++cache.length;
+    return out;
+}
+
+}  // namespace headwise::ex08

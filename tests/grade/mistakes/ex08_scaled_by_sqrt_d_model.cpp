@@ -1,0 +1,36 @@
+// mistake: scores scaled by sqrt(d_model) instead of sqrt(d_head)
+// The scores were divided by sqrt(d_model) = sqrt(H * d_head): each head's softmax comes out too flat.
+// Each head compares d_head-wide vectors, so divide by sqrt(d_head), as in lesson 03.
+#include "kv_cache.hpp"
+
+#include "headwise/kv_cache.hpp"
+
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace headwise::ex08 {
+
+namespace {
+// Positions 0 .. n - 1 of a (B, H_kv, capacity, d_head) cache.
+Tensor4 first(const Tensor4& t, std::size_t n) { return xt::view(t, xt::all(), xt::all(), xt::range(0, n), xt::all()); }
+// The new token's row written at position `pos` of the cache.
+void store(Tensor4& cache, const Tensor4& row, std::size_t pos) {
+    xt::view(cache, xt::all(), xt::all(), xt::range(pos, pos + 1), xt::all()) = row;
+}
+}  // namespace
+
+Tensor4 decode_step(Cache& cache, const Tensor3& tokens, const Project& project) {
+    const std::size_t t = tokens.shape()[1] - 1;
+    if (cache.length >= cache.k.shape()[2]) throw usage_error("the KV cache is full");
+    const Projection p = project(xt::view(tokens, xt::all(), xt::range(t, t + 1), xt::all()));
+    store(cache.k, p.k, cache.length);
+    store(cache.v, p.v, cache.length);
+    ++cache.length;
+    AttentionOptions o;
+    o.scale = 1.0f / std::sqrt(static_cast<float>(tokens.shape()[2]));  // d_model, not d_head
+    return grouped_query_attention(p.q, first(cache.k, cache.length), first(cache.v, cache.length), o);
+}
+
+}  // namespace headwise::ex08
