@@ -13,13 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // Whatever parsed must also convert, or be refused, cleanly.
         try {
             (void)headwise::npy::to_tensor<3>(a, "--query");
-        } catch (const headwise::usage_error&) {
-        }
+        } catch (const headwise::usage_error&) {}
         try {
             (void)headwise::npy::to_mask(a, "--key-padding-mask");
-        } catch (const headwise::usage_error&) {
-        }
-    } catch (const headwise::usage_error&) {
-    }
+        } catch (const headwise::usage_error&) {}
+    } catch (const headwise::usage_error&) {}
     return 0;
 }

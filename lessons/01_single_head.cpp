@@ -124,8 +124,9 @@ int main(int argc, char** argv) {
         trace.section("step 5: each token receives a weighted average of the values");
         const Tensor3 out = weighted_values(weights, v);  // (B, N, d)
         trace("out = weights . v", out, "B, N, d");
-        const Tensor4 library = scaled_dot_product_attention(xt::eval(xt::expand_dims(q, 1)), xt::eval(xt::expand_dims(k, 1)),
-                                                             xt::eval(xt::expand_dims(v, 1)));  // (B, 1, N, d)
+        const Tensor4 library =
+            scaled_dot_product_attention(xt::eval(xt::expand_dims(q, 1)), xt::eval(xt::expand_dims(k, 1)),
+                                         xt::eval(xt::expand_dims(v, 1)));  // (B, 1, N, d)
         trace("library attention", library, "B, H=1, N, d");
         fmt::print("  step-by-step vs headwise::scaled_dot_product_attention: max |diff| = {:.2e}\n",
                    max_abs_diff(out, xt::eval(xt::view(library, xt::all(), 0))));
@@ -152,8 +153,9 @@ int main(int argc, char** argv) {
         }
         fmt::print("  a uniform row over {} keys has entropy ln {} = {:.3f}; 0 means one key takes everything.\n", M, M,
                    std::log(static_cast<double>(M)));
-        fmt::print("  Without the scaling the scores' spread grows with d, softmax saturates (entropy falls toward 0,\n"
-                   "  the largest weight toward 1) and its gradients vanish. With it, the spread stays near 1.\n");
+        fmt::print(
+            "  Without the scaling the scores' spread grows with d, softmax saturates (entropy falls toward 0,\n"
+            "  the largest weight toward 1) and its gradients vanish. With it, the spread stays near 1.\n");
         return cli::exit_ok;
     });
 }

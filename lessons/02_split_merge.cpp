@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 
-        fmt::print("Lesson 02: split and merge heads   B={} N={} d_model={} H={} d_head={} seed={}\n", B, N, d, H,
-                   dh, opt.seed);
+        fmt::print("Lesson 02: split and merge heads   B={} N={} d_model={} H={} d_head={} seed={}\n", B, N, d, H, dh,
+                   opt.seed);
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 1: one projection of width d_model serves all heads");
@@ -124,19 +124,19 @@ int main(int argc, char** argv) {
             for (std::size_t h = 0; h < H; ++h)
                 for (std::size_t n = 0; n < N; ++n)
                     for (std::size_t c = 0; c < dh; ++c) misplaced += q_heads(b, h, n, c) != q(b, n, h * dh + c);
-        fmt::print("  q_heads(b, h, n, c) == q(b, n, h*d_head + c) for all {} elements: {} misplaced\n",
-                   q_heads.size(), misplaced);
-        fmt::print("  so head h of token n holds features {}*h .. {}*h+{} of that token's query, nothing else.\n",
-                   dh, dh, dh - 1);
+        fmt::print("  q_heads(b, h, n, c) == q(b, n, h*d_head + c) for all {} elements: {} misplaced\n", q_heads.size(),
+                   misplaced);
+        fmt::print("  so head h of token n holds features {}*h .. {}*h+{} of that token's query, nothing else.\n", dh,
+                   dh, dh - 1);
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 3: the tempting shortcut -- reshape straight to (B, H, N, d_head)");
         // Label every number with the token and the feature it came from, then split the labels.
-        const Tensor3 token_of = index_along(opt.dims, 1);    // (B, N, d_model), value = token index
-        const Tensor3 feature_of = index_along(opt.dims, 2);  // (B, N, d_model), value = feature index
-        const Tensor4 tok_split = split_heads(token_of, H);          // (B, H, N, d_head)
-        const Tensor4 feat_split = split_heads(feature_of, H);       // (B, H, N, d_head)
-        const Tensor4 tok_straight = reshape_straight(token_of, H);  // (B, H, N, d_head)
+        const Tensor3 token_of = index_along(opt.dims, 1);              // (B, N, d_model), value = token index
+        const Tensor3 feature_of = index_along(opt.dims, 2);            // (B, N, d_model), value = feature index
+        const Tensor4 tok_split = split_heads(token_of, H);             // (B, H, N, d_head)
+        const Tensor4 feat_split = split_heads(feature_of, H);          // (B, H, N, d_head)
+        const Tensor4 tok_straight = reshape_straight(token_of, H);     // (B, H, N, d_head)
         const Tensor4 feat_straight = reshape_straight(feature_of, H);  // (B, H, N, d_head)
         trace("tokens, split", tok_split, "B, H, N, d_head");
         trace("tokens, straight", tok_straight, "B, H, N, d_head");
@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
         }
         if (shown < N) fmt::print("    ... ({} more rows)\n", N - shown);
         const std::size_t rows = B * H * N;
-        const std::size_t same = std::min(rows_agreeing(tok_split, tok_straight), rows_agreeing(feat_split, feat_straight));
+        const std::size_t same =
+            std::min(rows_agreeing(tok_split, tok_straight), rows_agreeing(feat_split, feat_straight));
         fmt::print("  rows holding the same token and features both ways: {} of {}{}\n", same, rows,
                    H == 1 ? " (with one head the two are the same thing)" : "");
         std::size_t from_token0 = 0;  // rows of head 0 (batch 0) that the straight reshape fills from token 0
@@ -158,11 +159,13 @@ int main(int argc, char** argv) {
                    from_token0 > 1 ? "its 'tokens' are pieces of one token" : "here it happens to match");
 
         // What attention computes on each: same shapes, no error, different answer.
-        const Tensor4 k_heads = split_heads(k, H), v_heads = split_heads(v, H);  // (B, H, N, d_head)
+        const Tensor4 k_heads = split_heads(k, H), v_heads = split_heads(v, H);            // (B, H, N, d_head)
         const Tensor4 q_wrong = reshape_straight(q, H), k_wrong = reshape_straight(k, H),  // (B, H, N, d_head)
-                      v_wrong = reshape_straight(v, H);
-        const Tensor3 out_right = merge_heads(scaled_dot_product_attention(q_heads, k_heads, v_heads));      // (B, N, d_model)
-        const Tensor3 out_wrong = unreshape_straight(scaled_dot_product_attention(q_wrong, k_wrong, v_wrong));  // (B, N, d_model)
+            v_wrong = reshape_straight(v, H);
+        const Tensor3 out_right =
+            merge_heads(scaled_dot_product_attention(q_heads, k_heads, v_heads));  // (B, N, d_model)
+        const Tensor3 out_wrong =
+            unreshape_straight(scaled_dot_product_attention(q_wrong, k_wrong, v_wrong));  // (B, N, d_model)
         trace("attention, split", out_right, "B, N, d_model");
         trace("attention, straight", out_wrong, "B, N, d_model");
         fmt::print("  attention output, split vs straight reshape: {} (mean |output| = {:.2e})\n",
@@ -179,9 +182,10 @@ int main(int argc, char** argv) {
         fmt::print("  round trip merge(split(q)) vs q: {}\n", verdict(merged, q));
         fmt::print("  by hand vs headwise::merge_heads: {}\n", verdict(merged, merged_library));
         const Tensor3 straight_round_trip = unreshape_straight(q_wrong);  // (B, N, d_model)
-        fmt::print("  the straight reshape round-trips too: {} -- a round-trip test cannot catch it;\n"
-                   "  only looking at which numbers share a head (step 3) does.\n",
-                   verdict(straight_round_trip, q));
+        fmt::print(
+            "  the straight reshape round-trips too: {} -- a round-trip test cannot catch it;\n"
+            "  only looking at which numbers share a head (step 3) does.\n",
+            verdict(straight_round_trip, q));
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 5: head h is a block of rows of w_q -- the split is a view of one projection");
@@ -205,7 +209,8 @@ int main(int argc, char** argv) {
         fmt::print("  projecting with each head's {} rows alone vs splitting the full projection, all {} heads: {}\n",
                    dh, H, all_identical ? std::string("bit-identical") : fmt::format("max |diff| = {:.2e}", worst));
         fmt::print("  head h owns rows h*{0} .. h*{0}+{1} of w_q (columns of W_Q):", dh, dh - 1);
-        for (std::size_t h = 0; h < std::min<std::size_t>(H, 8); ++h) fmt::print(" {}:{}..{}", h, h * dh, (h + 1) * dh - 1);
+        for (std::size_t h = 0; h < std::min<std::size_t>(H, 8); ++h)
+            fmt::print(" {}:{}..{}", h, h * dh, (h + 1) * dh - 1);
         fmt::print("{}\n", H > 8 ? " ..." : "");
         fmt::print("  The same holds for w_k and w_v: H heads cost no more weights than one wide projection.\n");
 
@@ -213,12 +218,13 @@ int main(int argc, char** argv) {
         if (!figures_dir.empty()) {
             trace.section("figure: the columns of W_Q, coloured by the head that owns them");
             const Tensor2 W_Q = xt::transpose(w_q);  // (d_model, d_model): the paper's Q = X W_Q
-            figure::HeatmapPanel panel{fmt::format("W_Q = w_q^T  ({} x {}), intensity = |weight|", d, d),
-                                       figure::grid_of(W_Q), {}, {}, H};
-            figure::save(figure::heatmaps(fmt::format("Which columns of W_Q belong to which head (d_model = {}, H = {})", d, H),
-                                          {&panel, 1},
-                                          fmt::format("rows: input features; columns h*{0} .. h*{0}+{1}: head h's queries", dh, dh - 1)),
-                         figures_dir, "02_w_q_columns_per_head.png");
+            figure::HeatmapPanel panel{
+                fmt::format("W_Q = w_q^T  ({} x {}), intensity = |weight|", d, d), figure::grid_of(W_Q), {}, {}, H};
+            figure::save(
+                figure::heatmaps(
+                    fmt::format("Which columns of W_Q belong to which head (d_model = {}, H = {})", d, H), {&panel, 1},
+                    fmt::format("rows: input features; columns h*{0} .. h*{0}+{1}: head h's queries", dh, dh - 1)),
+                figures_dir, "02_w_q_columns_per_head.png");
         }
         return cli::exit_ok;
     });

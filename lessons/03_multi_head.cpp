@@ -61,12 +61,14 @@ Tensor2 head_shares(const Tensor3& concat, const Tensor2& w_o, std::size_t heads
         for (std::size_t c = 0; c < d; ++c) column[c] += std::abs(double(concat.data()[r * d + c]));
     std::vector<double> acc(heads * heads, 0.0);  // (output block g, head j)
     for (std::size_t o = 0; o < d; ++o)
-        for (std::size_t c = 0; c < d; ++c) acc[(o / d_head) * heads + c / d_head] += std::abs(double(w_o(o, c))) * column[c];
+        for (std::size_t c = 0; c < d; ++c)
+            acc[(o / d_head) * heads + c / d_head] += std::abs(double(w_o(o, c))) * column[c];
     Tensor2 share = xt::zeros<float>({heads, heads});  // (H output blocks, H heads)
     for (std::size_t g = 0; g < heads; ++g) {
         double sum = 0.0;
         for (std::size_t j = 0; j < heads; ++j) sum += acc[g * heads + j];
-        for (std::size_t j = 0; j < heads; ++j) share(g, j) = sum > 0.0 ? static_cast<float>(acc[g * heads + j] / sum) : 0.0f;
+        for (std::size_t j = 0; j < heads; ++j)
+            share(g, j) = sum > 0.0 ? static_cast<float>(acc[g * heads + j] / sum) : 0.0f;
     }
     return share;
 }
@@ -133,13 +135,14 @@ int main(int argc, char** argv) {
         // model; PyTorch's smaller initial weights would leave every head nearly uniform.
         MultiHeadAttention mha;
         mha.heads = H;
-        mha.in_proj_weight = rng.normal<2>({3 * d, d}, 1.0f / std::sqrt(static_cast<float>(d)));  // (3 d_model, d_model)
-        mha.out_proj_weight = rng.linear_weight(d, d);                                          // (d_model, d_model)
+        mha.in_proj_weight =
+            rng.normal<2>({3 * d, d}, 1.0f / std::sqrt(static_cast<float>(d)));  // (3 d_model, d_model)
+        mha.out_proj_weight = rng.linear_weight(d, d);                           // (d_model, d_model)
         mha.validate();
         trace("in_proj_weight", mha.in_proj_weight, "3*d_model, d_model");
         trace("out_proj_weight = w_o", mha.out_proj_weight, "d_model, d_model");
-        const Tensor2 w_q = xt::view(mha.in_proj_weight, xt::range(0, d), xt::all());       // (d_model, d_model)
-        const Tensor2 w_k = xt::view(mha.in_proj_weight, xt::range(d, 2 * d), xt::all());   // (d_model, d_model)
+        const Tensor2 w_q = xt::view(mha.in_proj_weight, xt::range(0, d), xt::all());          // (d_model, d_model)
+        const Tensor2 w_k = xt::view(mha.in_proj_weight, xt::range(d, 2 * d), xt::all());      // (d_model, d_model)
         const Tensor2 w_v = xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d), xt::all());  // (d_model, d_model)
         const Tensor2& w_o = mha.out_proj_weight;
         trace("w_q = rows 0..d-1", w_q, "d_model, d_model");
@@ -185,14 +188,15 @@ int main(int argc, char** argv) {
             const Tensor3 q_i = linear(x, per_head.w_q[h]);  // (B, N, d_head)
             const Tensor3 k_i = linear(x, per_head.w_k[h]);  // (B, N, d_head)
             const Tensor3 v_i = linear(x, per_head.w_v[h]);  // (B, N, d_head)
-            const Tensor4 head_i =  // (B, 1, N, d_head)
+            const Tensor4 head_i =                           // (B, 1, N, d_head)
                 scaled_dot_product_attention(as_one_head(q_i), as_one_head(k_i), as_one_head(v_i));
             if (h == 0) {
                 trace("w_q^0", per_head.w_q[0], "d_head, d_model");
                 trace("q_0 = x . (w_q^0)^T", q_i, "B, N, d_head");
                 trace("head_0", head_i, "B, 1, N, d_head");
             }
-            xt::view(concat_loop, xt::all(), xt::all(), xt::range(h * dh, (h + 1) * dh)) = xt::view(head_i, xt::all(), 0);
+            xt::view(concat_loop, xt::all(), xt::all(), xt::range(h * dh, (h + 1) * dh)) =
+                xt::view(head_i, xt::all(), 0);
         }
         trace("concat of the H heads", concat_loop, "B, N, d_model");
         const Tensor3 y_loop = linear(concat_loop, per_head.w_o);  // (B, N, d_model)
@@ -200,12 +204,13 @@ int main(int argc, char** argv) {
         // (c) One fused projection to 3 * d_model features, then cut into q, k, v.
         const Tensor3 qkv = linear(x, mha.in_proj_weight);  // (B, N, 3 d_model)
         trace("qkv = x . w_qkv^T", qkv, "B, N, 3*d_model");
-        const Tensor3 q_f = xt::view(qkv, xt::all(), xt::all(), xt::range(0, d));       // (B, N, d_model)
-        const Tensor3 k_f = xt::view(qkv, xt::all(), xt::all(), xt::range(d, 2 * d));   // (B, N, d_model)
+        const Tensor3 q_f = xt::view(qkv, xt::all(), xt::all(), xt::range(0, d));          // (B, N, d_model)
+        const Tensor3 k_f = xt::view(qkv, xt::all(), xt::all(), xt::range(d, 2 * d));      // (B, N, d_model)
         const Tensor3 v_f = xt::view(qkv, xt::all(), xt::all(), xt::range(2 * d, 3 * d));  // (B, N, d_model)
         trace("q, k, v = qkv.chunk(3)", q_f, "B, N, d_model");
         const Tensor3 y_fused = linear(  // (B, N, d_model)
-            merge_heads(scaled_dot_product_attention(split_heads(q_f, H), split_heads(k_f, H), split_heads(v_f, H))), w_o);
+            merge_heads(scaled_dot_product_attention(split_heads(q_f, H), split_heads(k_f, H), split_heads(v_f, H))),
+            w_o);
         const Tensor3 y_library = mha.forward(x);  // (B, N, d_model)
 
         fmt::print("  {:<44} {:<16} {}\n", "form", "output", "max |diff| vs batched");
@@ -230,14 +235,17 @@ int main(int argc, char** argv) {
         // Each head's q . k sums d_head products, so its variance is about d_head. Dividing by
         // sqrt(d_head) brings it to ~1; dividing by sqrt(d_model) = sqrt(H * d_head) overshoots
         // to ~1/H, and every head's softmax flattens toward uniform.
-        const Tensor4 raw = attention_scores(q_h, k_h, 1.0f);                                    // (B, H, N, N)
+        const Tensor4 raw = attention_scores(q_h, k_h, 1.0f);                                           // (B, H, N, N)
         const Tensor4 scores_dm = attention_scores(q_h, k_h, 1.0f / std::sqrt(static_cast<float>(d)));  // (B, H, N, N)
-        const Tensor4 weights_dm = softmax(scores_dm);                                      // (B, H, N, N)
+        const Tensor4 weights_dm = softmax(scores_dm);                                                  // (B, H, N, N)
         trace("scores / sqrt(d_model)", scores_dm, "B, H, N_query, N_key");
-        fmt::print("  variance of q_h . k_h: raw {:.2f} (d_head = {}), / sqrt(d_head) {:.3f}, / sqrt(d_model) {:.3f} (1/H = {:.3f})\n",
-                   variance(raw), dh, variance(scores), variance(scores_dm), 1.0 / static_cast<double>(H));
+        fmt::print(
+            "  variance of q_h . k_h: raw {:.2f} (d_head = {}), / sqrt(d_head) {:.3f}, / sqrt(d_model) {:.3f} (1/H = "
+            "{:.3f})\n",
+            variance(raw), dh, variance(scores), variance(scores_dm), 1.0 / static_cast<double>(H));
         const double ln_n = std::log(static_cast<double>(N));
-        fmt::print("  mean softmax entropy per head (uniform over {} keys = ln {} = {:.3f}; lower = more focused):\n", N, N, ln_n);
+        fmt::print("  mean softmax entropy per head (uniform over {} keys = ln {} = {:.3f}; lower = more focused):\n",
+                   N, N, ln_n);
         fmt::print("    {:<8} {:>14} {:>15}\n", "head", "/ sqrt(d_head)", "/ sqrt(d_model)");
         const std::vector<double> entropy = head_entropies(weights), entropy_dm = head_entropies(weights_dm);
         double mean_dh = 0.0, mean_dm = 0.0;
@@ -249,8 +257,9 @@ int main(int argc, char** argv) {
         }
         if (H > 16) fmt::print("    ... ({} more heads)\n", H - 16);
         fmt::print("    {:<8} {:>14.3f} {:>15.3f}   (max {:.3f})\n", "mean", mean_dh, mean_dm, ln_n);
-        fmt::print("  dividing by sqrt(d_model) closes {:.0f}% of the gap to uniform: the heads can barely prefer a key.\n",
-                   ln_n > mean_dh ? 100.0 * (mean_dm - mean_dh) / (ln_n - mean_dh) : 0.0);
+        fmt::print(
+            "  dividing by sqrt(d_model) closes {:.0f}% of the gap to uniform: the heads can barely prefer a key.\n",
+            ln_n > mean_dh ? 100.0 * (mean_dm - mean_dh) / (ln_n - mean_dh) : 0.0);
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 5: what W_O does -- it mixes the heads");
@@ -260,7 +269,7 @@ int main(int argc, char** argv) {
         trace("with W_O: y", y, "B, N, d_model");
         const Tensor2 identity = xt::eye<float>(d);  // (d_model, d_model): "no W_O"
         fmt::print("  share of each output block that comes from each head, with W_O:\n");
-        const Tensor2 share_with = head_shares(concat, w_o, H);        // (H, H)
+        const Tensor2 share_with = head_shares(concat, w_o, H);          // (H, H)
         const Tensor2 share_without = head_shares(concat, identity, H);  // (H, H)
         print_share_table(share_with, dh);
         const double diag = xt::amin(xt::diagonal(share_without))();
@@ -291,13 +300,13 @@ int main(int argc, char** argv) {
         const Tensor3 memory = rng.normal<3>({B, M, d});  // (B, M, d_model), e.g. an encoder's output
         trace("x (queries)", x, "B, N, d_model");
         trace("memory (keys, values)", memory, "B, M, d_model");
-        const Tensor4 cq = split_heads(q, H);                   // (B, H, N, d_head)
+        const Tensor4 cq = split_heads(q, H);                    // (B, H, N, d_head)
         const Tensor4 ck = split_heads(linear(memory, w_k), H);  // (B, H, M, d_head)
         const Tensor4 cv = split_heads(linear(memory, w_v), H);  // (B, H, M, d_head)
         trace("q_h from x", cq, "B, H, N, d_head");
         trace("k_h from memory", ck, "B, H, M, d_head");
         trace("v_h from memory", cv, "B, H, M, d_head");
-        Tensor4 cross_weights;  // (B, H, N, M)
+        Tensor4 cross_weights;                                                                     // (B, H, N, M)
         const Tensor4 cross_heads = scaled_dot_product_attention(cq, ck, cv, {}, &cross_weights);  // (B, H, N, d_head)
         trace("cross weights", cross_weights, "B, H, N_query, M_key");
         trace("cross heads_out", cross_heads, "B, H, N, d_head");
@@ -305,9 +314,10 @@ int main(int argc, char** argv) {
         trace("cross y", cross_y, "B, N, d_model");
         fmt::print("  step by step vs MultiHeadAttention::forward(x, memory, memory): max |diff| = {:.2e}\n",
                    max_abs_diff(cross_y, mha.forward(x, memory, memory)));
-        fmt::print("  each of the {} queries spreads its weight over the {} memory tokens; the output keeps the\n"
-                   "  queries' length N = {}. Head 0, batch 0:\n",
-                   N, M, N);
+        fmt::print(
+            "  each of the {} queries spreads its weight over the {} memory tokens; the output keeps the\n"
+            "  queries' length N = {}. Head 0, batch 0:\n",
+            N, M, N);
         print_indented(heatmap(Tensor2(xt::view(cross_weights, 0, 0)), labels, token_labels(other, M), look));
 
         // -----------------------------------------------------------------------------------------
@@ -318,11 +328,14 @@ int main(int argc, char** argv) {
                 const Tensor2 w_bh = xt::view(weights, 0, h);  // (N, N)
                 panels.push_back({fmt::format("head {}", h), figure::grid_of(w_bh), labels, labels});
             }
-            figure::save(figure::heatmaps(fmt::format("Attention weights per head (batch 0, d_model = {}, H = {}, random weights)", d, H),
-                                          panels, "rows: queries, columns: keys; white = 0, dark blue = 1; each row sums to 1"),
-                         figures_dir, "03_heads_heatmaps.png");
+            figure::save(
+                figure::heatmaps(
+                    fmt::format("Attention weights per head (batch 0, d_model = {}, H = {}, random weights)", d, H),
+                    panels, "rows: queries, columns: keys; white = 0, dark blue = 1; each row sums to 1"),
+                figures_dir, "03_heads_heatmaps.png");
             figure::BarChart bars{fmt::format("Mean softmax entropy per head (N = {} keys)", N), "entropy (nats)"};
-            for (std::size_t h = 0; h < H; ++h) bars.bars.push_back({fmt::format("head {}", h), entropy[h], figure::palette(h)});
+            for (std::size_t h = 0; h < H; ++h)
+                bars.bars.push_back({fmt::format("head {}", h), entropy[h], figure::palette(h)});
             bars.reference = ln_n;
             bars.reference_label = fmt::format("uniform maximum ln {} = {:.3f}", N, ln_n);
             bars.format = [](double v) { return fmt::format("{:.2f}", v); };

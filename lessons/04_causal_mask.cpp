@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
 
-        fmt::print("Lesson 04: the causal mask   B={} N={} d_model={} H={} d_head={} seed={}\n", B, N, d, H, dh, opt.seed);
+        fmt::print("Lesson 04: the causal mask   B={} N={} d_model={} H={} d_head={} seed={}\n", B, N, d, H, dh,
+                   opt.seed);
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 1: the mask -- one (N, N) matrix, the same for every batch element and head");
@@ -114,12 +115,15 @@ int main(int argc, char** argv) {
         // PyTorch's initial weights scaled by sqrt(3) to variance 1/d_model, so q and k entries have
         // variance ~1 and the weights show some structure (lesson 03, step 1).
         MultiHeadAttention mha = MultiHeadAttention::random(d, H, /*bias=*/false, rng);
-        mha.in_proj_weight *= std::sqrt(3.0f);  // (3 d_model, d_model)
+        mha.in_proj_weight *= std::sqrt(3.0f);       // (3 d_model, d_model)
         const Tensor3 x = rng.normal<3>({B, N, d});  // (B, N, d_model)
         trace("x", x, "B, N, d_model");
-        const Tensor4 q = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(0, d))), H);       // (B, H, N, d_head)
-        const Tensor4 k = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(d, 2 * d))), H);   // (B, H, N, d_head)
-        const Tensor4 v = split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d))), H);  // (B, H, N, d_head)
+        const Tensor4 q =
+            split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(0, d))), H);  // (B, H, N, d_head)
+        const Tensor4 k =
+            split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(d, 2 * d))), H);  // (B, H, N, d_head)
+        const Tensor4 v =
+            split_heads(linear(x, xt::view(mha.in_proj_weight, xt::range(2 * d, 3 * d))), H);  // (B, H, N, d_head)
         trace("q", q, "B, H, N, d_head");
         trace("k", k, "B, H, N, d_head");
         trace("v", v, "B, H, N, d_head");
@@ -136,14 +140,15 @@ int main(int argc, char** argv) {
         trace("softmax(scores + mask)", weights_add, "B, H, N_query, N_key");
         // (b) boolean: overwrite the hidden scores with -inf (PyTorch's masked_fill).
         const Tensor4 masked_fill = xt::where(xt::broadcast(mask, scores.shape()), neg_inf, scores);  // (B, H, N, N)
-        const Tensor4 weights_bool = softmax(masked_fill);                                           // (B, H, N, N)
+        const Tensor4 weights_bool = softmax(masked_fill);                                            // (B, H, N, N)
         trace("softmax(masked_fill)", weights_bool, "B, H, N_query, N_key");
         fmt::print("  additive vs boolean mask: weights {}\n",
-                   bit_identical(weights_add, weights_bool) ? "bit-identical"
-                                                            : fmt::format("differ by {:.2e}", max_abs_diff(weights_add, weights_bool)));
+                   bit_identical(weights_add, weights_bool)
+                       ? "bit-identical"
+                       : fmt::format("differ by {:.2e}", max_abs_diff(weights_add, weights_bool)));
         AttentionOptions causal;
         causal.causal = true;
-        Tensor4 weights_lib;  // (B, H, N, N)
+        Tensor4 weights_lib;                                                                    // (B, H, N, N)
         const Tensor4 heads_lib = scaled_dot_product_attention(q, k, v, causal, &weights_lib);  // (B, H, N, d_head)
         fmt::print("  vs headwise::scaled_dot_product_attention(causal): max |diff| = {:.2e}\n",
                    max_abs_diff(weights_add, weights_lib));
@@ -158,9 +163,12 @@ int main(int argc, char** argv) {
         std::size_t row0_alone = 0;
         for (std::size_t bh = 0; bh < B * H; ++bh) row0_alone += weights_add.data()[bh * N * N] == 1.0f;
         const Tensor3 row_sums = xt::sum(weights_add, {3});  // (B, H, N)
-        fmt::print("  row 0 puts weight exactly 1 on itself in {} of {} (batch, head) pairs; total weight on hidden keys: {};\n"
-                   "  largest |row sum - 1|: {:.2e}\n",
-                   row0_alone, B * H, weight_on_future(weights_add), static_cast<double>(xt::amax(xt::abs(row_sums - 1.0f))()));
+        fmt::print(
+            "  row 0 puts weight exactly 1 on itself in {} of {} (batch, head) pairs; total weight on hidden keys: "
+            "{};\n"
+            "  largest |row sum - 1|: {:.2e}\n",
+            row0_alone, B * H, weight_on_future(weights_add),
+            static_cast<double>(xt::amax(xt::abs(row_sums - 1.0f))()));
         // With every score equal, softmax spreads each row evenly over what it may see.
         const Tensor4 equal = xt::zeros<float>({std::size_t{1}, std::size_t{1}, N, N});  // (1, 1, N, N)
         const Tensor4 even = softmax(Tensor4(equal + additive));                         // (1, 1, N, N)
@@ -204,21 +212,23 @@ int main(int argc, char** argv) {
         // (1) Masking after softmax: the weights were already normalised over all keys.
         const Tensor4 after = plain * xt::cast<float>(!xt::broadcast(mask, plain.shape()));  // (B, H, N, N)
         trace("softmax, then mask", after, "B, H, N_query, N_key");
-        const Tensor3 after_row_sums = xt::sum(after, {3});              // (B, H, N)
-        const Tensor1 after_sums = xt::view(after_row_sums, 0, 0);       // (N): batch 0, head 0
+        const Tensor3 after_row_sums = xt::sum(after, {3});         // (B, H, N)
+        const Tensor1 after_sums = xt::view(after_row_sums, 0, 0);  // (N): batch 0, head 0
         fmt::print("  (1) mask after softmax: row sums for batch 0, head 0:");
         for (std::size_t i = 0; i < std::min<std::size_t>(N, 8); ++i) fmt::print(" {:.3f}", after_sums(i));
         fmt::print("{} -- no longer 1\n", N > 8 ? " ..." : "");
         // (2) 0 instead of -inf.
-        const Tensor2 zeros_mask = xt::where(mask, 0.0f, 0.0f);  // (N, N): "masked" entries set to 0
+        const Tensor2 zeros_mask = xt::where(mask, 0.0f, 0.0f);            // (N, N): "masked" entries set to 0
         const Tensor4 w_zero_add = softmax(Tensor4(scores + zeros_mask));  // (B, H, N, N)
-        const Tensor4 w_zero_fill =                                          // (B, H, N, N)
+        const Tensor4 w_zero_fill =                                        // (B, H, N, N)
             softmax(Tensor4(xt::where(xt::broadcast(mask, scores.shape()), 0.0f, scores)));
-        fmt::print("  (2) 0 instead of -inf: an additive mask of zeros changes nothing (vs no mask: {});\n"
-                   "      filling hidden scores with 0 leaves exp(0) = 1 for them: {:.3f} of each row's weight goes to\n"
-                   "      hidden keys on average (with -inf: {})\n",
-                   bit_identical(w_zero_add, plain) ? "bit-identical" : fmt::format("max |diff| {:.2e}", max_abs_diff(w_zero_add, plain)),
-                   weight_on_future(w_zero_fill) / double(B * H * N), weight_on_future(weights_add));
+        fmt::print(
+            "  (2) 0 instead of -inf: an additive mask of zeros changes nothing (vs no mask: {});\n"
+            "      filling hidden scores with 0 leaves exp(0) = 1 for them: {:.3f} of each row's weight goes to\n"
+            "      hidden keys on average (with -inf: {})\n",
+            bit_identical(w_zero_add, plain) ? "bit-identical"
+                                             : fmt::format("max |diff| {:.2e}", max_abs_diff(w_zero_add, plain)),
+            weight_on_future(w_zero_fill) / double(B * H * N), weight_on_future(weights_add));
         // (3) A mask of the wrong shape: a (B, N) padding mask passed where an (N, N) mask belongs.
         Mask2 wrong = Mask2::from_shape({B, N});  // (B, N)
         wrong.fill(false);
@@ -232,9 +242,10 @@ int main(int argc, char** argv) {
                 fmt::print("  (3) a (B, N) = ({}, {}) mask passed as attn_mask is refused: \"{}\"\n", B, N, e.what());
             }
         } else {
-            fmt::print("  (3) here B = N = {}, so a (B, N) padding mask has the shape of an (N, N) mask and would be\n"
-                       "      accepted silently: shape checks catch a wrong mask only when the sizes differ\n",
-                       N);
+            fmt::print(
+                "  (3) here B = N = {}, so a (B, N) padding mask has the shape of an (N, N) mask and would be\n"
+                "      accepted silently: shape checks catch a wrong mask only when the sizes differ\n",
+                N);
         }
         // (4) The triangle the wrong way round: query i sees keys i..N-1 -- the future.
         const Mask2 flipped = xt::transpose(mask);  // (N, N)
@@ -243,8 +254,9 @@ int main(int argc, char** argv) {
         Tensor4 w_flipped;  // (B, H, N, N)
         scaled_dot_product_attention(q, k, v, flipped_opt, &w_flipped);
         const Tensor1 flipped_row0 = xt::view(w_flipped, 0, 0, 0);  // (N_key)
-        fmt::print("  (4) the transposed mask: row 0 now spreads its weight over {} keys, the last row sees only itself\n",
-                   std::count_if(flipped_row0.begin(), flipped_row0.end(), [](float w) { return w > 0.0f; }));
+        fmt::print(
+            "  (4) the transposed mask: row 0 now spreads its weight over {} keys, the last row sees only itself\n",
+            std::count_if(flipped_row0.begin(), flipped_row0.end(), [](float w) { return w > 0.0f; }));
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 6: padding -- a batch of sequences of different lengths");
@@ -272,32 +284,38 @@ int main(int argc, char** argv) {
         everything.fill(true);
         AttentionOptions all_hidden;
         all_hidden.key_padding_mask = &everything;
-        Tensor4 w_none;  // (B, H, N, N)
+        Tensor4 w_none;                                                                       // (B, H, N, N)
         const Tensor4 out_none = scaled_dot_product_attention(q, k, v, all_hidden, &w_none);  // (B, H, N, d_head)
         trace("output, all keys hidden", out_none, "B, H, N, d_head");
         const float m = neg_inf;
         const float textbook = std::exp(neg_inf - m) / (static_cast<float>(N) * std::exp(neg_inf - m));
-        fmt::print("  every key hidden: a textbook softmax gives exp(-inf - max) / sum = {} (0/0); headwise defines the\n"
-                   "  row instead: weights sum to {}, largest |output| = {}, NaNs: {}\n",
-                   std::isnan(textbook) ? std::string("NaN") : fmt::format("{}", textbook), static_cast<double>(xt::amax(xt::sum(w_none, {3}))()),
-                   static_cast<double>(xt::amax(xt::abs(out_none))()), std::count_if(out_none.begin(), out_none.end(), [](float o) { return std::isnan(o); }));
-        fmt::print("  so a fully padded query gets zero weights and a zero output (the output projection then\n"
-                   "  returns just its bias), never NaN.\n");
+        fmt::print(
+            "  every key hidden: a textbook softmax gives exp(-inf - max) / sum = {} (0/0); headwise defines the\n"
+            "  row instead: weights sum to {}, largest |output| = {}, NaNs: {}\n",
+            std::isnan(textbook) ? std::string("NaN") : fmt::format("{}", textbook),
+            static_cast<double>(xt::amax(xt::sum(w_none, {3}))()), static_cast<double>(xt::amax(xt::abs(out_none))()),
+            std::count_if(out_none.begin(), out_none.end(), [](float o) { return std::isnan(o); }));
+        fmt::print(
+            "  so a fully padded query gets zero weights and a zero output (the output projection then\n"
+            "  returns just its bias), never NaN.\n");
 
         // -----------------------------------------------------------------------------------------
         if (!figures_dir.empty()) {
             trace.section("figure: the mask, the weights without it and with it");
             // Hidden cells are NaN in the picture (drawn hatched); the weights there are exactly 0.
             const Tensor2 hidden = xt::where(mask, std::numeric_limits<float>::quiet_NaN(), 0.0f);  // (N, N)
-            const Tensor2 masked = xt::where(mask, std::numeric_limits<float>::quiet_NaN(), slice(weights_add, 0, 0));  // (N, N)
+            const Tensor2 masked =
+                xt::where(mask, std::numeric_limits<float>::quiet_NaN(), slice(weights_add, 0, 0));  // (N, N)
             const std::vector<figure::HeatmapPanel> panels{
                 {"causal mask (hatched = -inf)", figure::grid_of(hidden), {}, {}},
                 {"weights without the mask", figure::grid_of(slice(plain, 0, 0)), {}, {}},
                 {"weights with the mask", figure::grid_of(masked), {}, {}},
             };
-            figure::save(figure::heatmaps(fmt::format("The causal mask (N = {}), batch 0, head 0", N), panels,
-                                          "rows: queries i, columns: keys j; hatched: j > i, weight exactly 0; row 0 sees only itself"),
-                         figures_dir, "04_causal_mask.png");
+            figure::save(
+                figure::heatmaps(
+                    fmt::format("The causal mask (N = {}), batch 0, head 0", N), panels,
+                    "rows: queries i, columns: keys j; hatched: j > i, weight exactly 0; row 0 sees only itself"),
+                figures_dir, "04_causal_mask.png");
         }
         return cli::exit_ok;
     });

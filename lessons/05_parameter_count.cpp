@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
         print_tensors(tensors, 8);
         const std::size_t walked = params::total(tensors);
         const std::size_t closed = params::attention_params(d, true);
-        fmt::print("  walked: {}   closed form 4*{}^2 + 4*{} = {}   {}\n", group_digits(walked), d, d, group_digits(closed),
-                   walked == closed ? "agree" : "DISAGREE");
+        fmt::print("  walked: {}   closed form 4*{}^2 + 4*{} = {}   {}\n", group_digits(walked), d, d,
+                   group_digits(closed), walked == closed ? "agree" : "DISAGREE");
         MultiHeadAttention bare = mha;  // the same weights without the two bias vectors
         bare.in_proj_bias = Tensor1();
         bare.out_proj_bias = Tensor1();
@@ -112,9 +112,10 @@ int main(int argc, char** argv) {
         const auto head_tensors = params::parameters_of(per_head);
         print_tensors(head_tensors, 6);
         const std::size_t walked_heads = params::total(head_tensors);
-        fmt::print("  {} tensors, {} parameters; H*3*d_model*d_head + d_model^2 (+ biases) = {}*3*{}*{} + {}^2 + {} = {}\n",
-                   head_tensors.size(), group_digits(walked_heads), H, d, dh, d, H * 3 * dh + d,
-                   group_digits(params::per_head_params(d, H, true)));
+        fmt::print(
+            "  {} tensors, {} parameters; H*3*d_model*d_head + d_model^2 (+ biases) = {}*3*{}*{} + {}^2 + {} = {}\n",
+            head_tensors.size(), group_digits(walked_heads), H, d, dh, d, H * 3 * dh + d,
+            group_digits(params::per_head_params(d, H, true)));
         fmt::print("  per-head vs fused: {} = {}   {}\n", group_digits(walked_heads), group_digits(walked),
                    walked_heads == walked ? "equal" : "NOT EQUAL");
 
@@ -123,9 +124,11 @@ int main(int argc, char** argv) {
         // The per-head tensors for any H, as split_per_head would make them (shapes only, so this
         // allocates nothing); for the lesson's H the layout matches step 2's real tensors.
         const auto layout = params::per_head_layout(d, H, true);
-        const bool layout_matches = std::equal(layout.begin(), layout.end(), head_tensors.begin(), head_tensors.end(),
-                                               [](const auto& a, const auto& b) { return a.name == b.name && a.shape == b.shape; });
-        fmt::print("  per-head layout for H = {} vs the tensors of step 2: {}\n", H, layout_matches ? "same names and shapes" : "DIFFERENT");
+        const bool layout_matches =
+            std::equal(layout.begin(), layout.end(), head_tensors.begin(), head_tensors.end(),
+                       [](const auto& a, const auto& b) { return a.name == b.name && a.shape == b.shape; });
+        fmt::print("  per-head layout for H = {} vs the tensors of step 2: {}\n", H,
+                   layout_matches ? "same names and shapes" : "DIFFERENT");
         fmt::print("    {:>6} {:>8} {:>8} {:>16} {:>16}\n", "H", "d_head", "tensors", "sum (no bias)", "4 * d_model^2");
         bool all_equal = true;
         for (std::size_t h : head_counts_to_show(d, H)) {
@@ -140,8 +143,8 @@ int main(int argc, char** argv) {
 
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step 4: published models (attention blocks only, fp32, context N = {})", N));
-        fmt::print("    {:<17} {:>7} {:>4} {:>6} {:>14} {:>6} {:>16} {:>12} {:>12}\n", "model", "d_model", "H", "d_head",
-                   "params/block", "blocks", "params, all", "FLOPs/token", "(H,N,N)");
+        fmt::print("    {:<17} {:>7} {:>4} {:>6} {:>14} {:>6} {:>16} {:>12} {:>12}\n", "model", "d_model", "H",
+                   "d_head", "params/block", "blocks", "params, all", "FLOPs/token", "(H,N,N)");
         for (const auto& m : params::known_models()) {
             const std::size_t per_block = params::attention_params(m.d_model, true);
             fmt::print("    {:<17} {:>7} {:>4} {:>6} {:>14} {:>6} {:>16} {:>12} {:>12}\n", m.name, m.d_model, m.heads,
@@ -152,10 +155,11 @@ int main(int argc, char** argv) {
         fmt::print("    {:<17} {:>7} {:>4} {:>6} {:>14} {:>6} {:>16} {:>12} {:>12}\n", "this lesson", d, H, dh,
                    group_digits(walked), 1, group_digits(walked), si(params::flops_per_token(d, N)),
                    params::format_bytes(static_cast<double>(params::attention_matrix_bytes(1, H, N))));
-        fmt::print("  params/block = 4*d_model^2 + 4*d_model; FLOPs/token = 8*d_model^2 + 4*N*d_model per block;\n"
-                   "  (H,N,N) = one block's attention weights for one sequence. Blocks: Transformer base counts\n"
-                   "  {}; the others one per layer.\n",
-                   params::known_models()[0].blocks_note);
+        fmt::print(
+            "  params/block = 4*d_model^2 + 4*d_model; FLOPs/token = 8*d_model^2 + 4*N*d_model per block;\n"
+            "  (H,N,N) = one block's attention weights for one sequence. Blocks: Transformer base counts\n"
+            "  {}; the others one per layer.\n",
+            params::known_models()[0].blocks_note);
         const auto bert = params::known_models()[1];
         fmt::print("  e.g. {}: 4*{}^2 + 4*{} = {} per block.\n", bert.name, bert.d_model, bert.d_model,
                    group_digits(params::attention_params(bert.d_model, true)));
@@ -164,18 +168,20 @@ int main(int argc, char** argv) {
 
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step 5: how cost grows with N (d_model = {}, H = {})", d, H));
-        const double projections = params::flops_per_token(d, 0);                       // 8 d^2, independent of N
+        const double projections = params::flops_per_token(d, 0);  // 8 d^2, independent of N
         const double per_key = params::flops_per_token(d, 1) - params::flops_per_token(d, 0);  // 4 d per key
-        fmt::print("    {:>8} {:>14} {:>14} {:>10} {:>14}\n", "N", "projections", "q.k^T, w.v", "share", "(H,N,N) fp32");
+        fmt::print("    {:>8} {:>14} {:>14} {:>10} {:>14}\n", "N", "projections", "q.k^T, w.v", "share",
+                   "(H,N,N) fp32");
         for (std::size_t n = 128; n <= (std::size_t{1} << 20); n *= 4) {
             const double attn = per_key * static_cast<double>(n);
             fmt::print("    {:>8} {:>14} {:>14} {:>9.1f}% {:>14}\n", n, si(projections), si(attn),
                        100.0 * attn / (attn + projections),
                        params::format_bytes(static_cast<double>(params::attention_matrix_bytes(1, H, n))));
         }
-        fmt::print("  (FLOPs per token per block.) Each 4x longer context: the N-dependent FLOPs per token grow 4x,\n"
-                   "  the attention matrix 16x. They overtake the projections at N = {:.0f} = 2 * d_model.\n",
-                   projections / per_key);
+        fmt::print(
+            "  (FLOPs per token per block.) Each 4x longer context: the N-dependent FLOPs per token grow 4x,\n"
+            "  the attention matrix 16x. They overtake the projections at N = {:.0f} = 2 * d_model.\n",
+            projections / per_key);
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 6: which head counts are possible");
@@ -209,10 +215,8 @@ int main(int argc, char** argv) {
                     names.push_back(std::string(m.name));
                 }
             }
-            figure::LinePlot memory{"fp32 attention weights, all blocks", "context length N (tokens)",
-                                    "bytes"};
-            figure::LinePlot flops{"Attention FLOPs per sequence, all blocks",
-                                   "context length N (tokens)", "FLOPs"};
+            figure::LinePlot memory{"fp32 attention weights, all blocks", "context length N (tokens)", "bytes"};
+            figure::LinePlot flops{"Attention FLOPs per sequence, all blocks", "context length N (tokens)", "FLOPs"};
             for (std::size_t i = 0; i < shapes.size(); ++i) {
                 figure::Series mem{names[i], {}, {}, figure::palette(i)}, work{names[i], {}, {}, figure::palette(i)};
                 for (std::size_t n = 128; n <= (std::size_t{1} << 17); n *= 2) {

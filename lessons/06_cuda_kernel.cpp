@@ -82,11 +82,16 @@ double attention_flops(const kernels::Problem& p) {
 
 const char* what_it_does(Version v) {
     switch (v) {
-        case Version::naive: return "naive: one thread per query row, three passes over an N x N scratch";
-        case Version::online: return "online softmax: one thread per query row, one pass, no scratch";
-        case Version::tiled: return "tiled: one block per 64 query rows, K/V tiles in shared memory";
-        case Version::warp: return "warp: a warp per query row at a time, lanes split keys then d_head, shuffles";
-        case Version::tensor_core: return "tensor cores: wmma 16x16x16 on fp16 inputs, fp32 softmax in between";
+        case Version::naive:
+            return "naive: one thread per query row, three passes over an N x N scratch";
+        case Version::online:
+            return "online softmax: one thread per query row, one pass, no scratch";
+        case Version::tiled:
+            return "tiled: one block per 64 query rows, K/V tiles in shared memory";
+        case Version::warp:
+            return "warp: a warp per query row at a time, lanes split keys then d_head, shuffles";
+        case Version::tensor_core:
+            return "tensor cores: wmma 16x16x16 on fp16 inputs, fp32 softmax in between";
     }
     return "?";
 }
@@ -96,7 +101,8 @@ const char* what_it_does(Version v) {
 bool within_fp16_bound(const Tensor4& out, const Tensor4& ref, const Tensor4& q, const Tensor4& k, const Tensor4& v,
                        const kernels::Problem& p, const std::vector<int>& key_len) {
     const kernels::RowLayout rows{p.batch, p.heads, p.seq, p.d_head, p.causal, p.effective_scale(), key_len.data()};
-    return kernels::excess_error_16_bit(out.data(), ref.data(), q.data(), k.data(), v.data(), rows, 0x1p-11, false) == 0.0;
+    return kernels::excess_error_16_bit(out.data(), ref.data(), q.data(), k.data(), v.data(), rows, 0x1p-11, false) ==
+           0.0;
 }
 
 // One row of the CSV scripts/gpu-check writes (docs/figures/gpu/06_gpu_timings.csv).
@@ -145,7 +151,8 @@ GpuResults read_gpu_results(const std::filesystem::path& file) {
         row.gpu = cell("gpu"), row.version = cell("version"), row.dtype = cell("dtype"), row.note = cell("note");
         try {
             row.seq = std::stoi(cell("seq"));
-            if (!cell("median_ms").empty()) row.median_ms = std::stod(cell("median_ms")), row.tflops = std::stod(cell("tflops"));
+            if (!cell("median_ms").empty())
+                row.median_ms = std::stod(cell("median_ms")), row.tflops = std::stod(cell("tflops"));
         } catch (const std::exception&) {
             throw usage_error(fmt::format("{}: a malformed row: {}", file.string(), line));
         }
@@ -180,19 +187,23 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({8, 16, 32, 64, 128}))
         ->capture_default_str();
     app.add_flag("--causal", causal, "query i sees keys 0..i only (tiles above the diagonal are skipped)");
-    app.add_option("--schedule", schedule_name,
-                   "how the emulator runs a block's threads: fibers, fibers_reversed, or threads (one std::thread each)")
+    app.add_option(
+           "--schedule", schedule_name,
+           "how the emulator runs a block's threads: fibers, fibers_reversed, or threads (one std::thread each)")
         ->check(CLI::IsMember({"fibers", "fibers_reversed", "threads"}))
         ->capture_default_str();
-    app.add_option("--warmup", warmup, "untimed launches before timing (GPU only)")->check(CLI::Range(0, 100))->capture_default_str();
+    app.add_option("--warmup", warmup, "untimed launches before timing (GPU only)")
+        ->check(CLI::Range(0, 100))
+        ->capture_default_str();
     app.add_option("--repeats", repeats, "timed launches; the median is shown (GPU only)")
         ->check(CLI::Range(1, 1000))
         ->capture_default_str();
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, H = opt.dims.heads, N = opt.dims.seq, D = std::size_t(d_head);
-        const std::map<std::string, emulator::Schedule> schedules{{"fibers", emulator::Schedule::fibers},
-                                                                  {"fibers_reversed", emulator::Schedule::fibers_reversed},
-                                                                  {"threads", emulator::Schedule::threads}};
+        const std::map<std::string, emulator::Schedule> schedules{
+            {"fibers", emulator::Schedule::fibers},
+            {"fibers_reversed", emulator::Schedule::fibers_reversed},
+            {"threads", emulator::Schedule::threads}};
         const emulator::Schedule schedule = schedules.at(schedule_name);
         const Tracer trace(!opt.quiet);
         Random rng(opt.seed);
@@ -201,9 +212,10 @@ int main(int argc, char** argv) {
         p.batch = int(B), p.heads = int(H), p.seq = int(N), p.d_head = d_head, p.causal = causal;
         // The emulator's work, computed by the kernels library (memory is charged as allocated).
         if (const double accesses = kernels::emulation_accesses(p); accesses > kernels::emulation_budget) {
-            throw usage_error(fmt::format("lesson 06 at these sizes would make about {:.2g} emulated memory accesses "
-                                          "(the limit is {:.0g}, about 15 s); use a smaller --seq, --heads or --batch",
-                                          accesses, kernels::emulation_budget));
+            throw usage_error(
+                fmt::format("lesson 06 at these sizes would make about {:.2g} emulated memory accesses "
+                            "(the limit is {:.0g}, about 15 s); use a smaller --seq, --heads or --batch",
+                            accesses, kernels::emulation_budget));
         }
         fmt::print("Lesson 06: attention as CUDA kernels   B={} H={} N={} d_head={} causal={} seed={}\n", B, H, N, D,
                    causal ? "yes" : "no", opt.seed);
@@ -212,8 +224,8 @@ int main(int argc, char** argv) {
             fmt::print("{}: the kernels run on the GPU; the emulator runs them once more to count their traffic\n",
                        device.text);
         } else {
-            fmt::print("no usable GPU was found ({}): the kernels run on the CPU emulator (schedule: {})\n", device.text,
-                       emulator::name(schedule));
+            fmt::print("no usable GPU was found ({}): the kernels run on the CPU emulator (schedule: {})\n",
+                       device.text, emulator::name(schedule));
         }
 
         // -----------------------------------------------------------------------------------------
@@ -228,7 +240,8 @@ int main(int argc, char** argv) {
         trace.shape_line("key_len", std::array<std::size_t, 1>{B}, "B");
         trace.shape_line("scratch (naive only)", std::array<std::size_t, 4>{B, H, N, N}, "B, H, N_query, N_key");
         fmt::print("  q, k, v: {} each; naive's scratch: {} -- it grows with N^2, the others with N.\n",
-                   mebibytes(4.0 * double(kernels::qkv_elements(p))), mebibytes(4.0 * double(kernels::scores_elements(p))));
+                   mebibytes(4.0 * double(kernels::qkv_elements(p))),
+                   mebibytes(4.0 * double(kernels::scores_elements(p))));
         const kernels::Inputs in{q.data(), k.data(), v.data(), key_len.data()};
 
         // -----------------------------------------------------------------------------------------
@@ -248,8 +261,9 @@ int main(int argc, char** argv) {
         for (Version version : kernels::versions) {
             trace.section(fmt::format("step {}: {}", step++, what_it_does(version)));
             if (!kernels::supports(version, d_head)) {
-                fmt::print("  (no build for d_head {}: wmma tiles are 16 wide, so this version needs a multiple of 16)\n",
-                           d_head);
+                fmt::print(
+                    "  (no build for d_head {}: wmma tiles are 16 wide, so this version needs a multiple of 16)\n",
+                    d_head);
                 continue;
             }
             const kernels::LaunchConfig cfg = kernels::launch_config(version, p);
@@ -257,36 +271,43 @@ int main(int argc, char** argv) {
             fmt::print("  launch: grid {} x block {} = {} threads, {} bytes of shared memory per block\n",
                        dims3(cfg.grid), dims3(cfg.block), threads, cfg.shared_bytes);
             if (version == Version::naive) {
-                fmt::print("          grid = (ceil(N / {}) query blocks, H, B): thread x of block (bx, h, b) owns query "
-                           "row bx * {} + x\n",
-                           cfg.block[0], cfg.block[0]);
+                fmt::print(
+                    "          grid = (ceil(N / {}) query blocks, H, B): thread x of block (bx, h, b) owns query "
+                    "row bx * {} + x\n",
+                    cfg.block[0], cfg.block[0]);
             }
             if (version == Version::tiled) {
                 const std::size_t tile_rows = cfg.shared_bytes / (2 * sizeof(float) * D);
-                fmt::print("          shared: k_tile and v_tile, ({}, {}) floats each; a query block walks at most {} K/V "
-                           "tile(s)\n",
-                           tile_rows, D, (N + tile_rows - 1) / tile_rows);
+                fmt::print(
+                    "          shared: k_tile and v_tile, ({}, {}) floats each; a query block walks at most {} K/V "
+                    "tile(s)\n",
+                    tile_rows, D, (N + tile_rows - 1) / tile_rows);
             }
             if (version == Version::warp) {
-                fmt::print("          4 warps of 32 lanes own {} query rows; shared: q_tile ({}, {}), k_tile (32, {} + 1 "
-                           "padding column), v_tile (32, {})\n",
-                           cfg.rows_per_block, cfg.rows_per_block, D, D, D);
-                fmt::print("          per row and tile: lane j scores key j; max and sum over the warp by __shfl_xor_sync "
-                           "(5 steps each); p_j broadcast by __shfl_sync; lane L adds columns L, L+32, ...\n");
+                fmt::print(
+                    "          4 warps of 32 lanes own {} query rows; shared: q_tile ({}, {}), k_tile (32, {} + 1 "
+                    "padding column), v_tile (32, {})\n",
+                    cfg.rows_per_block, cfg.rows_per_block, D, D, D);
+                fmt::print(
+                    "          per row and tile: lane j scores key j; max and sum over the warp by __shfl_xor_sync "
+                    "(5 steps each); p_j broadcast by __shfl_sync; lane L adds columns L, L+32, ...\n");
             }
             if (version == Version::tensor_core) {
-                fmt::print("          {} warps own 16 query rows each; per 32-key tile: S (16, 32) = {} wmma::mma_sync, "
-                           "softmax in fp32, O (16, {}) += P V: {} more\n",
-                           cfg.block[0] / 32, 2 * D / 16, D, 2 * D / 16);
-                fmt::print("          q, k, v are rounded to fp16 first (round to nearest even); each mma multiplies fp16 "
-                           "tiles and adds in fp32\n");
+                fmt::print(
+                    "          {} warps own 16 query rows each; per 32-key tile: S (16, 32) = {} wmma::mma_sync, "
+                    "softmax in fp32, O (16, {}) += P V: {} more\n",
+                    cfg.block[0] / 32, 2 * D / 16, D, 2 * D / 16);
+                fmt::print(
+                    "          q, k, v are rounded to fp16 first (round to nearest even); each mma multiplies fp16 "
+                    "tiles and adds in fp32\n");
             }
 
             Tensor4 out = Tensor4::from_shape({B, H, N, D});  // (B, H, N, d_head)
             const bool warp_level = version == Version::warp || version == Version::tensor_core;
-            const emulator::Schedule s = warp_level && schedule == emulator::Schedule::threads ? emulator::Schedule::fibers
-                                                                                                : schedule;
-            if (s != schedule) fmt::print("  (warp collectives run under the fiber schedules: this version runs on fibers)\n");
+            const emulator::Schedule s =
+                warp_level && schedule == emulator::Schedule::threads ? emulator::Schedule::fibers : schedule;
+            if (s != schedule)
+                fmt::print("  (warp collectives run under the fiber schedules: this version runs on fibers)\n");
             const auto start = std::chrono::steady_clock::now();
             traffic[version] = kernels::emulate(version, p, in, out.data(), s);
             emulated_seconds[version] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -296,16 +317,18 @@ int main(int argc, char** argv) {
             const Errors e = compare(out, ref);
             const bool ok = kernels::sixteen_bit(version) ? within_fp16_bound(out, ref, q, k, v, p, key_len) : e.ok;
             all_ok = all_ok && ok;
-            fmt::print("  {} vs the reference: max abs error {:.2e}, max rel error {:.2e}   {}\n", kernels::name(version),
-                       e.max_abs, e.max_rel, ok ? trace.green("ok") : trace.red("WRONG"));
+            fmt::print("  {} vs the reference: max abs error {:.2e}, max rel error {:.2e}   {}\n",
+                       kernels::name(version), e.max_abs, e.max_rel, ok ? trace.green("ok") : trace.red("WRONG"));
             if (kernels::sixteen_bit(version)) {
-                fmt::print("  (fp16 inputs: checked against the bound derived in tensor_core.cuh, per row\n"
-                           "   max|v| (3u + exp(2e) - 1) with u = 2^-11 and e = 2u scale sum_c |q_c k_c|, not fp32's 1e-4)\n");
+                fmt::print(
+                    "  (fp16 inputs: checked against the bound derived in tensor_core.cuh, per row\n"
+                    "   max|v| (3u + exp(2e) - 1) with u = 2^-11 and e = 2u scale sum_c |q_c k_c|, not fp32's 1e-4)\n");
             }
         }
 
         // -----------------------------------------------------------------------------------------
-        trace.section(fmt::format("step {}: global-memory traffic and shared-memory banks, counted by the emulator", step++));
+        trace.section(
+            fmt::format("step {}: global-memory traffic and shared-memory banks, counted by the emulator", step++));
         const double tiled_bytes = double(traffic[Version::tiled].traffic.bytes());
         const double flops = attention_flops(p);
         fmt::print("    {:<12} {:>12} {:>10} {:>12} {:>9} {:>10} {:>12} {:>10} {:>9}\n", "version", "loads", "stores",
@@ -313,45 +336,52 @@ int main(int argc, char** argv) {
         for (const auto& [version, stats] : traffic) {
             const emulator::Traffic& t = stats.traffic;
             const bool banks = stats.shared.requests > 0;
-            fmt::print("    {:<12} {:>12} {:>10} {:>12} {:>8.1f}x {:>10.2f} {:>12} {:>10} {:>8.2f}s\n", kernels::name(version),
-                       t.loads, t.stores, mebibytes(double(t.bytes())), double(t.bytes()) / tiled_bytes,
-                       flops / double(t.bytes()), banks ? std::to_string(stats.shared.requests) : "-",
+            fmt::print("    {:<12} {:>12} {:>10} {:>12} {:>8.1f}x {:>10.2f} {:>12} {:>10} {:>8.2f}s\n",
+                       kernels::name(version), t.loads, t.stores, mebibytes(double(t.bytes())),
+                       double(t.bytes()) / tiled_bytes, flops / double(t.bytes()),
+                       banks ? std::to_string(stats.shared.requests) : "-",
                        banks ? std::to_string(stats.shared.conflicts()) : "-", emulated_seconds[version]);
         }
-        fmt::print("  naive reads q and k inside its dot products, and the row of scores twice more;\n"
-                   "  online keeps q and the output in registers but still reads every k and v row once per query;\n"
-                   "  tiled reads every k and v row once per block of {} queries -- that factor is FlashAttention's point.\n",
-                   kernels::launch_config(Version::tiled, p).block[0]);
-        fmt::print("  (Counted: what the kernels ask of global memory, before any cache would serve it. Shared\n"
-                   "   requests and bank conflicts: versions 4 and 5, whose tiles are shared_tile; '-' = not counted.)\n");
+        fmt::print(
+            "  naive reads q and k inside its dot products, and the row of scores twice more;\n"
+            "  online keeps q and the output in registers but still reads every k and v row once per query;\n"
+            "  tiled reads every k and v row once per block of {} queries -- that factor is FlashAttention's point.\n",
+            kernels::launch_config(Version::tiled, p).block[0]);
+        fmt::print(
+            "  (Counted: what the kernels ask of global memory, before any cache would serve it. Shared\n"
+            "   requests and bank conflicts: versions 4 and 5, whose tiles are shared_tile; '-' = not counted.)\n");
         if (traffic.count(Version::warp) > 0) {
             Tensor4 out = Tensor4::from_shape({B, H, N, D});  // (B, H, N, d_head)
             const emulator::LaunchStats unpadded = kernels::emulate_warp_unpadded(p, in, out.data());
             const emulator::SharedTraffic& padded = traffic[Version::warp].shared;
-            fmt::print("  Banks: 32 banks of 4-byte words; a warp's request takes one pass (wavefront) per distinct word\n"
-                       "  in its busiest bank. In the warp kernel's score loop the 32 lanes read column c of 32 key rows:\n"
-                       "    k_tile (32, {})     {:>12} requests, {:>12} wavefronts, {:>12} conflicts (all lanes in bank c)\n"
-                       "    k_tile (32, {} + 1) {:>12} requests, {:>12} wavefronts, {:>12} conflicts (row j's word in bank j + c)\n",
-                       D, unpadded.shared.requests, unpadded.shared.wavefronts, unpadded.shared.conflicts(), D,
-                       padded.requests, padded.wavefronts, padded.conflicts());
+            fmt::print(
+                "  Banks: 32 banks of 4-byte words; a warp's request takes one pass (wavefront) per distinct word\n"
+                "  in its busiest bank. In the warp kernel's score loop the 32 lanes read column c of 32 key rows:\n"
+                "    k_tile (32, {})     {:>12} requests, {:>12} wavefronts, {:>12} conflicts (all lanes in bank c)\n"
+                "    k_tile (32, {} + 1) {:>12} requests, {:>12} wavefronts, {:>12} conflicts (row j's word in bank j "
+                "+ c)\n",
+                D, unpadded.shared.requests, unpadded.shared.wavefronts, unpadded.shared.conflicts(), D,
+                padded.requests, padded.wavefronts, padded.conflicts());
         }
         if (traffic.count(Version::tensor_core) > 0) {
             const double tc = flops / double(traffic[Version::tensor_core].traffic.bytes());
             const double warp = flops / double(traffic[Version::warp].traffic.bytes());
-            fmt::print("  Arithmetic intensity (FLOP per byte moved, above): version 5 reads its inputs in half the bytes\n"
-                       "  of version 4 for the same FLOPs ({:.1f} against {:.1f} here; ~64 against ~32 for large N, where 64\n"
-                       "  queries share each K/V row). What changes far more is the ceiling: an H100 does ~67 TFLOP/s on its\n"
-                       "  fp32 units and ~990 on fp16 tensor cores (datasheet, dense) at ~3.35 TB/s, so a kernel is\n"
-                       "  memory-bound below ~20 FLOP/byte on fp32 units but below ~295 on tensor cores. Versions 3-4 are\n"
-                       "  above their ridge (compute-bound); version 5, with the same tiles, is far below its own: on tensor\n"
-                       "  cores the bytes (and the softmax's exponentials) set the pace again, which is why FlashAttention-2\n"
-                       "  and -3 work on bigger tiles and on overlapping the softmax with the matrix products.\n",
-                       tc, warp);
+            fmt::print(
+                "  Arithmetic intensity (FLOP per byte moved, above): version 5 reads its inputs in half the bytes\n"
+                "  of version 4 for the same FLOPs ({:.1f} against {:.1f} here; ~64 against ~32 for large N, where 64\n"
+                "  queries share each K/V row). What changes far more is the ceiling: an H100 does ~67 TFLOP/s on its\n"
+                "  fp32 units and ~990 on fp16 tensor cores (datasheet, dense) at ~3.35 TB/s, so a kernel is\n"
+                "  memory-bound below ~20 FLOP/byte on fp32 units but below ~295 on tensor cores. Versions 3-4 are\n"
+                "  above their ridge (compute-bound); version 5, with the same tiles, is far below its own: on tensor\n"
+                "  cores the bytes (and the softmax's exponentials) set the pace again, which is why FlashAttention-2\n"
+                "  and -3 work on bigger tiles and on overlapping the softmax with the matrix products.\n",
+                tc, warp);
         }
         if (!figures_dir.empty()) {
-            figure::BarChart bars{fmt::format("Global-memory traffic per kernel (emulator's counts, B={} H={} N={} d_head={}{})", B,
-                                              H, N, D, causal ? ", causal" : ""),
-                                  "bytes loaded + stored (log scale)"};
+            figure::BarChart bars{
+                fmt::format("Global-memory traffic per kernel (emulator's counts, B={} H={} N={} d_head={}{})", B, H, N,
+                            D, causal ? ", causal" : ""),
+                "bytes loaded + stored (log scale)"};
             for (const auto& [version, stats] : traffic) {
                 bars.bars.push_back({std::string(kernels::name(version)), double(stats.traffic.bytes()),
                                      figure::palette(std::size_t(version))});
@@ -370,9 +400,10 @@ int main(int argc, char** argv) {
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step {}: timing", step++));
         if (!device.available) {
-            fmt::print("  timing needs a GPU: the emulator's seconds above say nothing about one.\n"
-                       "  On a CUDA machine this step shows each version's median time over {} launches and its GFLOP/s.\n",
-                       repeats);
+            fmt::print(
+                "  timing needs a GPU: the emulator's seconds above say nothing about one.\n"
+                "  On a CUDA machine this step shows each version's median time over {} launches and its GFLOP/s.\n",
+                repeats);
         } else {
             fmt::print("  median of {} launches after {} warm-up launches, cudaEvent timing; {:.3g} GFLOP per launch\n",
                        repeats, warmup, flops / 1e9);
@@ -380,28 +411,31 @@ int main(int argc, char** argv) {
                        "registers", "shared bytes");
             for (const auto& [version, stats] : traffic) {
                 const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
-                fmt::print("    {:<12} {:>12.3f} {:>12.3f} {:>10.1f} {:>10} {:>14}\n", kernels::name(version), t.median_ms,
-                           t.min_ms, flops / (t.median_ms * 1e-3) / 1e9, t.registers, t.shared_bytes);
+                fmt::print("    {:<12} {:>12.3f} {:>12.3f} {:>10.1f} {:>10} {:>14}\n", kernels::name(version),
+                           t.median_ms, t.min_ms, flops / (t.median_ms * 1e-3) / 1e9, t.registers, t.shared_bytes);
             }
         }
 
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step {}: figures from a real GPU (scripts/gpu-check)", step++));
         if (!std::filesystem::exists(gpu_results)) {
-            fmt::print("  no GPU figures yet: run scripts/gpu-check on a machine with an NVIDIA GPU; it writes\n"
-                       "  {} and this step shows it.\n",
-                       gpu_results);
+            fmt::print(
+                "  no GPU figures yet: run scripts/gpu-check on a machine with an NVIDIA GPU; it writes\n"
+                "  {} and this step shows it.\n",
+                gpu_results);
             return cli::exit_ok;
         }
         const GpuResults gpu = read_gpu_results(gpu_results);
         fmt::print("  GPU figures from {}\n  ({})\n", gpu_results, gpu.provenance);
-        fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {}\n", "version", "dtype", "N", "median ms", "TFLOP/s", "measured on");
+        fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {}\n", "version", "dtype", "N", "median ms", "TFLOP/s",
+                   "measured on");
         for (const GpuRow& r : gpu.rows) {
             if (r.median_ms > 0.0) {
-                fmt::print("    {:<18} {:<5} {:>6} {:>11.3f} {:>9.2f}   {}\n", r.version, r.dtype, r.seq, r.median_ms, r.tflops,
-                           r.gpu);
+                fmt::print("    {:<18} {:<5} {:>6} {:>11.3f} {:>9.2f}   {}\n", r.version, r.dtype, r.seq, r.median_ms,
+                           r.tflops, r.gpu);
             } else {
-                fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {} ({})\n", r.version, r.dtype, r.seq, "-", "-", r.gpu, r.note);
+                fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {} ({})\n", r.version, r.dtype, r.seq, "-", "-",
+                           r.gpu, r.note);
             }
         }
         if (!figures_dir.empty() && !gpu.rows.empty()) {

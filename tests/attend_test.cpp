@@ -36,11 +36,14 @@ std::vector<std::string> attend_args(const nlohmann::json& c, const fs::path& ou
     const fs::path dir = root / c.at("name").get<std::string>();
     std::vector<std::string> args{"attend", "--heads", std::to_string(c.at("heads").get<int>()), "--output",
                                   (out / "y.npy").string()};
-    const std::pair<const char*, const char*> flags[] = {
-        {"query", "--query"}, {"key", "--key"}, {"value", "--value"},
-        {"in_proj_weight", "--in-proj-weight"}, {"in_proj_bias", "--in-proj-bias"},
-        {"out_proj_weight", "--out-proj-weight"}, {"out_proj_bias", "--out-proj-bias"},
-        {"key_padding_mask", "--key-padding-mask"}};
+    const std::pair<const char*, const char*> flags[] = {{"query", "--query"},
+                                                         {"key", "--key"},
+                                                         {"value", "--value"},
+                                                         {"in_proj_weight", "--in-proj-weight"},
+                                                         {"in_proj_bias", "--in-proj-bias"},
+                                                         {"out_proj_weight", "--out-proj-weight"},
+                                                         {"out_proj_bias", "--out-proj-bias"},
+                                                         {"key_padding_mask", "--key-padding-mask"}};
     for (const auto& [name, flag] : flags) {
         if (c.at("inputs").contains(name)) {
             args.push_back(flag);
@@ -73,10 +76,12 @@ struct Problem {
 
     Problem() {
         const fs::path src = fixtures / "self_d32_h4_bias";
-        for (const auto& [flag, name] : std::vector<std::pair<std::string, std::string>>{
-                 {"--query", "query.npy"}, {"--in-proj-weight", "in_proj_weight.npy"},
-                 {"--in-proj-bias", "in_proj_bias.npy"}, {"--out-proj-weight", "out_proj_weight.npy"},
-                 {"--out-proj-bias", "out_proj_bias.npy"}}) {
+        for (const auto& [flag, name] :
+             std::vector<std::pair<std::string, std::string>>{{"--query", "query.npy"},
+                                                              {"--in-proj-weight", "in_proj_weight.npy"},
+                                                              {"--in-proj-bias", "in_proj_bias.npy"},
+                                                              {"--out-proj-weight", "out_proj_weight.npy"},
+                                                              {"--out-proj-bias", "out_proj_bias.npy"}}) {
             fs::copy_file(src / name, dir / name);
             files[flag] = (dir / name).string();
         }
@@ -233,7 +238,8 @@ TEST_CASE("attend refuses shapes that do not fit, naming both shapes and the dim
     Problem p;
     SECTION("d_model not divisible by heads") {
         p.extra = {"--heads", "5"};
-        require_refused(p, p.run(), "d_model = 32 (dimension 2 of --query) is not divisible by --heads 5: d_head would be 6.4");
+        require_refused(p, p.run(),
+                        "d_model = 32 (dimension 2 of --query) is not divisible by --heads 5: d_head would be 6.4");
     }
     SECTION("in_proj_weight transposed") {
         p.replace("--in-proj-weight", Tensor2(xt::zeros<float>({32, 96})));
@@ -244,7 +250,9 @@ TEST_CASE("attend refuses shapes that do not fit, naming both shapes and the dim
     SECTION("key batch differs from the query's") {
         p.replace("--key", Tensor3(xt::zeros<float>({3, 7, 32})));
         p.replace("--value", Tensor3(xt::zeros<float>({3, 7, 32})));
-        require_refused(p, p.run(), "--key has shape (3, 7, 32) but must be (B, N_k, d_model) = (2, N_k, 32) to fit --query (2, 5, 32): dimension 0 (B) is 3, not 2");
+        require_refused(p, p.run(),
+                        "--key has shape (3, 7, 32) but must be (B, N_k, d_model) = (2, N_k, 32) to fit --query (2, 5, "
+                        "32): dimension 0 (B) is 3, not 2");
     }
     SECTION("value length differs from the key's") {
         Tensor3 k = Tensor3::from_shape({2, 7, 32});
@@ -291,9 +299,7 @@ TEST_CASE("attend refuses bad flags and output paths without writing anything", 
         const Result r = p.run_bare({"--output", (p.out() / "y.npy").string(), "--average-weights"});
         require_refused(p, r, "--weights");
     }
-    SECTION("unknown flag") {
-        require_refused(p, p.run({"--bias-kv"}), "--bias-kv");
-    }
+    SECTION("unknown flag") { require_refused(p, p.run({"--bias-kv"}), "--bias-kv"); }
     SECTION("output directory missing") {
         const Result r = p.run_bare({"--output", (p.out() / "no" / "y.npy").string()});
         require_refused(p, r, "does not exist");
@@ -305,7 +311,8 @@ TEST_CASE("attend refuses bad flags and output paths without writing anything", 
         CHECK(read_text(p.files["--query"]) == before);
     }
     SECTION("output and weights the same file") {
-        const Result r = p.run_bare({"--output", (p.out() / "y.npy").string(), "--weights", (p.out() / "y.npy").string()});
+        const Result r =
+            p.run_bare({"--output", (p.out() / "y.npy").string(), "--weights", (p.out() / "y.npy").string()});
         require_refused(p, r, "the same file");
     }
 }
@@ -386,8 +393,9 @@ TEST_CASE("attend refuses --kv-heads that do not divide --heads, and the MHA lay
     }
     SECTION("in_proj_weight still (3 * d_model, d_model)") {
         Problem p;  // d_model 32, H 4, d_head 8: H_kv = 2 needs 32 + 2 * 2 * 8 = 64 rows, not 96
-        require_refused(p, p.run({"--kv-heads", "2"}),
-                        "--in-proj-weight has shape (96, 32) but must be (H*d_head + 2*H_kv*d_head, d_model) = (64, 32)");
+        require_refused(
+            p, p.run({"--kv-heads", "2"}),
+            "--in-proj-weight has shape (96, 32) but must be (H*d_head + 2*H_kv*d_head, d_model) = (64, 32)");
     }
 }
 
@@ -399,16 +407,18 @@ TEST_CASE("the library's prefill + decode steps match PyTorch's KV-cache decode 
         const std::string name = c.at("name").get<std::string>();
         INFO("case " << name);
         const fs::path dir = gqa_fixtures / name;
-        const GroupedQueryAttention m{c.at("heads").get<std::size_t>(), c.at("kv_heads").get<std::size_t>(),
-                                      load<2>(dir / "in_proj_weight.npy"), load<1>(dir / "in_proj_bias.npy"),
+        const GroupedQueryAttention m{c.at("heads").get<std::size_t>(),     c.at("kv_heads").get<std::size_t>(),
+                                      load<2>(dir / "in_proj_weight.npy"),  load<1>(dir / "in_proj_bias.npy"),
                                       load<2>(dir / "out_proj_weight.npy"), load<1>(dir / "out_proj_bias.npy")};
         const Tensor3 x = load<3>(dir / "x.npy");  // (B, N, d_model)
         const std::size_t batch = x.shape()[0], n = x.shape()[1], prompt = c.at("prompt").get<std::size_t>();
         KVCache cache(batch, m.kv_heads, m.d_head(), n);
         Tensor3 y = Tensor3::from_shape(x.shape());
-        xt::view(y, xt::all(), xt::range(0, prompt), xt::all()) = prefill(m, cache, xt::view(x, xt::all(), xt::range(0, prompt), xt::all()));
+        xt::view(y, xt::all(), xt::range(0, prompt), xt::all()) =
+            prefill(m, cache, xt::view(x, xt::all(), xt::range(0, prompt), xt::all()));
         for (std::size_t t = prompt; t < n; ++t)
-            xt::view(y, xt::all(), xt::range(t, t + 1), xt::all()) = decode_step(m, cache, xt::view(x, xt::all(), xt::range(t, t + 1), xt::all()));
+            xt::view(y, xt::all(), xt::range(t, t + 1), xt::all()) =
+                decode_step(m, cache, xt::view(x, xt::all(), xt::range(t, t + 1), xt::all()));
         CHECK(max_abs_diff(y, load<3>(dir / "decoded.npy")) <= tolerance);
         CHECK(max_abs_diff(y, load<3>(dir / "full.npy")) <= tolerance);
     }

@@ -182,7 +182,8 @@ TEST_CASE("attention: the fused path equals the reference when long key rows shr
     CHECK(max_abs_diff(scaled_dot_product_attention(q, k, v, o), attention_reference(q, k, v, o)) < 1e-5);
 }
 
-TEST_CASE("attention: multi-head fast path equals the weights path for self- and cross-attention", "[attention][fused]") {
+TEST_CASE("attention: multi-head fast path equals the weights path for self- and cross-attention",
+          "[attention][fused]") {
     Random rng(22);
     const auto mha = MultiHeadAttention::random(32, 4, true, rng);
     const Tensor3 x = rng.normal<3>({2, 70, 32});
@@ -192,7 +193,7 @@ TEST_CASE("attention: multi-head fast path equals the weights path for self- and
         AttentionOptions o;
         o.causal = causal;
         Tensor4 w;
-        CHECK(max_abs_diff(mha.forward(x, o), mha.forward(x, o, &w)) < 1e-5);                          // self
+        CHECK(max_abs_diff(mha.forward(x, o), mha.forward(x, o, &w)) < 1e-5);  // self
         if (!causal) {
             CHECK(max_abs_diff(mha.forward(x, mem, mem, o), mha.forward(x, mem, mem, o, &w)) < 1e-5);      // K = V
             CHECK(max_abs_diff(mha.forward(x, mem, other, o), mha.forward(x, mem, other, o, &w)) < 1e-5);  // K != V
@@ -249,13 +250,15 @@ TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1,
                     Tensor4 small = Tensor4::from_shape(ref.shape());
                     auto view = [&](auto* data, std::size_t rows) {
                         return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * rows * d_head,
-                                                                                     rows * d_head, d_head};
+                                                                                      rows * d_head, d_head};
                     };
                     for (auto kernel : {detail::Kernel::blas, detail::Kernel::micro_kernel}) {
                         detail::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
                                                 view(v.data(), nk), view(small.data(), n),
                                                 1.0f / std::sqrt(float(d_head)), o, {16, 32, kernel});
-                        INFO("kernel = " << (kernel == detail::Kernel::blas ? "BLAS" : "micro-kernel (BLAS where the CPU or d_head rule it out)"));
+                        INFO("kernel = " << (kernel == detail::Kernel::blas
+                                                 ? "BLAS"
+                                                 : "micro-kernel (BLAS where the CPU or d_head rule it out)"));
                         CHECK(relative_diff(small, ref) <= 1e-5);
                     }
                 }
@@ -276,7 +279,8 @@ TEST_CASE("attention: the chunked fast path (batch elements, then groups of head
     pad_mem(1, 3) = true;
     // 1 MiB: the whole batch at once; smaller budgets: a batch element at a time, then groups of
     // heads, then one head at a time (the exact split depends on the attention's scratch).
-    for (std::size_t budget : {std::size_t{1} << 20, std::size_t{64} << 10, std::size_t{24} << 10, std::size_t{1} << 10}) {
+    for (std::size_t budget :
+         {std::size_t{1} << 20, std::size_t{64} << 10, std::size_t{24} << 10, std::size_t{1} << 10}) {
         detail::set_fused_budget(budget);
         for (bool causal : {false, true}) {
             AttentionOptions o;

@@ -31,6 +31,6 @@ TEST_CASE("cli: a request for more memory than the machine has is refused before
 }
 
 TEST_CASE("cli: guard turns a usage_error into exit code 2", "[cli]") {
-    CHECK(cli::guard("prog", [] () -> int { throw usage_error("bad"); }) == cli::exit_usage);
+    CHECK(cli::guard("prog", []() -> int { throw usage_error("bad"); }) == cli::exit_usage);
     CHECK(cli::guard("prog", [] { return 0; }) == 0);
 }

@@ -45,7 +45,8 @@ std::vector<CourseLesson> course_lessons() {
     const auto course = nlohmann::json::parse(in);
     std::vector<CourseLesson> out;
     for (const auto& l : course.at("lessons"))
-        out.push_back({l.at("name").get<std::string>(), l.at("title").get<std::string>(), l.at("doc").get<std::string>()});
+        out.push_back(
+            {l.at("name").get<std::string>(), l.at("title").get<std::string>(), l.at("doc").get<std::string>()});
     return out;
 }
 
@@ -110,8 +111,8 @@ TEST_CASE("every relative link in README and docs/ resolves to a file", "[docs]"
         const std::string text = read(file);
         for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
             std::string target = (*it)[1];
-            if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind("mailto:", 0) == 0 ||
-                target[0] == '#')
+            if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 ||
+                target.rfind("mailto:", 0) == 0 || target[0] == '#')
                 continue;
             target = target.substr(0, target.find('#'));
             INFO(fs::relative(file, source_dir).string() << " links to " << target);
@@ -200,7 +201,8 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
     CHECK(docs_with_tables == course_lessons().size());
 }
 
-TEST_CASE("README's lesson table and headwise list show every lesson of course.json, in order, titles whole", "[docs][course]") {
+TEST_CASE("README's lesson table and headwise list show every lesson of course.json, in order, titles whole",
+          "[docs][course]") {
     // README rows:  | 01 | `lessons/01_single_head.cpp` | what it shows |
     const std::regex row(R"(^\| ([0-9]{2}) \| `lessons/([0-9]{2}_[a-z0-9_]+)\.cpp` \|)");
     std::vector<std::string> readme;
@@ -239,7 +241,8 @@ TEST_CASE("headwise figures regenerates the committed figures as PNGs of the sam
     // Each lesson states the size it wrote: "  figure: DIR/NAME.png (W x H)".
     const std::regex stated(R"(figure: (\S+\.png) \((\d+) x (\d+)\))");
     std::size_t figures = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), stated); it != std::sregex_iterator(); ++it, ++figures) {
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), stated); it != std::sregex_iterator();
+         ++it, ++figures) {
         const fs::path file = (*it)[1].str();
         INFO(file.string());
         const auto fresh = headwise::figure::png_size(file);

@@ -142,8 +142,9 @@ TEST_CASE("emulator: __syncthreads holds every thread until the whole block arri
     for (std::size_t i = 0; i < in.size(); ++i) expected[i / n] += in[i];
     for (Schedule s : all_schedules) {
         std::vector<long long> out(blocks, 0);
-        const LaunchStats stats = launch(s, dim3(blocks), dim3(n), block_sum, global_ptr<const int>(in.data(), in.size()),
-                                         global_ptr<long long>(out.data(), out.size()));
+        const LaunchStats stats =
+            launch(s, dim3(blocks), dim3(n), block_sum, global_ptr<const int>(in.data(), in.size()),
+                   global_ptr<long long>(out.data(), out.size()));
         INFO("schedule " << name(s));
         CHECK(out[0] == expected[0]);
         CHECK(out[1] == expected[1]);
@@ -196,10 +197,10 @@ TEST_CASE("emulator: reading past the end of a buffer is an error naming the blo
     for (Schedule s : all_schedules) {
         INFO("schedule " << name(s));
         // i == n is thread 36 of block 1 (1 * 64 + 36 = 100).
-        CHECK_THROWS_WITH(launch(s, dim3(2), dim3(64), read_one_past_the_end, global_ptr<const float>(in.data(), n),
-                                 global_ptr<float>(out.data(), 1), n),
-                          Catch::Contains("index 100 of a 100-element buffer") &&
-                              Catch::Contains("block (1,0,0) thread (36,0,0)"));
+        CHECK_THROWS_WITH(
+            launch(s, dim3(2), dim3(64), read_one_past_the_end, global_ptr<const float>(in.data(), n),
+                   global_ptr<float>(out.data(), 1), n),
+            Catch::Contains("index 100 of a 100-element buffer") && Catch::Contains("block (1,0,0) thread (36,0,0)"));
     }
 }
 
@@ -220,16 +221,19 @@ TEST_CASE("emulator: a __syncthreads that only some threads reach is reported", 
     std::vector<int> out(32);
     for (Schedule s : all_schedules) {
         INFO("schedule " << name(s));
-        CHECK_THROWS_WITH(launch(s, dim3(1), dim3(32), barrier_in_a_branch, global_ptr<int>(out.data(), out.size())),
-                          Catch::Contains("__syncthreads() reached 1 times by thread (0,0,0) but 0 times by thread (5,0,0)"));
+        CHECK_THROWS_WITH(
+            launch(s, dim3(1), dim3(32), barrier_in_a_branch, global_ptr<int>(out.data(), out.size())),
+            Catch::Contains("__syncthreads() reached 1 times by thread (0,0,0) but 0 times by thread (5,0,0)"));
     }
 }
 
 TEST_CASE("emulator: launch configurations CUDA would reject are rejected", "[emulator]") {
     std::vector<int> out(2048);
     const global_ptr<int> o(out.data(), out.size());
-    CHECK_THROWS_WITH(launch(dim3(1), dim3(2048), barrier_in_a_branch, o), Catch::Contains("limited to (1024, 1024, 64)"));
-    CHECK_THROWS_WITH(launch(dim3(1), dim3(64, 32), barrier_in_a_branch, o), Catch::Contains("at most 1024 threads per block"));
+    CHECK_THROWS_WITH(launch(dim3(1), dim3(2048), barrier_in_a_branch, o),
+                      Catch::Contains("limited to (1024, 1024, 64)"));
+    CHECK_THROWS_WITH(launch(dim3(1), dim3(64, 32), barrier_in_a_branch, o),
+                      Catch::Contains("at most 1024 threads per block"));
     CHECK_THROWS_WITH(launch(dim3(0), dim3(32), barrier_in_a_branch, o), Catch::Contains("at least 1"));
     CHECK_THROWS_WITH(launch(dim3(1, 70000), dim3(32), barrier_in_a_branch, o), Catch::Contains("65535"));
 }
@@ -255,24 +259,24 @@ std::uint16_t bf16_bits(float f) { return __bfloat16_as_ushort(__float2bfloat16_
 TEST_CASE("emulator: float to __half rounds to nearest even, bit for bit", "[emulator][half]") {
     CHECK(half_bits(1.0f) == 0x3c00);
     CHECK(half_bits(-2.0f) == 0xc000);
-    CHECK(half_bits(0.1f) == 0x2e66);     // 1.6 * 2^-4: mantissa 614.4 -> 614
+    CHECK(half_bits(0.1f) == 0x2e66);  // 1.6 * 2^-4: mantissa 614.4 -> 614
     CHECK(half_bits(-0.0f) == 0x8000);
     CHECK(half_bits(65504.0f) == 0x7bff);  // the largest finite fp16
     CHECK(half_bits(65519.0f) == 0x7bff);  // below the midpoint to the next (65536 would be 2^16)
     CHECK(half_bits(65520.0f) == 0x7c00);  // the midpoint, 0x7bff is odd: up, into infinity
     CHECK(half_bits(1e6f) == 0x7c00);
     CHECK(half_bits(-INFINITY) == 0xfc00);
-    CHECK(half_bits(NAN) == 0x7fff);       // every NaN becomes CUDA's canonical one
+    CHECK(half_bits(NAN) == 0x7fff);  // every NaN becomes CUDA's canonical one
     // ties: 1 + 2^-11 lies halfway between 1 (even mantissa) and 1 + 2^-10
     CHECK(half_bits(1.0f + 0x1p-11f) == 0x3c00);
-    CHECK(half_bits(1.0f + 3 * 0x1p-11f) == 0x3c02);  // halfway between 0x3c01 (odd) and 0x3c02
+    CHECK(half_bits(1.0f + 3 * 0x1p-11f) == 0x3c02);         // halfway between 0x3c01 (odd) and 0x3c02
     CHECK(half_bits(1.0f + 0x1p-11f + 0x1p-20f) == 0x3c01);  // just above halfway
     // subnormals: steps of 2^-24 below 2^-14
     CHECK(half_bits(0x1p-24f) == 0x0001);
-    CHECK(half_bits(0x1p-25f) == 0x0000);        // half the smallest step, 0 is even
-    CHECK(half_bits(3 * 0x1p-26f) == 0x0001);    // 0.75 of a step
-    CHECK(half_bits(3 * 0x1p-25f) == 0x0002);    // 1.5 steps: to the even 2
-    CHECK(half_bits(1023 * 0x1p-24f) == 0x03ff);  // the largest subnormal
+    CHECK(half_bits(0x1p-25f) == 0x0000);            // half the smallest step, 0 is even
+    CHECK(half_bits(3 * 0x1p-26f) == 0x0001);        // 0.75 of a step
+    CHECK(half_bits(3 * 0x1p-25f) == 0x0002);        // 1.5 steps: to the even 2
+    CHECK(half_bits(1023 * 0x1p-24f) == 0x03ff);     // the largest subnormal
     CHECK(half_bits(1023.5f * 0x1p-24f) == 0x0400);  // rounds up into the smallest normal, 2^-14
     CHECK(half_bits(0x1p-14f) == 0x0400);
     CHECK(half_bits(0x1p-26f) == 0x0000);
@@ -307,8 +311,7 @@ namespace {
 
 constexpr unsigned full_mask = 0xffffffffu;
 
-std::vector<int> run_per_thread(void (*kernel)(global_ptr<int>), unsigned threads = 64,
-                                Schedule s = Schedule::fibers) {
+std::vector<int> run_per_thread(void (*kernel)(global_ptr<int>), unsigned threads = 64, Schedule s = Schedule::fibers) {
     std::vector<int> out(threads, -1);
     launch(s, dim3(1), dim3(threads), kernel, global_ptr<int>(out.data(), out.size()));
     return out;
@@ -427,7 +430,8 @@ TEST_CASE("emulator: __ballot_sync, __any_sync and __all_sync vote over the mask
 }
 
 TEST_CASE("emulator: a five-step xor reduction sums the warp; one step short gives a wrong sum", "[emulator][warp]") {
-    const std::vector<int> right = run_per_thread(warp_sum_of_lanes), short_by_one = run_per_thread(warp_sum_missing_last_step);
+    const std::vector<int> right = run_per_thread(warp_sum_of_lanes),
+                           short_by_one = run_per_thread(warp_sum_missing_last_step);
     for (int t = 0; t < 64; ++t) CHECK(right[t] == 496);  // 0 + 1 + ... + 31
     // Without the offset-1 step an even lane holds 0 + 2 + ... + 30 = 240, an odd one 1 + 3 + ... + 31 = 256.
     CHECK(short_by_one[0] == 240);
@@ -436,19 +440,22 @@ TEST_CASE("emulator: a five-step xor reduction sums the warp; one step short giv
 }
 
 TEST_CASE("emulator: a full mask with divergent lanes is an error naming the lane and the line", "[emulator][warp]") {
-    CHECK_THROWS_WITH(run_per_thread(full_mask_in_a_branch),
-                      Catch::Contains("__shfl_xor_sync with mask 0xffffffff at emulator_test.cpp:") &&
-                          Catch::Contains("lane 16 is named in the mask but never gets there (it has returned from the kernel)"));
+    CHECK_THROWS_WITH(
+        run_per_thread(full_mask_in_a_branch),
+        Catch::Contains("__shfl_xor_sync with mask 0xffffffff at emulator_test.cpp:") &&
+            Catch::Contains("lane 16 is named in the mask but never gets there (it has returned from the kernel)"));
     CHECK_THROWS_WITH(run_per_thread(full_mask_in_if_and_else), Catch::Contains("the warp has diverged"));
     CHECK_THROWS_WITH(run_per_thread(early_return_then_shuffle),
                       Catch::Contains("warp 1: lane 8 is named in the mask but never gets there (it has returned"));
-    CHECK_THROWS_WITH(run_per_thread(syncwarp_against_syncthreads), Catch::Contains("it is waiting at __syncthreads()"));
+    CHECK_THROWS_WITH(run_per_thread(syncwarp_against_syncthreads),
+                      Catch::Contains("it is waiting at __syncthreads()"));
     // A block of 48 threads: warp 1 has lanes 0..15 only, a full mask names 16 lanes that do not exist.
     CHECK_THROWS_WITH(run_per_thread(shfl_xor_1, 48), Catch::Contains("lane 16") && Catch::Contains("does not exist"));
 }
 
 TEST_CASE("emulator: masks that leave out the caller, or a source lane, are errors", "[emulator][warp]") {
-    CHECK_THROWS_WITH(run_per_thread(mask_without_myself), Catch::Contains("the mask 0x00000001 leaves out the calling lane"));
+    CHECK_THROWS_WITH(run_per_thread(mask_without_myself),
+                      Catch::Contains("the mask 0x00000001 leaves out the calling lane"));
     CHECK_THROWS_WITH(run_per_thread(reads_outside_the_mask),
                       Catch::Contains("lane 8 reads lane 16, which the mask 0x0000ffff leaves out"));
 }
@@ -515,8 +522,8 @@ SharedTraffic banks_of(void (*kernel)(global_ptr<int>)) {
 
 TEST_CASE("emulator: shared-memory requests are counted in wavefronts of 32 four-byte banks", "[emulator][banks]") {
     const SharedTraffic column = banks_of(column_read<32>), padded = banks_of(column_read<33>),
-                        row = banks_of(row_read), broadcast = banks_of(broadcast_read), stride = banks_of(stride_two_read),
-                        halves = banks_of(half_row_read);
+                        row = banks_of(row_read), broadcast = banks_of(broadcast_read),
+                        stride = banks_of(stride_two_read), halves = banks_of(half_row_read);
     CHECK(column.accesses == 32);
     CHECK(column.requests == 1);
     CHECK(column.wavefronts == 32);  // 32 words, all in bank 0
@@ -526,8 +533,9 @@ TEST_CASE("emulator: shared-memory requests are counted in wavefronts of 32 four
     CHECK(broadcast.wavefronts == 1);
     CHECK(stride.wavefronts == 2);
     CHECK(halves.wavefronts == 1);
-    CHECK_THROWS_WITH(banks_of(shared_index_past_the_end),
-                      Catch::Contains("shared memory index out of bounds: (32, 0) of a (32, 32) tile at emulator_test.cpp:"));
+    CHECK_THROWS_WITH(
+        banks_of(shared_index_past_the_end),
+        Catch::Contains("shared memory index out of bounds: (32, 0) of a (32, 32) tile at emulator_test.cpp:"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -652,7 +660,8 @@ std::vector<float> run_warp(void (*kernel)(global_ptr<float>), std::size_t n) {
 }  // namespace
 
 TEST_CASE("emulator: wmma loads, multiplies and stores 16x16 tiles, row- and column-major", "[emulator][wmma]") {
-    for (const std::vector<float>& out : {run_warp(identity_times_b<false>, 256), run_warp(identity_times_b<true>, 256)}) {
+    for (const std::vector<float>& out :
+         {run_warp(identity_times_b<false>, 256), run_warp(identity_times_b<true>, 256)}) {
         for (int m = 0; m < 16; ++m)
             for (int n = 0; n < 16; ++n) CHECK(out[std::size_t(16 * m + n)] == float(16 * m + n) + 0.5f);
     }
@@ -691,9 +700,10 @@ TEST_CASE("emulator: the tiled kernel without __syncthreads is caught by the fib
     auto run = [&](Schedule s) {
         Tensor4 out = Tensor4::from_shape({1, 1, N, D});
         const std::size_t n = out.size();
-        launch(s, dim3(2), dim3(kernels::TiledShape<D>::rows), kernels::attention_tiled<D>, global_ptr<const float>(q.data(), n),
-               global_ptr<const float>(k.data(), n), global_ptr<const float>(v.data(), n),
-               global_ptr<const int>(key_len.data(), 1), global_ptr<float>(out.data(), n), args);
+        launch(s, dim3(2), dim3(kernels::TiledShape<D>::rows), kernels::attention_tiled<D>,
+               global_ptr<const float>(q.data(), n), global_ptr<const float>(k.data(), n),
+               global_ptr<const float>(v.data(), n), global_ptr<const int>(key_len.data(), 1),
+               global_ptr<float>(out.data(), n), args);
         return out;
     };
     const Tensor4 forward = run(Schedule::fibers), backward = run(Schedule::fibers_reversed);

@@ -119,7 +119,7 @@ TEST_CASE("heatmaps draw each cell in its weight's colour and hidden (NaN) cells
     CHECK(c.at(fx + cell - 1, fy + cell - 1) == weight_color(1.0f));
     CHECK(c.at(fx + cell / 2, fy + cell + cell / 2) == weight_color(0.25f));
     CHECK(c.at(fx + cell + cell / 2, fy + cell + cell / 2) == white);  // weight 0
-    const Rgb hidden = c.at(fx + cell + 1, fy + 2);                      // off the hatch diagonal
+    const Rgb hidden = c.at(fx + cell + 1, fy + 2);                    // off the hatch diagonal
     CHECK(hidden == light_grey);
     CHECK(c.at(fx + cell + 4, fy + 4) == grey);  // on it
 }
@@ -168,7 +168,8 @@ TEST_CASE("a log-log line plot puts equal ratios at equal distances", "[figure]"
     const int plot_right = c.width() - (Canvas::text_width("y = x", 2) + 70);
     for (int x = 0; x <= plot_right + 3; ++x) {
         int run = 0;
-        for (int y = 0; y < c.height(); ++y) run = c.at(x, y) == palette(2) ? run + 1 : 0, xs.push_back(run >= 7 ? x : -1);
+        for (int y = 0; y < c.height(); ++y)
+            run = c.at(x, y) == palette(2) ? run + 1 : 0, xs.push_back(run >= 7 ? x : -1);
     }
     std::vector<int> cols;
     for (int x : xs)

@@ -26,7 +26,7 @@ const std::vector<std::string> abc{"a", "b", "c"};
 TEST_CASE("heatmap: weight 0 is blank, weight 1 is the darkest character, in between is ordered", "[heatmap]") {
     CHECK(heatmap_shade(0.0f) == ' ');
     CHECK(heatmap_shade(1.0f) == '@');
-    CHECK(heatmap_shade(0.5f) == '+');  // round(0.5 * 9) = 5 -> " .:-=+" index 5
+    CHECK(heatmap_shade(0.5f) == '+');   // round(0.5 * 9) = 5 -> " .:-=+" index 5
     CHECK(heatmap_shade(-3.0f) == ' ');  // clamped
     CHECK(heatmap_shade(7.0f) == '@');
     CHECK(heatmap_shade(std::nanf("")) == '?');

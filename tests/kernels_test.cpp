@@ -14,9 +14,9 @@
 #include <vector>
 
 using namespace headwise;
+using emulator::Schedule;
 using kernels::Problem;
 using kernels::Version;
-using emulator::Schedule;
 
 namespace {
 
@@ -37,7 +37,8 @@ Case make_case(int batch, int heads, int seq, int d_head, bool causal, std::uint
     Random rng(seed);
     Case c;
     c.p.batch = batch, c.p.heads = heads, c.p.seq = seq, c.p.d_head = d_head, c.p.causal = causal;
-    const std::array<std::size_t, 4> shape{std::size_t(batch), std::size_t(heads), std::size_t(seq), std::size_t(d_head)};
+    const std::array<std::size_t, 4> shape{std::size_t(batch), std::size_t(heads), std::size_t(seq),
+                                           std::size_t(d_head)};
     c.q = rng.normal<4>(shape);
     c.k = rng.normal<4>(shape);
     c.v = rng.normal<4>(shape);
@@ -49,8 +50,8 @@ Tensor4 run(Version version, const Case& c, Schedule schedule = emulator::defaul
             emulator::LaunchStats* stats = nullptr) {
     Tensor4 out = Tensor4::from_shape(c.q.shape());  // (B, H, N, d_head)
     out.fill(12345.0f);                              // anything the kernel forgets to write shows
-    const auto s = kernels::emulate(version, c.p, {c.q.data(), c.k.data(), c.v.data(), c.key_len.data()}, out.data(),
-                                    schedule);
+    const auto s =
+        kernels::emulate(version, c.p, {c.q.data(), c.k.data(), c.v.data(), c.key_len.data()}, out.data(), schedule);
     if (stats != nullptr) *stats = s;
     return out;
 }
@@ -84,12 +85,13 @@ Case rounded(const Case& c, bool bf16 = false) {
 double excess(Version v, const Case& c, const Tensor4& out) {
     if (!kernels::sixteen_bit(v)) return excess_error(out, reference(c));
     const double u = c.p.bf16 ? 0x1p-8 : 0x1p-11;
-    const test::RowLayout layout{c.p.batch, c.p.heads, c.p.seq, c.p.d_head, c.p.causal, c.p.effective_scale(), c.key_len.data()};
+    const test::RowLayout layout{c.p.batch,       c.p.heads, c.p.seq, c.p.d_head, c.p.causal, c.p.effective_scale(),
+                                 c.key_len.data()};
     const Case r = rounded(c, c.p.bf16);
-    const double vs_fp32 = test::excess_error_16_bit(out.data(), reference(c).data(), c.q.data(), c.k.data(), c.v.data(),
-                                                     layout, u, false);
-    const double vs_rounded = test::excess_error_16_bit(out.data(), reference(r).data(), r.q.data(), r.k.data(),
-                                                        r.v.data(), layout, u, true);
+    const double vs_fp32 = test::excess_error_16_bit(out.data(), reference(c).data(), c.q.data(), c.k.data(),
+                                                     c.v.data(), layout, u, false);
+    const double vs_rounded =
+        test::excess_error_16_bit(out.data(), reference(r).data(), r.q.data(), r.k.data(), r.v.data(), layout, u, true);
     return std::max(vs_fp32, vs_rounded);
 }
 

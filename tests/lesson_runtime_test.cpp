@@ -34,7 +34,8 @@ constexpr double unlimited = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-TEST_CASE("an allocation past the memory limit is refused before it is made, with the bytes it would need", "[lesson]") {
+TEST_CASE("an allocation past the memory limit is refused before it is made, with the bytes it would need",
+          "[lesson]") {
     const std::size_t before = lesson::bytes_allocated();
     lesson::set_memory_limit(before + (1u << 20));
     std::string message;
@@ -69,7 +70,8 @@ TEST_CASE("work is charged by the library steps, and the step that passes the li
     (void)linear(x, w);
     CHECK(limits::work_charged() - before == Approx(2.0 * 6 * 4 * 5));  // 2 * rows * in * out
     limits::set_work_limit(limits::work_charged() + 100.0, "lesson 99");
-    CHECK_THROWS_WITH(linear(x, w), Catch::Contains("linear alone needs 2.4e+02") && Catch::Contains("lesson 99 stops at"));
+    CHECK_THROWS_WITH(linear(x, w),
+                      Catch::Contains("linear alone needs 2.4e+02") && Catch::Contains("lesson 99 stops at"));
     limits::set_work_limit(unlimited, "test");
 }
 

@@ -43,11 +43,11 @@ TEST_CASE("lesson 02: the straight reshape gives head 0 token 0's features 8..15
     Tensor3 x = Tensor3::from_shape({1, 5, 64});  // x(0, n, c) = 100 n + c, so every value names its origin
     for (std::size_t n = 0; n < 5; ++n)
         for (std::size_t c = 0; c < 64; ++c) x(0, n, c) = static_cast<float>(100 * n + c);
-    const Tensor4 split = split_heads(x, 8);                                                  // (1, 8, 5, 8)
+    const Tensor4 split = split_heads(x, 8);                                               // (1, 8, 5, 8)
     const Tensor4 straight = xt::reshape_view(x, std::array<std::size_t, 4>{1, 8, 5, 8});  // (1, 8, 5, 8)
     for (std::size_t c = 0; c < 8; ++c) {
-        CHECK(split(0, 0, 1, c) == 100.0f + c);  // head 0, row 1 = token 1, features 0..7
-        CHECK(straight(0, 0, 1, c) == 8.0f + c);  // head 0, row 1 = token 0, features 8..15
+        CHECK(split(0, 0, 1, c) == 100.0f + c);       // head 0, row 1 = token 1, features 0..7
+        CHECK(straight(0, 0, 1, c) == 8.0f + c);      // head 0, row 1 = token 0, features 8..15
         CHECK(split(0, 3, 4, c) == 400.0f + 24 + c);  // head 3, row 4 = token 4, features 24..31
     }
     // Both round-trip exactly, which is why a round-trip test cannot tell them apart.
@@ -91,9 +91,11 @@ TEST_CASE("lesson 03: a loop over per-head weights, the batched form and one fus
 
     // (c) one projection to 3 * d_model features, then cut into thirds
     const Tensor3 qkv = linear(x, mha.in_proj_weight, mha.in_proj_bias);  // (2, 6, 96)
-    auto third = [&](std::size_t i) { return split_heads(Tensor3(xt::view(qkv, xt::all(), xt::all(), xt::range(32 * i, 32 * i + 32))), 4); };
-    const Tensor3 fused = linear(merge_heads(attention_reference(third(0), third(1), third(2))), mha.out_proj_weight,
-                                 mha.out_proj_bias);
+    auto third = [&](std::size_t i) {
+        return split_heads(Tensor3(xt::view(qkv, xt::all(), xt::all(), xt::range(32 * i, 32 * i + 32))), 4);
+    };
+    const Tensor3 fused =
+        linear(merge_heads(attention_reference(third(0), third(1), third(2))), mha.out_proj_weight, mha.out_proj_bias);
     CHECK(max_abs_diff(fused, batched) < 1e-5);
 }
 
@@ -107,7 +109,8 @@ TEST_CASE("lesson 03: silencing one head moves d_head output features without W_
     auto changed = [](const Tensor3& a, const Tensor3& b) {
         std::vector<std::size_t> out;
         for (std::size_t c = 0; c < a.shape()[2]; ++c)
-            if (max_abs_diff(Tensor2(xt::view(a, xt::all(), xt::all(), c)), Tensor2(xt::view(b, xt::all(), xt::all(), c))) > 0)
+            if (max_abs_diff(Tensor2(xt::view(a, xt::all(), xt::all(), c)),
+                             Tensor2(xt::view(b, xt::all(), xt::all(), c))) > 0)
                 out.push_back(c);
         return out;
     };
@@ -117,13 +120,14 @@ TEST_CASE("lesson 03: silencing one head moves d_head output features without W_
     CHECK(changed(mha.forward(x), silenced.forward(x)) == std::vector<std::size_t>{8, 9, 10, 11, 12, 13, 14, 15});
 }
 
-TEST_CASE("lesson 03: scaling by 1/sqrt(d_model) instead of 1/sqrt(d_head) flattens every row", "[lessons][multi_head]") {
+TEST_CASE("lesson 03: scaling by 1/sqrt(d_model) instead of 1/sqrt(d_head) flattens every row",
+          "[lessons][multi_head]") {
     // softmax(beta * s) has entropy that falls as beta grows, so the smaller scale can only flatten.
     Random rng(10);
     const Tensor4 q = rng.normal<4>({2, 8, 5, 8});
     const Tensor4 k = rng.normal<4>({2, 8, 5, 8});
-    const auto sharp = row_entropy(softmax(attention_scores(q, k, 1.0f / std::sqrt(8.0f))));   // d_head = 8
-    const auto flat = row_entropy(softmax(attention_scores(q, k, 1.0f / std::sqrt(64.0f))));   // d_model = 64
+    const auto sharp = row_entropy(softmax(attention_scores(q, k, 1.0f / std::sqrt(8.0f))));  // d_head = 8
+    const auto flat = row_entropy(softmax(attention_scores(q, k, 1.0f / std::sqrt(64.0f))));  // d_model = 64
     for (std::size_t i = 0; i < sharp.size(); ++i) {
         CHECK(flat.data()[i] >= sharp.data()[i] - 1e-6f);
         CHECK(flat.data()[i] <= std::log(5.0f) + 1e-6f);
@@ -162,8 +166,10 @@ TEST_CASE("lesson 04: changing token j leaves the causal outputs before j bit-id
     const Tensor3 y = mha.forward(x, causal), y2 = mha.forward(x2, causal);
     for (std::size_t n = 0; n < 6; ++n) {
         const Tensor3 a = xt::view(y, xt::all(), xt::range(n, n + 1)), b = xt::view(y2, xt::all(), xt::range(n, n + 1));
-        if (n < 3) CHECK(bit_identical(a, b));
-        else CHECK(max_abs_diff(a, b) > 1e-4);
+        if (n < 3)
+            CHECK(bit_identical(a, b));
+        else
+            CHECK(max_abs_diff(a, b) > 1e-4);
     }
 }
 

@@ -84,8 +84,8 @@ bool is_arange_2x3(const npy::Array& a) {
 }  // namespace
 
 TEST_CASE("npy reads float32, float64 and big-endian files written by numpy", "[npy]") {
-    for (const char* name : {"arange_2x3_float32.npy", "arange_2x3_float64.npy", "arange_2x3_big_endian.npy",
-                             "arange_2x3_version2.npy"}) {
+    for (const char* name :
+         {"arange_2x3_float32.npy", "arange_2x3_float64.npy", "arange_2x3_big_endian.npy", "arange_2x3_version2.npy"}) {
         INFO(name);
         const auto a = npy::read(samples / name);
         CHECK(is_arange_2x3(a));
@@ -136,7 +136,8 @@ TEST_CASE("npy accepts a hand-made header, including one longer than 127 bytes",
     std::string long_dict = good_dict;  // 150 more spaces before the closing brace
     long_dict.insert(long_dict.size() - 1, 150, ' ');
     CHECK(is_arange_2x3(npy::parse(npy_bytes(long_dict, six), "ok.npy")));
-    CHECK(is_arange_2x3(npy::parse(npy_bytes("{\"shape\": (2, 3), \"fortran_order\": False, \"descr\": \"<f4\"}", six, 2), "ok.npy")));
+    CHECK(is_arange_2x3(
+        npy::parse(npy_bytes("{\"shape\": (2, 3), \"fortran_order\": False, \"descr\": \"<f4\"}", six, 2), "ok.npy")));
 }
 
 TEST_CASE("npy refuses damaged files with one line naming the file", "[npy]") {
@@ -154,22 +155,37 @@ TEST_CASE("npy refuses damaged files with one line naming the file", "[npy]") {
         {"unknown version", good.substr(0, 6) + "\x09" + good.substr(7), "unsupported .npy format version 9.0"},
         {"cut inside the header", good.substr(0, 30), "truncated inside the header"},
         {"cut inside the length", good.substr(0, 9), "truncated inside the header"},
-        {"cut inside the data", good.substr(0, good.size() - 3), "truncated: shape (2, 3) of float32 needs 24 data bytes, the file has 21"},
+        {"cut inside the data", good.substr(0, good.size() - 3),
+         "truncated: shape (2, 3) of float32 needs 24 data bytes, the file has 21"},
         {"no data at all", good.substr(0, good.size() - 24), "truncated"},
         {"bytes after the data", good + "xx", "2 unexpected bytes"},
         {"missing key", npy_bytes("{'descr': '<f4', 'shape': (2, 3), }", six), "lacks 'fortran_order'"},
-        {"extra key", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", six), "unexpected key 'x'"},
-        {"duplicate key", npy_bytes("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", six), "appears twice"},
-        {"negative dimension", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 3), }", six), "non-negative integers"},
-        {"shape not a tuple", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", six), "expected '('"},
-        {"bad fortran_order", npy_bytes("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2, 3), }", six), "True or False"},
-        {"unterminated string", npy_bytes("{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }", six), "malformed header"},
-        {"no closing brace", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ", six), "the header dict is not closed"},
-        {"dict then junk", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3) x}", six), "expected ',' or '}'"},
+        {"extra key", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", six),
+         "unexpected key 'x'"},
+        {"duplicate key", npy_bytes("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", six),
+         "appears twice"},
+        {"negative dimension", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 3), }", six),
+         "non-negative integers"},
+        {"shape not a tuple", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", six),
+         "expected '('"},
+        {"bad fortran_order", npy_bytes("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2, 3), }", six),
+         "True or False"},
+        {"unterminated string", npy_bytes("{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }", six),
+         "malformed header"},
+        {"no closing brace", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ", six),
+         "the header dict is not closed"},
+        {"dict then junk", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3) x}", six),
+         "expected ',' or '}'"},
         {"junk after the dict", npy_bytes(good_dict + " junk", six), "unexpected text after"},
-        {"overflowing shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }", six), "too large"},
-        {"overflowing dimension", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", six), "overflows"},
-        {"bool that is not 0 or 1", npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x01\x07", 2)), "bool value 7 at (1,)"},
+        {"overflowing shape",
+         npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }", six),
+         "too large"},
+        {"overflowing dimension",
+         npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", six),
+         "overflows"},
+        {"bool that is not 0 or 1",
+         npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x01\x07", 2)),
+         "bool value 7 at (1,)"},
     };
     for (const auto& c : cases) {
         INFO(c.what);
@@ -195,7 +211,8 @@ TEST_CASE("npy to_tensor refuses NaN, Inf, wrong rank, empty dimensions and bool
 
     double big[2] = {1.0, 1e300};
     const auto huge = npy::parse(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
-                                           std::string(reinterpret_cast<const char*>(big), sizeof big)), "b.npy");
+                                           std::string(reinterpret_cast<const char*>(big), sizeof big)),
+                                 "b.npy");
     CHECK_THROWS_WITH(npy::to_tensor<1>(huge, "bias"), Contains("too large for float32"));
 
     const auto two_d = npy::parse(npy_bytes(good_dict, six), "x.npy");
@@ -203,7 +220,8 @@ TEST_CASE("npy to_tensor refuses NaN, Inf, wrong rank, empty dimensions and bool
                       Contains("must have 3 dimensions, the file has shape (2, 3) (2 dimensions)"));
     CHECK_THROWS_WITH(npy::to_mask(two_d, "--key-padding-mask"), Contains("must be a bool array"));
 
-    const auto empty = npy::parse(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0, 4), }", ""), "e.npy");
+    const auto empty =
+        npy::parse(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0, 4), }", ""), "e.npy");
     CHECK_THROWS_WITH(npy::to_tensor<3>(empty, "--query"), Contains("dimension 1 is empty"));
 
     const auto mask = npy::read(samples / "mask_2x3_bool.npy");

@@ -58,9 +58,7 @@ TEST_CASE("parallel_for: callers on several threads at once still leave OpenBLAS
                 if (blas::threads() != 1) single_inside = false;
             });
     };
-    {
-        std::jthread a(caller), b(caller), c(caller);
-    }
+    { std::jthread a(caller), b(caller), c(caller); }
     CHECK(single_inside);
     CHECK(blas::threads() == before);
 }

@@ -25,7 +25,7 @@ TEST_CASE("params: walking a module's tensors counts every weight and bias once"
     CHECK(params::total(tensors) == 2'362'368);
 
     const auto bare = MultiHeadAttention::random(64, 8, false, rng);
-    CHECK(params::parameters_of(bare).size() == 2);  // no bias tensors listed
+    CHECK(params::parameters_of(bare).size() == 2);               // no bias tensors listed
     CHECK(params::total(params::parameters_of(bare)) == 16'384);  // 4 * 64^2
 }
 

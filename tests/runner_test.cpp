@@ -52,14 +52,16 @@ It is six times seven.
 
 std::string course_json(bool with_delta = false) {
     std::string delta = with_delta ? R"(,
-    {"number": 4, "name": "04_delta", "title": "delta, added by one catalogue entry"})" : "";
+    {"number": 4, "name": "04_delta", "title": "delta, added by one catalogue entry"})"
+                                   : "";
     return R"({
   "lessons": [
     {"number": 1, "name": "01_alpha", "title": "alpha the first",
      "exercise": {"id": "ex01", "dir": "01_alpha", "files": ["alpha.cpp"], "hints": "exercises/01_alpha/HINTS.md"}},
     {"number": 2, "name": "02_beta", "title": "beta the second",
      "exercise": {"id": "ex02", "dir": "02_beta", "files": ["beta.cpp", "beta.hpp"]}},
-    {"number": 3, "name": "03_gamma", "title": "gamma without exercise"})" + delta + R"(
+    {"number": 3, "name": "03_gamma", "title": "gamma without exercise"})" +
+           delta + R"(
   ]
 })";
 }
@@ -75,8 +77,8 @@ std::string report(bool compiled, int passed, int total) {
         failures += fmt::format(R"({}{{"test":"case {}","message":"wrong","mistake":null,"explanation":""}})",
                                 failures.empty() ? "" : ",", i);
     }
-    return fmt::format(R"({{"id":"exNN","compiled":{},"passed":{},"total":{},"failures":[{}]}})", compiled, passed, total,
-                       failures);
+    return fmt::format(R"({{"id":"exNN","compiled":{},"passed":{},"total":{},"failures":[{}]}})", compiled, passed,
+                       total, failures);
 }
 
 // A course of three lessons (two with exercises) in source/, a build tree in build/ with fake
@@ -101,13 +103,16 @@ struct Course {
         write_script(build / "src" / "headwise",
                      "#!/bin/sh\necho \"$*\" >> \"$HEADWISE_BINARY_DIR/grade-calls.log\"\n"
                      "mkdir -p \"$HEADWISE_BINARY_DIR/grade\"\n"
-                     "echo '" + report(true, 1, 2) + "' > \"$HEADWISE_BINARY_DIR/grade/ex0$2.json\"\n");
+                     "echo '" +
+                         report(true, 1, 2) + "' > \"$HEADWISE_BINARY_DIR/grade/ex0$2.json\"\n");
         fs::create_directories(data);
     }
 
     Env env() const {
-        return {{"HEADWISE_SOURCE_DIR", src.string()}, {"HEADWISE_BINARY_DIR", build.string()},
-                {"XDG_DATA_HOME", data.string()}, {"HOME", (tmp / "home").string()}};
+        return {{"HEADWISE_SOURCE_DIR", src.string()},
+                {"HEADWISE_BINARY_DIR", build.string()},
+                {"XDG_DATA_HOME", data.string()},
+                {"HOME", (tmp / "home").string()}};
     }
     Result run(const std::vector<std::string>& args, const std::optional<std::string>& input = std::nullopt) const {
         return run_headwise(args, env(), input);
@@ -131,9 +136,12 @@ struct Course {
 // The line of `out` that starts with `prefix` ("" if none).
 std::string line_of(const std::string& out, const std::string& prefix) {
     std::size_t at = out.rfind("\n" + prefix);
-    if (out.rfind(prefix, 0) == 0) at = 0;
-    else if (at == std::string::npos) return "";
-    else ++at;
+    if (out.rfind(prefix, 0) == 0)
+        at = 0;
+    else if (at == std::string::npos)
+        return "";
+    else
+        ++at;
     return out.substr(at, out.find('\n', at) - at);
 }
 
@@ -174,7 +182,8 @@ TEST_CASE("list shows every lesson in catalogue order with its exercise status",
     c.grade_report("ex02", true, 3, 5);
     CHECK_THAT(line_of(c.run({"list"}).out, "02"), Contains("failing: 3 of 5 tests pass") && !Contains("edited since"));
     fs::last_write_time(c.src / "exercises/02_beta/beta.cpp", fs::file_time_type::clock::now() + 1h);
-    CHECK_THAT(line_of(c.run({"list"}).out, "02"), Contains("failing: 3 of 5 tests pass (edited since the last grade)"));
+    CHECK_THAT(line_of(c.run({"list"}).out, "02"),
+               Contains("failing: 3 of 5 tests pass (edited since the last grade)"));
     c.grade_report("ex02", false, 0, 0);
     CHECK_THAT(line_of(c.run({"list"}).out, "02"), Contains("does not compile"));
 
@@ -195,7 +204,8 @@ TEST_CASE("list never cuts a title, however long", "[runner][list]") {
     Course c;
     std::string json = course_json();
     const std::string long_title =
-        "gamma without exercise, with a title as long as lesson 06's: naive, online softmax, tiled (GPU or CPU emulator)";
+        "gamma without exercise, with a title as long as lesson 06's: naive, online softmax, tiled (GPU or CPU "
+        "emulator)";
     json.replace(json.find("gamma without exercise"), std::string("gamma without exercise").size(), long_title);
     write_text(c.src / "course.json", json);
     const Result r = c.run({"list"});
@@ -203,7 +213,8 @@ TEST_CASE("list never cuts a title, however long", "[runner][list]") {
     CHECK_THAT(line_of(r.out, "03"), !Contains("..."));
 }
 
-TEST_CASE("list counts an exercise still equal to its stub as not started, whatever an old report says", "[runner][list]") {
+TEST_CASE("list counts an exercise still equal to its stub as not started, whatever an old report says",
+          "[runner][list]") {
     Course c;
     c.grade_report("ex01", true, 0, 3);  // graded while still the stub: still "not started"
     CHECK_THAT(line_of(c.run({"list"}).out, "01"), Contains("not started"));
@@ -261,8 +272,8 @@ TEST_CASE("hint for an exercise without a hints file says so", "[runner][hint]")
 TEST_CASE("reset asks first, and without a yes changes nothing", "[runner][reset]") {
     Course c;
     write_text(c.alpha(), "int answer() { return 41; }  // my work\n");
-    for (const std::optional<std::string>& input : {std::optional<std::string>(), std::optional<std::string>("n\n"),
-                                                    std::optional<std::string>("\n")}) {
+    for (const std::optional<std::string>& input :
+         {std::optional<std::string>(), std::optional<std::string>("n\n"), std::optional<std::string>("\n")}) {
         const Result r = c.run({"reset", "1"}, input);
         CHECK(r.code == 1);
         CHECK_THAT(r.out, Contains("[y/N]") && Contains("nothing changed"));
@@ -359,7 +370,8 @@ TEST_CASE("solution is refused until the exercise passes, and --force says what 
 
     r = c.run({"solution", "1", "--force"});
     CHECK(r.code == 0);
-    CHECK_THAT(r.out, Contains("--force: this shows the complete reference answer to exercise 01") && Contains("alpha.cpp"));
+    CHECK_THAT(r.out,
+               Contains("--force: this shows the complete reference answer to exercise 01") && Contains("alpha.cpp"));
     CHECK_THAT(r.out, Contains(alpha_view));
     CHECK_THAT(r.out, !Contains("BEGIN SOLUTION") && !Contains("// STUB") && !Contains("TODO(ex01)"));
 
@@ -376,7 +388,7 @@ TEST_CASE("watch re-grades within seconds of a save, in place or by rename, and 
     REQUIRE(eventually([&] { return c.grade_calls() == 1; }, 20s));  // graded once at the start
     CHECK(read_text(c.build / "grade-calls.log") == "grade 1\n");
 
-    std::this_thread::sleep_for(1100ms);  // a new modification time even on coarse clocks
+    std::this_thread::sleep_for(1100ms);                        // a new modification time even on coarse clocks
     write_text(c.alpha(), "int answer() { return 6 * 7; }\n");  // saved in place
     CHECK(eventually([&] { return c.grade_calls() == 2; }, 5s));
 
@@ -407,10 +419,10 @@ TEST_CASE("watch without a number watches the first exercise not yet passed", "[
 TEST_CASE("runner commands answer a bad lesson or exercise number with one line and exit 2", "[runner][bad input]") {
     Course c;
     const std::vector<std::vector<std::string>> cases{
-        {"run", "9"},      {"run"}, {"hint", "9"},     {"hint", "abc"},     {"hint", "3"},
-        {"reset", "9"},    {"reset", "3", "--yes"},  {"solution", "9"}, {"solution", "3"},   {"watch", "9"},
-        {"watch", "3"},    {"hint"},                 {"reset"},         {"list", "extra"},   {"no-such-command"},
-        {"watch", "1", "--interval", "0"}};
+        {"run", "9"},      {"run"},           {"hint", "9"},           {"hint", "abc"},
+        {"hint", "3"},     {"reset", "9"},    {"reset", "3", "--yes"}, {"solution", "9"},
+        {"solution", "3"}, {"watch", "9"},    {"watch", "3"},          {"hint"},
+        {"reset"},         {"list", "extra"}, {"no-such-command"},     {"watch", "1", "--interval", "0"}};
     for (const auto& args : cases) {
         std::string joined;
         for (const auto& a : args) joined += a + " ";

@@ -91,8 +91,8 @@ using Env = std::map<std::string, std::string>;
 class Process {
 public:
     // `program` defaults to the runner; other tests start a lesson or any binary the same way.
-    Process(const std::vector<std::string>& args, const Env& env, const fs::path& dir, const std::optional<std::string>& input,
-            const std::string& program = HEADWISE_RUNNER_EXE)
+    Process(const std::vector<std::string>& args, const Env& env, const fs::path& dir,
+            const std::optional<std::string>& input, const std::string& program = HEADWISE_RUNNER_EXE)
         : out_(dir / "stdout"), err_(dir / "stderr") {
         const fs::path in = dir / "stdin";
         if (input) write_text(in, *input);

@@ -69,7 +69,8 @@ TEST_CASE("softmax: a NaN logit gives NaN weights, never a crash or a hidden num
 
 TEST_CASE("row_max: the largest entry wherever it sits, NaNs passed over as std::max_element does", "[softmax]") {
     for (std::size_t n : {1u, 15u, 16u, 17u, 33u, 100u}) {
-        for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {  // first, middle, last (in the tail loop when n % 16 != 0)
+        for (std::size_t at :
+             {std::size_t{0}, n / 2, n - 1}) {  // first, middle, last (in the tail loop when n % 16 != 0)
             std::vector<float> x(n, -1.0f);
             x[at] = 3.5f;
             INFO("n = " << n << ", max at " << at);

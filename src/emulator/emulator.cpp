@@ -36,9 +36,12 @@ namespace headwise::emulator {
 
 const char* name(Schedule s) {
     switch (s) {
-        case Schedule::fibers: return "fibers";
-        case Schedule::fibers_reversed: return "fibers_reversed";
-        case Schedule::threads: return "threads";
+        case Schedule::fibers:
+            return "fibers";
+        case Schedule::fibers_reversed:
+            return "fibers_reversed";
+        case Schedule::threads:
+            return "threads";
     }
     return "?";
 }
@@ -78,11 +81,11 @@ struct Launch {
     dim3 grid, block;
     detail::Entry entry;
     const void* call;
-    unsigned threads;       // per block
-    std::uint64_t blocks;   // in the grid
+    unsigned threads;      // per block
+    std::uint64_t blocks;  // in the grid
 
     std::mutex error_mutex;
-    std::string error;      // the first thing that went wrong
+    std::string error;  // the first thing that went wrong
     std::atomic<bool> failed{false};
 
     void fail(const std::string& message) {
@@ -152,7 +155,8 @@ void validate(dim3 grid, dim3 block) {
         bad("every dimension must be at least 1");
     if (block.x > 1024 || block.y > 1024 || block.z > 64) bad("block dimensions are limited to (1024, 1024, 64)");
     if (std::uint64_t(block.x) * block.y * block.z > 1024) bad("at most 1024 threads per block");
-    if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) bad("grid dimensions are limited to (2^31-1, 65535, 65535)");
+    if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+        bad("grid dimensions are limited to (2^31-1, 65535, 65535)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,8 +277,7 @@ public:
                 throw launch_error(at() + " with mask " + hex(call.mask) + " meets lanes waiting at " + first() +
                                    " with mask " + hex(p->call.mask) + ": lanes that meet must name the same lanes");
             if ((p->call.name != call.name && std::string_view(p->call.name) != call.name) ||
-                p->call.where.line() != call.where.line() ||
-                p->call.where.column() != call.where.column())
+                p->call.where.line() != call.where.line() || p->call.where.column() != call.where.column())
                 throw launch_error(at() + ": other lanes named in the mask " + hex(call.mask) + " wait at " + first() +
                                    " -- the warp has diverged (a *_sync call inside an if?)");
             if (p->call.check != call.check)
@@ -442,11 +445,18 @@ private:
                     r = src < 0 ? p.value[l] : p.value[unsigned(src)];
                     break;
                 }
-                case detail::WarpOp::ballot: r = vote; break;
-                case detail::WarpOp::any: r = vote != 0; break;
-                case detail::WarpOp::all: r = vote == mask; break;
+                case detail::WarpOp::ballot:
+                    r = vote;
+                    break;
+                case detail::WarpOp::any:
+                    r = vote != 0;
+                    break;
+                case detail::WarpOp::all:
+                    r = vote == mask;
+                    break;
                 case detail::WarpOp::sync:
-                case detail::WarpOp::wmma: break;
+                case detail::WarpOp::wmma:
+                    break;
             }
             w.result[l] = r;
             w.sequence_of[l] = w.sequence;
@@ -470,15 +480,22 @@ private:
             why = "it does not exist: the block has " + std::to_string(fibers_.size()) + " threads";
         } else {
             switch (fibers_[t]->state) {
-                case State::done: why = "it has returned from the kernel"; break;
-                case State::waiting: why = "it is waiting at __syncthreads()"; break;
-                default: why = "it is waiting at another warp collective"; break;
+                case State::done:
+                    why = "it has returned from the kernel";
+                    break;
+                case State::waiting:
+                    why = "it is waiting at __syncthreads()";
+                    break;
+                default:
+                    why = "it is waiting at another warp collective";
+                    break;
             }
         }
         return std::string(p.call.name) + " with mask " + hex(p.call.mask) + " at " + site(p.call.where) + ", block " +
                str(blockIdx) + " warp " + std::to_string(warp) + ": lane " + std::to_string(lane) +
                " is named in the mask but never gets there (" + why +
-               "). Every lane named in a *_sync mask must make the same call: is it inside an if, or after an early return?";
+               "). Every lane named in a *_sync mask must make the same call: is it inside an if, or after an early "
+               "return?";
     }
 
     // Turns the accesses logged since the warp last met into requests and wavefronts.
@@ -740,8 +757,8 @@ LaunchStats run(dim3 grid, dim3 block, Schedule schedule, Entry entry, const voi
         lock.lock();
     }
     Launch launch(grid, block, entry, call);
-    LaunchStats stats = schedule == Schedule::threads ? run_threads(launch)
-                                                      : run_fibers(launch, schedule == Schedule::fibers_reversed);
+    LaunchStats stats =
+        schedule == Schedule::threads ? run_threads(launch) : run_fibers(launch, schedule == Schedule::fibers_reversed);
     if (launch.failed) throw launch_error(launch.error);
     stats.blocks = launch.blocks;
     stats.threads_per_block = launch.threads;

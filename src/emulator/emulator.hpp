@@ -92,12 +92,12 @@ enum class WarpOp : std::uint8_t { shfl, ballot, any, all, sync, wmma };
 
 // One lane's arrival at a warp collective.
 struct WarpCall {
-    const char* name;          // "__shfl_xor_sync", as the kernel wrote it
+    const char* name;  // "__shfl_xor_sync", as the kernel wrote it
     WarpOp op;
-    unsigned mask;             // the lanes that must meet here
-    std::uint64_t value;       // this lane's operand (its bits)
-    int source_lane;           // shfl: the lane whose operand this lane receives; -1: its own
-    std::uint64_t check;       // must be the same in every lane (wmma: the pointer, ldm and layout)
+    unsigned mask;        // the lanes that must meet here
+    std::uint64_t value;  // this lane's operand (its bits)
+    int source_lane;      // shfl: the lane whose operand this lane receives; -1: its own
+    std::uint64_t check;  // must be the same in every lane (wmma: the pointer, ldm and layout)
     std::source_location where;
 };
 struct WarpResult {
@@ -118,9 +118,7 @@ void shared_access(const std::source_location& where, std::uint32_t word);
 [[noreturn]] void shared_out_of_bounds(int r, int c, int rows, int cols, const std::source_location& where);
 
 // The calling thread's lane: its linear index in the block (x fastest) modulo 32.
-inline unsigned lane_id() {
-    return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u;
-}
+inline unsigned lane_id() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u; }
 
 template <class T>
 std::uint64_t to_bits(const T& x) {
@@ -181,7 +179,8 @@ T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
     return headwise::emulator::detail::shuffle("__shfl_up_sync", mask, var, inside ? lane - int(delta) : -1, where);
 }
 // Bit l set when lane l is in the mask and its predicate is non-zero.
-inline unsigned __ballot_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              std::source_location where = std::source_location::current()) {
     using namespace headwise::emulator::detail;
     return unsigned(warp_collective({"__ballot_sync", WarpOp::ballot, mask, predicate != 0, -1, 0, where}).value);
 }
@@ -237,23 +236,17 @@ public:
         detail::traffic.load_bytes += sizeof(T);
         return *p_;
     }
-    [[gnu::always_inline]] global_ref& operator=(value_type x)
-        requires(!std::is_const_v<T>)
-    {
+    [[gnu::always_inline]] global_ref& operator=(value_type x) requires(!std::is_const_v<T>) {
         ++detail::traffic.stores;
         detail::traffic.store_bytes += sizeof(T);
         *p_ = x;
         return *this;
     }
     // out[i] = in[j] copies the value (a load and a store), not the reference.
-    global_ref& operator=(const global_ref& other)
-        requires(!std::is_const_v<T>)
-    {
+    global_ref& operator=(const global_ref& other) requires(!std::is_const_v<T>) {
         return *this = static_cast<value_type>(other);
     }
-    global_ref& operator+=(value_type x)
-        requires(!std::is_const_v<T>)
-    {
+    global_ref& operator+=(value_type x) requires(!std::is_const_v<T>) {
         return *this = static_cast<value_type>(*this) + x;
     }
 
@@ -269,8 +262,8 @@ public:
     global_ptr() = default;
     global_ptr(T* p, std::size_t size) : p_(p), size_(size) {}
     template <class U>
-        requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
-    global_ptr(global_ptr<U> other) : p_(other.get()), size_(other.size()) {}
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>) global_ptr(global_ptr<U> other)
+        : p_(other.get()), size_(other.size()) {}
 
     [[gnu::always_inline]] global_ref<T> operator[](std::ptrdiff_t i) const {
         if (i < 0 || static_cast<std::size_t>(i) >= size_) detail::out_of_bounds(std::is_const_v<T>, i, size_);
@@ -327,11 +320,7 @@ public:
         return x_;
     }
     // A 16-bit element read straight into a float (two conversions C++ would not chain).
-    explicit operator float() const
-        requires(!std::is_same_v<T, float>)
-    {
-        return float(static_cast<T>(*this));
-    }
+    explicit operator float() const requires(!std::is_same_v<T, float>) { return float(static_cast<T>(*this)); }
     [[gnu::always_inline]] shared_ref& operator=(const T& v) {
         detail::shared_write(word_, r_, c_, where_);
         x_ = v;
@@ -371,7 +360,8 @@ struct shared_tile {
     [[gnu::always_inline]] shared_ref<T> operator()(int r, int c,
                                                     std::source_location where = std::source_location::current()) {
         if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);
-        detail::shared_access(where, static_cast<std::uint32_t>((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) / 4));
+        detail::shared_access(where,
+                              static_cast<std::uint32_t>((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) / 4));
         return shared_ref<T>(data[r][c], words[r][c], r, c, where);
     }
     T* ptr(int r, int c, std::source_location where = std::source_location::current()) {

@@ -30,8 +30,8 @@ struct Traffic {
 // most distinct words any one bank holds among its addresses (lanes reading the same word share it).
 // conflicts() = wavefronts beyond one per request: the serialisation bank conflicts cost.
 struct SharedTraffic {
-    std::uint64_t accesses = 0;   // per lane
-    std::uint64_t requests = 0;   // per warp
+    std::uint64_t accesses = 0;  // per lane
+    std::uint64_t requests = 0;  // per warp
     std::uint64_t wavefronts = 0;
     std::uint64_t conflicts() const { return wavefronts - requests; }
 };

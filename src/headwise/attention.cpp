@@ -31,9 +31,10 @@ void check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
     const auto& sk = k.shape();
     const auto& sv = v.shape();
     if (sq[0] != sk[0] || sq[1] != sk[1] || sq[3] != sk[3] || sk != sv) {
-        throw usage_error(fmt::format("attention: q (B, H, N_q, d_head) = ({}, {}, {}, {}) does not fit k ({}, {}, {}, {}) "
-                                      "and v ({}, {}, {}, {})",
-                                      sq[0], sq[1], sq[2], sq[3], sk[0], sk[1], sk[2], sk[3], sv[0], sv[1], sv[2], sv[3]));
+        throw usage_error(
+            fmt::format("attention: q (B, H, N_q, d_head) = ({}, {}, {}, {}) does not fit k ({}, {}, {}, {}) "
+                        "and v ({}, {}, {}, {})",
+                        sq[0], sq[1], sq[2], sq[3], sk[0], sk[1], sk[2], sk[3], sv[0], sv[1], sv[2], sv[3]));
     }
 }
 
@@ -52,8 +53,8 @@ void check_masks(const AttentionOptions& o, std::size_t batch, std::size_t nq, s
     }
     if (o.key_padding_mask != nullptr &&
         (o.key_padding_mask->shape()[0] != batch || o.key_padding_mask->shape()[1] != nk)) {
-        throw usage_error(fmt::format("attention: key_padding_mask must be (B, N_k) = ({}, {}), got ({}, {})", batch, nk,
-                                      o.key_padding_mask->shape()[0], o.key_padding_mask->shape()[1]));
+        throw usage_error(fmt::format("attention: key_padding_mask must be (B, N_k) = ({}, {}), got ({}, {})", batch,
+                                      nk, o.key_padding_mask->shape()[0], o.key_padding_mask->shape()[1]));
     }
 }
 
@@ -63,7 +64,8 @@ Tensor3 linear(const Tensor3& x, const Tensor2& w, const Tensor1& b) {
     const std::size_t in = x.shape()[2];
     const std::size_t out = w.shape()[0];
     if (w.shape()[1] != in) {
-        throw usage_error(fmt::format("linear: weight is ({}, {}) but the input has {} features", out, w.shape()[1], in));
+        throw usage_error(
+            fmt::format("linear: weight is ({}, {}) but the input has {} features", out, w.shape()[1], in));
     }
     if (b.size() != 0 && b.size() != out) {
         throw usage_error(fmt::format("linear: bias has {} entries, expected {}", b.size(), out));
@@ -154,7 +156,8 @@ Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v
     const std::size_t batch = q.shape()[0], heads = q.shape()[1], nq = q.shape()[2], d_head = q.shape()[3];
     const std::size_t nk = k.shape()[2];
     check_masks(options, batch, nq, nk);
-    const double scale = options.scale ? static_cast<double>(*options.scale) : 1.0 / std::sqrt(static_cast<double>(d_head));
+    const double scale =
+        options.scale ? static_cast<double>(*options.scale) : 1.0 / std::sqrt(static_cast<double>(d_head));
     // Plain double loops run about ten times slower per operation than BLAS: charged as such.
     limits::charge_work(10.0 * double(batch * heads) * double(nq * nk) * (4.0 * double(d_head) + 25.0),
                         "attention_reference");
@@ -174,7 +177,8 @@ Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v
                 double m = -std::numeric_limits<double>::infinity();
                 for (std::size_t j = 0; j < nk; ++j) {
                     double dot = 0.0;
-                    for (std::size_t c = 0; c < d_head; ++c) dot += double(qh[i * d_head + c]) * double(kh[j * d_head + c]);
+                    for (std::size_t c = 0; c < d_head; ++c)
+                        dot += double(qh[i * d_head + c]) * double(kh[j * d_head + c]);
                     s[j] = masked(options, b, i, j) ? -std::numeric_limits<double>::infinity() : dot * scale;
                     m = std::max(m, s[j]);
                 }
@@ -217,14 +221,16 @@ void MultiHeadAttention::validate() const {
         throw usage_error(fmt::format("multi-head attention: d_model = {} is not divisible by heads = {}", d, heads));
     }
     if (out_proj_weight.shape()[1] != d) {
-        throw usage_error(fmt::format("out_proj_weight must be (d_model, d_model), got ({}, {})", d, out_proj_weight.shape()[1]));
+        throw usage_error(
+            fmt::format("out_proj_weight must be (d_model, d_model), got ({}, {})", d, out_proj_weight.shape()[1]));
     }
     if (in_proj_weight.shape()[0] != 3 * d || in_proj_weight.shape()[1] != d) {
-        throw usage_error(fmt::format("in_proj_weight must be (3 * d_model, d_model) = ({}, {}), got ({}, {})", 3 * d, d,
-                                      in_proj_weight.shape()[0], in_proj_weight.shape()[1]));
+        throw usage_error(fmt::format("in_proj_weight must be (3 * d_model, d_model) = ({}, {}), got ({}, {})", 3 * d,
+                                      d, in_proj_weight.shape()[0], in_proj_weight.shape()[1]));
     }
     if (in_proj_bias.size() != 0 && in_proj_bias.size() != 3 * d) {
-        throw usage_error(fmt::format("in_proj_bias must have 3 * d_model = {} entries, got {}", 3 * d, in_proj_bias.size()));
+        throw usage_error(
+            fmt::format("in_proj_bias must have 3 * d_model = {} entries, got {}", 3 * d, in_proj_bias.size()));
     }
     if (out_proj_bias.size() != 0 && out_proj_bias.size() != d) {
         throw usage_error(fmt::format("out_proj_bias must have d_model = {} entries, got {}", d, out_proj_bias.size()));
@@ -237,8 +243,8 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
     const std::size_t d = d_model();
     for (const Tensor3* t : {&query, &key, &value}) {
         if (t->shape()[2] != d) {
-            throw usage_error(fmt::format("multi-head attention: inputs must have d_model = {} features, got {}", d,
-                                          t->shape()[2]));
+            throw usage_error(
+                fmt::format("multi-head attention: inputs must have d_model = {} features, got {}", d, t->shape()[2]));
         }
     }
     if (key.shape() != value.shape()) {
@@ -247,8 +253,8 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
                                       value.shape()[1], value.shape()[2]));
     }
     if (query.shape()[0] != key.shape()[0]) {
-        throw usage_error(fmt::format("multi-head attention: query batch {} differs from key batch {}", query.shape()[0],
-                                      key.shape()[0]));
+        throw usage_error(fmt::format("multi-head attention: query batch {} differs from key batch {}",
+                                      query.shape()[0], key.shape()[0]));
     }
     const float* bias = in_proj_bias.size() ? in_proj_bias.data() : nullptr;
     // Four projections; the attention charges itself (the fused path below charges the same).
@@ -268,11 +274,11 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
                     bias ? bias + which * d : nullptr, y.data());
         return split_heads(y, heads);
     };
-    const Tensor4 q = project(query, 0);  // (B, H, N_q, d_head)
-    const Tensor4 k = project(key, 1);    // (B, H, N_k, d_head)
-    const Tensor4 v = project(value, 2);  // (B, H, N_k, d_head)
+    const Tensor4 q = project(query, 0);                                                // (B, H, N_q, d_head)
+    const Tensor4 k = project(key, 1);                                                  // (B, H, N_k, d_head)
+    const Tensor4 v = project(value, 2);                                                // (B, H, N_k, d_head)
     const Tensor4 heads_out = scaled_dot_product_attention(q, k, v, options, weights);  // (B, H, N_q, d_head)
-    return linear(merge_heads(heads_out), out_proj_weight, out_proj_bias);             // (B, N_q, d_model)
+    return linear(merge_heads(heads_out), out_proj_weight, out_proj_bias);              // (B, N_q, d_model)
 }
 
 namespace {
@@ -316,7 +322,9 @@ FusedPlan plan_fused(std::size_t batch, std::size_t heads, std::size_t d_head, s
 
 }  // namespace
 
-void detail::set_fused_budget(std::size_t bytes) { fused_budget_bytes = bytes != 0 ? bytes : default_fused_budget_bytes; }
+void detail::set_fused_budget(std::size_t bytes) {
+    fused_budget_bytes = bytes != 0 ? bytes : default_fused_budget_bytes;
+}
 
 std::size_t MultiHeadAttention::forward_scratch_bytes(std::size_t batch, std::size_t nq, std::size_t nk,
                                                       bool with_weights) const {
@@ -363,7 +371,7 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
             // read in place through strides, so heads are never copied out or merged back.
             const float *qp, *kp, *vp;
             std::size_t q_ld, k_ld;
-            float* merged;  // (bb * N_q, cols): each head writes its own d_head columns
+            float* merged;             // (bb * N_q, cols): each head writes its own d_head columns
             if (self && g == heads) {  // one GEMM: x (bb*N, d) . [W_q; W_k; W_v]^T (d, 3d)
                 linear_rows(xq, bb * nq, d, w, 3 * d, bias, buf);
                 qp = buf;
@@ -388,8 +396,9 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
                 vp = v_buf;
                 q_ld = k_ld = cols;
             }
-            detail::fused_attention({bb, g, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld}, {kp, nk * k_ld, d_head, k_ld},
-                                    {vp, nk * k_ld, d_head, k_ld}, {merged, nq * cols, d_head, cols}, scale, o);
+            detail::fused_attention({bb, g, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld},
+                                    {kp, nk * k_ld, d_head, k_ld}, {vp, nk * k_ld, d_head, k_ld},
+                                    {merged, nq * cols, d_head, cols}, scale, o);
             // out (+)= merged (bb * N_q, cols) . W_o[:, c0 : c0 + cols]^T (+ out_proj_bias, once)
             detail::linear_rows(merged, bb * nq, cols, cols, out_proj_weight.data() + c0, d, d, out_bias, h0 != 0,
                                 out.data() + b0 * nq * d, d);

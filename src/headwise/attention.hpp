@@ -26,10 +26,10 @@ Tensor3 merge_heads(const Tensor4& x);
 Mask2 causal_mask(std::size_t n);
 
 struct AttentionOptions {
-    bool causal = false;                       // query i sees keys 0..i only
-    const Mask2* attn_mask = nullptr;          // (N_q, N_k), true = masked; broadcast over B and H
-    const Mask2* key_padding_mask = nullptr;   // (B, N_k), true = padding, ignored by every query
-    std::optional<float> scale;                // default 1 / sqrt(d_head)
+    bool causal = false;                      // query i sees keys 0..i only
+    const Mask2* attn_mask = nullptr;         // (N_q, N_k), true = masked; broadcast over B and H
+    const Mask2* key_padding_mask = nullptr;  // (B, N_k), true = padding, ignored by every query
+    std::optional<float> scale;               // default 1 / sqrt(d_head)
 };
 
 // softmax(q k^T * scale + mask) v for every (batch, head).
@@ -41,8 +41,8 @@ Tensor4 scaled_dot_product_attention(const Tensor4& q, const Tensor4& k, const T
 
 // The same computation in double precision with plain loops: slow, obvious, and the oracle the
 // fast paths and the CUDA kernels are checked against.
-Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v,
-                            const AttentionOptions& options = {}, Tensor4* weights = nullptr);
+Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v, const AttentionOptions& options = {},
+                            Tensor4* weights = nullptr);
 
 // nn.MultiheadAttention's parameters, in its layout.
 struct MultiHeadAttention {

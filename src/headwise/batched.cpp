@@ -11,8 +11,9 @@ Tensor4 attention_scores(const Tensor4& q, const Tensor4& k, float scale) {
     const std::size_t batch = q.shape()[0], heads = q.shape()[1], nq = q.shape()[2], d_head = q.shape()[3];
     const std::size_t nk = k.shape()[2];
     if (k.shape()[0] != batch || k.shape()[1] != heads || k.shape()[3] != d_head) {
-        throw usage_error(fmt::format("attention_scores: q ({}, {}, {}, {}) and k ({}, {}, {}, {}) differ in B, H or d_head",
-                                      batch, heads, nq, d_head, k.shape()[0], k.shape()[1], nk, k.shape()[3]));
+        throw usage_error(
+            fmt::format("attention_scores: q ({}, {}, {}, {}) and k ({}, {}, {}, {}) differ in B, H or d_head", batch,
+                        heads, nq, d_head, k.shape()[0], k.shape()[1], nk, k.shape()[3]));
     }
     limits::charge_work(2.0 * double(batch * heads) * double(nq * nk) * double(d_head), "attention scores");
     Tensor4 s = Tensor4::from_shape({batch, heads, nq, nk});

@@ -39,7 +39,8 @@ std::string one_line(std::string s) {
 // convert" for "abc": refuse each, saying what a seed may be.
 const CLI::Validator non_negative(
     [](std::string& s) {
-        const std::string expected = fmt::format("{} is not a whole number from 0 to {}", s, std::numeric_limits<std::uint64_t>::max());
+        const std::string expected =
+            fmt::format("{} is not a whole number from 0 to {}", s, std::numeric_limits<std::uint64_t>::max());
         if (!s.empty() && s[0] == '-') return fmt::format("must not be negative: {}", expected);
         std::uint64_t value = 0;
         const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -54,9 +55,13 @@ void add_lesson_options(CLI::App& app, LessonOptions& o, std::string_view which)
     if (listed(which, "batch"))
         app.add_option("--batch", o.dims.batch, "batch size B")->check(CLI::Range(1, 64))->capture_default_str();
     if (listed(which, "seq"))
-        app.add_option("--seq", o.dims.seq, "sequence length N (tokens)")->check(CLI::Range(1, 4096))->capture_default_str();
+        app.add_option("--seq", o.dims.seq, "sequence length N (tokens)")
+            ->check(CLI::Range(1, 4096))
+            ->capture_default_str();
     if (listed(which, "d-model"))
-        app.add_option("--d-model", o.dims.d_model, "model width d_model")->check(CLI::Range(1, 8192))->capture_default_str();
+        app.add_option("--d-model", o.dims.d_model, "model width d_model")
+            ->check(CLI::Range(1, 8192))
+            ->capture_default_str();
     if (listed(which, "heads"))
         app.add_option("--heads", o.dims.heads, "number of heads H")->check(CLI::Range(1, 256))->capture_default_str();
     if (listed(which, "seed"))
@@ -107,9 +112,10 @@ void require_memory(std::size_t bytes, std::string_view what) {
     const auto available = static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
     if (bytes > available / 2) {
         // Half, not all: the machine (and the lesson's other tensors) need the rest.
-        throw usage_error(fmt::format("{} would need {} bytes ({:.1f} GiB), more than half of the {:.1f} GiB of free "
-                                      "memory; use smaller sizes",
-                                      what, bytes, bytes / double(1ULL << 30), available / double(1ULL << 30)));
+        throw usage_error(
+            fmt::format("{} would need {} bytes ({:.1f} GiB), more than half of the {:.1f} GiB of free "
+                        "memory; use smaller sizes",
+                        what, bytes, bytes / double(1ULL << 30), available / double(1ULL << 30)));
     }
 }
 
@@ -126,9 +132,10 @@ std::size_t checked_product(std::initializer_list<std::size_t> sizes, std::strin
 
 void require_divisible(std::size_t d_model, std::size_t heads) {
     if (heads == 0 || d_model % heads != 0) {
-        throw usage_error(fmt::format("--d-model {} is not divisible by --heads {}: d_head would be {}/{} = {:.4g}, "
-                                      "but every head needs a whole number of dimensions",
-                                      d_model, heads, d_model, heads, heads ? double(d_model) / double(heads) : 0.0));
+        throw usage_error(
+            fmt::format("--d-model {} is not divisible by --heads {}: d_head would be {}/{} = {:.4g}, "
+                        "but every head needs a whole number of dimensions",
+                        d_model, heads, d_model, heads, heads ? double(d_model) / double(heads) : 0.0));
     }
 }
 

@@ -50,7 +50,8 @@ struct Axis {
     int p0, p1;  // pixel of lo, pixel of hi
     bool log;
     int operator()(double v) const {
-        const double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
+        const double t =
+            log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
         return p0 + static_cast<int>(std::lround(t * (p1 - p0)));
     }
 };
@@ -58,8 +59,8 @@ struct Axis {
 }  // namespace
 
 Rgb palette(std::size_t i) {
-    static constexpr Rgb colors[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
-                                     {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207}};
+    static constexpr Rgb colors[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                                     {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {23, 190, 207}};
     return colors[i % 8];
 }
 
@@ -119,13 +120,16 @@ void Canvas::text(int x, int y, std::string_view s, Rgb color, int scale) {
     // at one pixel per font unit; each quad is an axis-aligned rectangle, scaled up here.
     std::string buf(s);
     std::vector<char> vertices(buf.size() * 300 + 64);  // ~270 bytes per character at most
-    const int quads = stb_easy_font_print(0.0f, 0.0f, buf.data(), nullptr, vertices.data(), static_cast<int>(vertices.size()));
+    const int quads =
+        stb_easy_font_print(0.0f, 0.0f, buf.data(), nullptr, vertices.data(), static_cast<int>(vertices.size()));
     for (int q = 0; q < quads; ++q) {
         float v0[2], v2[2];  // the quad's first and third corners: top-left and bottom-right
         std::memcpy(v0, &vertices[std::size_t(q) * 64], sizeof v0);
         std::memcpy(v2, &vertices[std::size_t(q) * 64 + 32], sizeof v2);
-        const int qx0 = static_cast<int>(std::lround(v0[0] * scale)), qy0 = static_cast<int>(std::lround(v0[1] * scale));
-        const int qx1 = static_cast<int>(std::lround(v2[0] * scale)), qy1 = static_cast<int>(std::lround(v2[1] * scale));
+        const int qx0 = static_cast<int>(std::lround(v0[0] * scale)),
+                  qy0 = static_cast<int>(std::lround(v0[1] * scale));
+        const int qx1 = static_cast<int>(std::lround(v2[0] * scale)),
+                  qy1 = static_cast<int>(std::lround(v2[1] * scale));
         fill_rect(x + qx0, y + qy0, std::max(qx1 - qx0, 1), std::max(qy1 - qy0, 1), color);
     }
 }
@@ -159,9 +163,9 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
             throw std::invalid_argument(fmt::format("figure: panel '{}' has an empty or inconsistent grid", p.title));
         if ((!p.row_labels.empty() && p.row_labels.size() != p.grid.rows) ||
             (!p.col_labels.empty() && p.col_labels.size() != p.grid.cols))
-            throw std::invalid_argument(fmt::format("figure: panel '{}' has {} row and {} column labels for a ({}, {}) grid",
-                                                    p.title, p.row_labels.size(), p.col_labels.size(), p.grid.rows,
-                                                    p.grid.cols));
+            throw std::invalid_argument(
+                fmt::format("figure: panel '{}' has {} row and {} column labels for a ({}, {}) grid", p.title,
+                            p.row_labels.size(), p.col_labels.size(), p.grid.rows, p.grid.cols));
         rows = std::max(rows, p.grid.rows);
         cols = std::max(cols, p.grid.cols);
         for (const auto& l : p.row_labels) label_w = std::max(label_w, Canvas::text_width(l, 2));
@@ -178,9 +182,11 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
     const bool show_col_labels = cell >= 14;
     const int panel_w = label_w + 10 + static_cast<int>(cols) * cell;
     const int gap = 30, margin = 20;
-    const int width = margin * 2 + static_cast<int>(panels.size()) * panel_w + static_cast<int>(panels.size() - 1) * gap;
+    const int width =
+        margin * 2 + static_cast<int>(panels.size()) * panel_w + static_cast<int>(panels.size() - 1) * gap;
     const int top = 50, panel_title_h = 26, bands_h = 22;
-    const int height = top + panel_title_h + bands_h + (show_col_labels ? col_label_h : 0) + static_cast<int>(rows) * cell + 50;
+    const int height =
+        top + panel_title_h + bands_h + (show_col_labels ? col_label_h : 0) + static_cast<int>(rows) * cell + 50;
     Canvas c(std::max(width, Canvas::text_width(title, 3) + 2 * margin), height);
     c.text(margin, 14, title, black, 3);
 
@@ -194,7 +200,8 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
             for (std::size_t g = 0; g < p.column_groups; ++g) {
                 const int bx = gx + static_cast<int>(g * per) * cell, bw = static_cast<int>(per) * cell;
                 c.fill_rect(bx, gy, bw - 1, bands_h - 4, palette(g));
-                const std::string name = bw >= Canvas::text_width("head 0", 2) + 4 ? fmt::format("head {}", g) : std::to_string(g);
+                const std::string name =
+                    bw >= Canvas::text_width("head 0", 2) + 4 ? fmt::format("head {}", g) : std::to_string(g);
                 c.text_centered(bx + bw / 2, gy + 2, name, white, bw >= 40 ? 2 : 1);
             }
         }
@@ -219,7 +226,8 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
         for (std::size_t i = 0; i < p.grid.rows; ++i) {
             if (cell >= 14 || i % 8 == 0) {
                 const std::string l = p.row_labels.empty() ? std::to_string(i) : p.row_labels[i];
-                c.text(gx - 6 - Canvas::text_width(l, 2), gy + static_cast<int>(i) * cell + (cell - 14) / 2, l, black, 2);
+                c.text(gx - 6 - Canvas::text_width(l, 2), gy + static_cast<int>(i) * cell + (cell - 14) / 2, l, black,
+                       2);
             }
             for (std::size_t j = 0; j < p.grid.cols; ++j) {
                 const float v = p.grid(i, j);
@@ -229,14 +237,14 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
                     for (int t = 0; t < cell; t += 2) c.fill_rect(x + t, y + t, 1, 1, grey);
                     continue;
                 }
-                const Rgb color = p.column_groups > 0
-                                      ? mix(white, palette(std::min(j / per, p.column_groups - 1)),
-                                            max_abs > 0.0f ? std::abs(v) / max_abs : 0.0f)
-                                      : weight_color(v);
+                const Rgb color = p.column_groups > 0 ? mix(white, palette(std::min(j / per, p.column_groups - 1)),
+                                                            max_abs > 0.0f ? std::abs(v) / max_abs : 0.0f)
+                                                      : weight_color(v);
                 c.fill_rect(x, y, cell, cell, color);
             }
         }
-        c.rect_outline(gx - 1, gy - 1, static_cast<int>(p.grid.cols) * cell + 2, static_cast<int>(p.grid.rows) * cell + 2, grey);
+        c.rect_outline(gx - 1, gy - 1, static_cast<int>(p.grid.cols) * cell + 2,
+                       static_cast<int>(p.grid.rows) * cell + 2, grey);
     }
     c.text(margin, height - 30, legend, black, 2);
     return c;
@@ -255,14 +263,17 @@ Canvas bar_chart(const BarChart& chart) {
         label_w = std::max(label_w, Canvas::text_width(b.label, 2));
     }
     const int bar_w = std::max(48, label_w + 12), left = 110, right = 30, top = 60, bottom = 70;
-    const int width = chart.width > 0 ? chart.width : std::max(left + right + static_cast<int>(chart.bars.size()) * bar_w + 40, Canvas::text_width(chart.title, 3) + 40);
+    const int width = chart.width > 0 ? chart.width
+                                      : std::max(left + right + static_cast<int>(chart.bars.size()) * bar_w + 40,
+                                                 Canvas::text_width(chart.title, 3) + 40);
     Canvas c(width, chart.height);
     c.text(20, 14, chart.title, black, 3);
     const int plot_h = chart.height - top - bottom, base = top + plot_h;
     std::vector<double> ticks;
     Axis y{0.0, hi * 1.1, base, top, false};
     if (chart.log_y) {
-        y = Axis{std::pow(10.0, std::floor(std::log10(lo))), std::pow(10.0, std::ceil(std::log10(hi * 1.0001))), base, top, true};
+        y = Axis{std::pow(10.0, std::floor(std::log10(lo))), std::pow(10.0, std::ceil(std::log10(hi * 1.0001))), base,
+                 top, true};
         ticks = decades(y.lo, y.hi);
     } else {
         ticks = linear_ticks(y.hi);
@@ -301,7 +312,8 @@ Canvas line_plot(const LinePlot& plot) {
     int legend_w = 0;
     for (const auto& s : plot.series) {
         if (s.x.size() != s.y.size())
-            throw std::invalid_argument(fmt::format("figure: series '{}' has {} x and {} y values", s.name, s.x.size(), s.y.size()));
+            throw std::invalid_argument(
+                fmt::format("figure: series '{}' has {} x and {} y values", s.name, s.x.size(), s.y.size()));
         for (std::size_t i = 0; i < s.x.size(); ++i) {
             if ((plot.log_x && s.x[i] <= 0.0) || (plot.log_y && s.y[i] <= 0.0)) continue;
             x_lo = std::min(x_lo, s.x[i]), x_hi = std::max(x_hi, s.x[i]);
@@ -315,8 +327,10 @@ Canvas line_plot(const LinePlot& plot) {
     c.text(20, 14, plot.title, black, 3);
     Axis x{x_lo, x_hi, left, plot.width - right, plot.log_x};
     Axis y{plot.log_y ? y_lo : 0.0, y_hi * 1.05, plot.height - bottom, top, plot.log_y};
-    if (plot.log_y) y.lo = std::pow(10.0, std::floor(std::log10(y_lo))), y.hi = std::pow(10.0, std::ceil(std::log10(y_hi)));
-    if (plot.log_x) x.lo = std::pow(10.0, std::floor(std::log10(x_lo))), x.hi = std::pow(10.0, std::ceil(std::log10(x_hi)));
+    if (plot.log_y)
+        y.lo = std::pow(10.0, std::floor(std::log10(y_lo))), y.hi = std::pow(10.0, std::ceil(std::log10(y_hi)));
+    if (plot.log_x)
+        x.lo = std::pow(10.0, std::floor(std::log10(x_lo))), x.hi = std::pow(10.0, std::ceil(std::log10(x_hi)));
     for (double t : plot.log_y ? decades(y.lo, y.hi) : linear_ticks(y.hi)) {
         c.fill_rect(left, y(t), x.p1 - left, 1, light_grey);
         const std::string l = fy(t);

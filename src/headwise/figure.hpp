@@ -108,7 +108,7 @@ struct BarChart {
     std::string reference_label{};
     bool log_y = false;
     std::function<std::string(double)> format = nullptr;  // value labels and ticks; default "{:.3g}"
-    int width = 0, height = 420;                         // width 0: fits the bars
+    int width = 0, height = 420;                          // width 0: fits the bars
 };
 Canvas bar_chart(const BarChart& chart);
 

@@ -12,9 +12,7 @@ namespace {
 
 float clamp01(float w) { return std::clamp(w, 0.0f, 1.0f); }
 
-std::string fit(std::string_view s, std::size_t width) {
-    return fmt::format("{:<{}}", s.substr(0, width), width);
-}
+std::string fit(std::string_view s, std::size_t width) { return fmt::format("{:<{}}", s.substr(0, width), width); }
 
 }  // namespace
 
@@ -42,7 +40,8 @@ std::string heatmap(const Tensor2& weights, std::span<const std::string> row_lab
     std::size_t cell = 4;  // wide enough for "0.42"
     for (std::size_t j = 0; j < shown_cols; ++j) cell = std::max(cell, std::min<std::size_t>(col_labels[j].size(), 7));
     std::size_t label = options.corner.size();
-    for (std::size_t i = 0; i < shown_rows; ++i) label = std::max(label, std::min<std::size_t>(row_labels[i].size(), 12));
+    for (std::size_t i = 0; i < shown_rows; ++i)
+        label = std::max(label, std::min<std::size_t>(row_labels[i].size(), 12));
 
     std::string out = fit(options.corner, label);
     for (std::size_t j = 0; j < shown_cols; ++j) {

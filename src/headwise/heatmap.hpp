@@ -30,7 +30,7 @@ int heatmap_grey(float weight);
 
 struct HeatmapOptions {
     bool color = false;
-    std::size_t max_size = 16;        // rows and columns beyond this are left out (and said so)
+    std::size_t max_size = 16;  // rows and columns beyond this are left out (and said so)
     std::string_view corner = "query \\ key";
 };
 

@@ -42,7 +42,8 @@ struct memory_refused : std::bad_alloc {
 // Blocks come from malloc, and their size from malloc_usable_size when they go back: no header,
 // so a block is safe to free whichever allocation function made it.
 void* allocate(std::size_t size) {
-    const auto in_use = static_cast<std::size_t>(std::max<std::int64_t>(bytes_in_use.load(std::memory_order_relaxed), 0));
+    const auto in_use =
+        static_cast<std::size_t>(std::max<std::int64_t>(bytes_in_use.load(std::memory_order_relaxed), 0));
     if (size > memory_limit || in_use > memory_limit - size) {
         const std::size_t now = in_use + size;
         memory_refused refused;

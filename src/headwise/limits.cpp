@@ -16,12 +16,12 @@ std::string limited_program;
 
 void charge_work(double flops, std::string_view step) {
     double before = charged.load(std::memory_order_relaxed);
-    while (!charged.compare_exchange_weak(before, before + flops, std::memory_order_relaxed)) {
-    }
+    while (!charged.compare_exchange_weak(before, before + flops, std::memory_order_relaxed)) {}
     if (before + flops > work_limit) {
-        throw exceeded(fmt::format("at these sizes this would take more than {:.2g} floating-point operations ({} "
-                                   "alone needs {:.2g}); {} stops at {:.0g}, a few seconds: use smaller sizes",
-                                   before + flops, step, flops, limited_program, work_limit));
+        throw exceeded(
+            fmt::format("at these sizes this would take more than {:.2g} floating-point operations ({} "
+                        "alone needs {:.2g}); {} stops at {:.0g}, a few seconds: use smaller sizes",
+                        before + flops, step, flops, limited_program, work_limit));
     }
 }
 

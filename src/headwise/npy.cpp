@@ -71,7 +71,9 @@ public:
         skip_space();
         if (pos_ != s_.size()) bad("unexpected text after the header dict");
         if (!seen_descr || !seen_fortran || !seen_shape) {
-            bad(fmt::format("the header lacks '{}'", !seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape"));
+            bad(fmt::format("the header lacks '{}'", !seen_descr     ? "descr"
+                                                     : !seen_fortran ? "fortran_order"
+                                                                     : "shape"));
         }
     }
 
@@ -79,7 +81,8 @@ private:
     [[noreturn]] void bad(const std::string& what) const { fail(file_, "malformed header: " + what); }
     char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
     void skip_space() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r'))
+            ++pos_;
     }
     void expect(char c) {
         if (peek() != c) bad(fmt::format("expected '{}' at byte {}", c, pos_));
@@ -130,11 +133,13 @@ private:
     std::vector<std::size_t> tuple() {
         std::vector<std::size_t> dims;
         sequence('(', ')', "the shape", [&] {
-            if (peek() < '0' || peek() > '9') bad(fmt::format("the shape must be a tuple of non-negative integers (byte {})", pos_));
+            if (peek() < '0' || peek() > '9')
+                bad(fmt::format("the shape must be a tuple of non-negative integers (byte {})", pos_));
             std::size_t v = 0;
             while (peek() >= '0' && peek() <= '9') {
                 const auto digit = static_cast<std::size_t>(peek() - '0');
-                if (v > (std::numeric_limits<std::size_t>::max() - digit) / 10) bad("a dimension of the shape overflows");
+                if (v > (std::numeric_limits<std::size_t>::max() - digit) / 10)
+                    bad("a dimension of the shape overflows");
                 v = v * 10 + digit;
                 ++pos_;
             }
@@ -151,15 +156,24 @@ private:
 
 std::string dtype_name(char kind, std::size_t size) {
     switch (kind) {
-        case 'f': return fmt::format("float{}", size * 8);
-        case 'i': return fmt::format("int{}", size * 8);
-        case 'u': return fmt::format("uint{}", size * 8);
-        case 'c': return fmt::format("complex{}", size * 8);
-        case 'b': return "bool";
-        case 'U': return "unicode string";
-        case 'S': return "byte string";
-        case 'O': return "Python object";
-        default: return "unknown";
+        case 'f':
+            return fmt::format("float{}", size * 8);
+        case 'i':
+            return fmt::format("int{}", size * 8);
+        case 'u':
+            return fmt::format("uint{}", size * 8);
+        case 'c':
+            return fmt::format("complex{}", size * 8);
+        case 'b':
+            return "bool";
+        case 'U':
+            return "unicode string";
+        case 'S':
+            return "byte string";
+        case 'O':
+            return "Python object";
+        default:
+            return "unknown";
     }
 }
 
@@ -183,11 +197,15 @@ TypeInfo parse_descr(const std::string& descr, const fs::path& file) {
         size = size * 10 + static_cast<std::size_t>(descr[i] - '0');
     }
     TypeInfo t{DType::float32, size, order == '>' && size > 1};
-    if (kind == 'f' && size == 4) t.dtype = DType::float32;
-    else if (kind == 'f' && size == 8) t.dtype = DType::float64;
-    else if (kind == 'b' && size == 1) t.dtype = DType::boolean;
+    if (kind == 'f' && size == 4)
+        t.dtype = DType::float32;
+    else if (kind == 'f' && size == 8)
+        t.dtype = DType::float64;
+    else if (kind == 'b' && size == 1)
+        t.dtype = DType::boolean;
     else {
-        fail(file, fmt::format("dtype {} ('{}') is not supported: use float32, float64 or bool", dtype_name(kind, size), descr));
+        fail(file, fmt::format("dtype {} ('{}') is not supported: use float32, float64 or bool", dtype_name(kind, size),
+                               descr));
     }
     return t;
 }
@@ -243,9 +261,12 @@ std::vector<double> fortran_to_c(const std::vector<double>& f, const std::vector
 
 std::string to_string(DType dtype) {
     switch (dtype) {
-        case DType::float32: return "float32";
-        case DType::float64: return "float64";
-        case DType::boolean: return "bool";
+        case DType::float32:
+            return "float32";
+        case DType::float64:
+            return "float64";
+        case DType::boolean:
+            return "bool";
     }
     return "?";
 }
@@ -342,11 +363,16 @@ Array parse(const std::string& bytes, const fs::path& file) {
     const char* p = bytes.data() + data_at;
     for (std::size_t i = 0; i < count; ++i, p += type.size) {
         switch (type.dtype) {
-            case DType::float32: a.values[i] = load<float>(p, type.swap); break;
-            case DType::float64: a.values[i] = load<double>(p, type.swap); break;
+            case DType::float32:
+                a.values[i] = load<float>(p, type.swap);
+                break;
+            case DType::float64:
+                a.values[i] = load<double>(p, type.swap);
+                break;
             case DType::boolean: {
                 const auto b = static_cast<unsigned char>(*p);
-                if (b > 1) fail(file, fmt::format("bool value {} at {} is neither 0 nor 1", b, index_string(i, a.shape)));
+                if (b > 1)
+                    fail(file, fmt::format("bool value {} at {} is neither 0 nor 1", b, index_string(i, a.shape)));
                 a.values[i] = b;
                 break;
             }
@@ -366,12 +392,13 @@ typename Tensor<R>::shape_type tensor_shape(const Array& a, const std::string& w
         throw usage_error(fmt::format("{}: {} must hold float32 or float64 values, the file holds bool", name, what));
     }
     if (a.shape.size() != R) {
-        throw usage_error(fmt::format("{}: {} must have {} dimensions, the file has shape {} ({} dimension{})", name, what, R,
-                                      shape_string(a.shape), a.shape.size(), a.shape.size() == 1 ? "" : "s"));
+        throw usage_error(fmt::format("{}: {} must have {} dimensions, the file has shape {} ({} dimension{})", name,
+                                      what, R, shape_string(a.shape), a.shape.size(), a.shape.size() == 1 ? "" : "s"));
     }
     for (std::size_t k = 0; k < R; ++k) {
         if (a.shape[k] == 0) {
-            throw usage_error(fmt::format("{}: {} has shape {}: dimension {} is empty", name, what, shape_string(a.shape), k));
+            throw usage_error(
+                fmt::format("{}: {} has shape {}: dimension {} is empty", name, what, shape_string(a.shape), k));
         }
     }
     typename Tensor<R>::shape_type shape{};
@@ -387,7 +414,8 @@ Tensor<R> to_tensor(const Array& a, const std::string& what) {
     const auto shape = tensor_shape<R>(a, what);
     for (std::size_t i = 0; i < a.values.size(); ++i) {
         const double v = a.values[i];
-        const bool too_big = a.dtype == DType::float64 && std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max();
+        const bool too_big =
+            a.dtype == DType::float64 && std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max();
         if (!std::isfinite(v) || too_big) {
             throw usage_error(fmt::format("{}: {} has {} at {}: {}", name, what, v, index_string(i, a.shape),
                                           too_big ? "too large for float32" : "inputs must be finite"));
@@ -460,7 +488,8 @@ Mask2 to_mask(const Array& a, const std::string& what) {
                                       to_string(a.dtype)));
     }
     if (a.shape.size() != 2) {
-        throw usage_error(fmt::format("{}: {} must have 2 dimensions, the file has shape {}", name, what, shape_string(a.shape)));
+        throw usage_error(
+            fmt::format("{}: {} must have 2 dimensions, the file has shape {}", name, what, shape_string(a.shape)));
     }
     Mask2 m = Mask2::from_shape({a.shape[0], a.shape[1]});
     std::transform(a.values.begin(), a.values.end(), m.begin(), [](double v) { return v != 0.0; });
@@ -502,7 +531,8 @@ PendingFile::PendingFile(const fs::path& target, const std::string& bytes) : tar
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
     std::error_code ec;
     if (fs::is_directory(target, ec)) fail(target, "is a directory");
-    if (!fs::is_directory(dir, ec)) fail(target, fmt::format("cannot write: the directory {} does not exist", dir.string()));
+    if (!fs::is_directory(dir, ec))
+        fail(target, fmt::format("cannot write: the directory {} does not exist", dir.string()));
     temp_ = dir / fmt::format(".{}.tmp-{}-{}", target.filename().string(), getpid(), counter++);
     const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
@@ -536,7 +566,8 @@ PendingFile::PendingFile(const fs::path& target, const std::string& bytes) : tar
     if (::close(fd) != 0) give_up(std::strerror(errno));
 }
 
-PendingFile::PendingFile(PendingFile&& other) noexcept : target_(std::move(other.target_)), temp_(std::move(other.temp_)) {
+PendingFile::PendingFile(PendingFile&& other) noexcept
+    : target_(std::move(other.target_)), temp_(std::move(other.temp_)) {
     other.temp_.clear();
 }
 

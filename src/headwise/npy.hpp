@@ -26,8 +26,8 @@ enum class DType { float32, float64, boolean };
 struct Array {
     std::filesystem::path file;
     DType dtype = DType::float32;
-    std::string descr;               // as written in the header, e.g. "<f4"
-    bool fortran_order = false;      // how the file stored it (values are C order regardless)
+    std::string descr;           // as written in the header, e.g. "<f4"
+    bool fortran_order = false;  // how the file stored it (values are C order regardless)
     std::vector<std::size_t> shape;
     std::vector<double> values;
 };

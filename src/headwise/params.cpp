@@ -90,7 +90,8 @@ std::vector<ParameterTensor> per_head_layout(std::size_t d_model, std::size_t he
     };
     std::vector<ParameterTensor> out;
     for (std::size_t h = 0; h < heads; ++h)
-        for (const char* w : {"w_q", "w_k", "w_v"}) out.push_back(entry(fmt::format("{}[{}]", w, h), {d_head, d_model}));
+        for (const char* w : {"w_q", "w_k", "w_v"})
+            out.push_back(entry(fmt::format("{}[{}]", w, h), {d_head, d_model}));
     if (bias)
         for (std::size_t h = 0; h < heads; ++h)
             for (const char* b : {"b_q", "b_k", "b_v"}) out.push_back(entry(fmt::format("{}[{}]", b, h), {d_head}));

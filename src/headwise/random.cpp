@@ -12,9 +12,7 @@ std::uint64_t Random::next_u64() {
     return z ^ (z >> 31);
 }
 
-float Random::uniform01() {
-    return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f;
-}
+float Random::uniform01() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
 
 float Random::normal() {
     float sum = 0.0f;

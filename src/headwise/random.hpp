@@ -26,7 +26,8 @@ public:
 
     template <std::size_t Rank>
     Tensor<Rank> normal(const std::array<std::size_t, Rank>& shape, float stddev = 1.0f) {
-        limits::charge_work(650.0 * elements(shape), "random normal values");  // 12 draws: ~13 ns, as long as 650 BLAS flops
+        limits::charge_work(650.0 * elements(shape),
+                            "random normal values");  // 12 draws: ~13 ns, as long as 650 BLAS flops
         Tensor<Rank> t = Tensor<Rank>::from_shape(shape);
         for (auto& x : t) x = stddev * normal();
         return t;

@@ -25,10 +25,10 @@ using Mask2 = xt::xtensor<bool, 2>;  // true = this position is masked out (PyTo
 
 // The shapes of a multi-head attention problem, named as in the lessons.
 struct Dims {
-    std::size_t batch = 2;    // B
-    std::size_t seq = 5;      // N
+    std::size_t batch = 2;  // B
+    std::size_t seq = 5;    // N
     std::size_t d_model = 64;
-    std::size_t heads = 8;    // H
+    std::size_t heads = 8;  // H
     std::size_t d_head() const { return d_model / heads; }
 };
 

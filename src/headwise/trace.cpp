@@ -22,8 +22,8 @@ std::string format_shape(std::span<const std::size_t> shape, std::string_view di
     std::size_t names = dims.empty() ? 0 : 1;
     for (char c : dims) names += (c == ',');
     if (names != shape.size()) {
-        throw std::logic_error(fmt::format("dimension names [{}] do not match rank {} of shape {}", dims,
-                                           shape.size(), format_shape(shape)));
+        throw std::logic_error(fmt::format("dimension names [{}] do not match rank {} of shape {}", dims, shape.size(),
+                                           format_shape(shape)));
     }
     return fmt::format("{} [{}]", format_shape(shape), dims);
 }

@@ -20,11 +20,16 @@ namespace headwise::kernels {
 
 std::string_view name(Version v) {
     switch (v) {
-        case Version::naive: return "naive";
-        case Version::online: return "online";
-        case Version::tiled: return "tiled";
-        case Version::warp: return "warp";
-        case Version::tensor_core: return "tensor_core";
+        case Version::naive:
+            return "naive";
+        case Version::online:
+            return "online";
+        case Version::tiled:
+            return "tiled";
+        case Version::warp:
+            return "warp";
+        case Version::tensor_core:
+            return "tensor_core";
     }
     return "?";
 }
@@ -38,9 +43,7 @@ bool supports(Version v, int d_head) {
     return false;
 }
 
-float Problem::effective_scale() const {
-    return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(d_head));
-}
+float Problem::effective_scale() const { return scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(d_head)); }
 
 double emulation_accesses(const Problem& p) {
     const double pairs = double(p.batch) * double(p.heads) * double(p.seq) * double(p.seq);
@@ -64,7 +67,8 @@ void validate(Version v, const Problem& p, const int* key_len) {
         throw std::invalid_argument("attention kernels: N * N * d_head must fit in a 32-bit int index");
     if (!supports(v, p.d_head))
         throw std::invalid_argument("the " + std::string(name(v)) + " kernel has no build for d_head " +
-                                    std::to_string(p.d_head) + (v == Version::tensor_core ? " (16, 32, 64 or 128)" : " (8, 16, 32, 64 or 128)"));
+                                    std::to_string(p.d_head) +
+                                    (v == Version::tensor_core ? " (16, 32, 64 or 128)" : " (8, 16, 32, 64 or 128)"));
     for (int b = 0; key_len != nullptr && b < p.batch; ++b) {
         if (key_len[b] < 0 || key_len[b] > p.seq)
             throw std::invalid_argument("key_len[" + std::to_string(b) + "] = " + std::to_string(key_len[b]) +
@@ -76,9 +80,7 @@ namespace {
 
 unsigned blocks_for(int rows, int per_block) { return static_cast<unsigned>((rows + per_block - 1) / per_block); }
 
-AttentionArgs args(const Problem& p) {
-    return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal};
-}
+AttentionArgs args(const Problem& p) { return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal}; }
 
 // tensor_core: q, k, v rounded to T on the host, as a GPU program would upload them.
 template <class T>
@@ -89,10 +91,10 @@ emulator::LaunchStats emulate_16_bit(const Problem& p, const Inputs& in, float* 
     return with_d_head(p.d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
         if constexpr (D % 16 == 0) {
-            return emulator::launch(schedule, grid, block, attention_tensor_core<D, T>, global_ptr<const T>(q.data(), n),
-                                    global_ptr<const T>(k.data(), n), global_ptr<const T>(v.data(), n),
-                                    global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
-                                    args(p));
+            return emulator::launch(
+                schedule, grid, block, attention_tensor_core<D, T>, global_ptr<const T>(q.data(), n),
+                global_ptr<const T>(k.data(), n), global_ptr<const T>(v.data(), n),
+                global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
         } else {
             return emulator::LaunchStats{};  // validate() refused this d_head already
         }
@@ -106,27 +108,45 @@ LaunchConfig launch_config(Version v, const Problem& p) {
     const auto H = static_cast<unsigned>(p.heads), B = static_cast<unsigned>(p.batch);
     switch (v) {
         case Version::naive:
-            return {{blocks_for(p.seq, NaiveShape::threads), H, B}, {NaiveShape::threads, 1, 1}, 0, scores_elements(p), NaiveShape::threads};
+            return {{blocks_for(p.seq, NaiveShape::threads), H, B},
+                    {NaiveShape::threads, 1, 1},
+                    0,
+                    scores_elements(p),
+                    NaiveShape::threads};
         case Version::online:
-            return {{blocks_for(p.seq, OnlineShape::threads), H, B}, {OnlineShape::threads, 1, 1}, 0, 0, OnlineShape::threads};
+            return {{blocks_for(p.seq, OnlineShape::threads), H, B},
+                    {OnlineShape::threads, 1, 1},
+                    0,
+                    0,
+                    OnlineShape::threads};
         case Version::tiled:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = TiledShape<decltype(d)::value>;
-                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0, Shape::rows};
+                return {
+                    {blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0, Shape::rows};
             });
         case Version::warp:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = WarpShape<decltype(d)::value>;
-                return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes(1), 0, Shape::rows};
+                return {{blocks_for(p.seq, Shape::rows), H, B},
+                        {Shape::threads, 1, 1},
+                        Shape::shared_bytes(1),
+                        0,
+                        Shape::rows};
             });
         case Version::tensor_core:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 constexpr int D = decltype(d)::value;
                 if constexpr (D % 16 == 0) {
                     using Shape = TensorCoreShape<D>;
-                    return {{blocks_for(p.seq, Shape::rows), H, B}, {Shape::threads, 1, 1}, Shape::shared_bytes, 0, Shape::rows};
+                    return {{blocks_for(p.seq, Shape::rows), H, B},
+                            {Shape::threads, 1, 1},
+                            Shape::shared_bytes,
+                            0,
+                            Shape::rows};
                 } else {
-                    throw std::logic_error("tensor_core: validate() lets no d_head through that is not a multiple of 16");
+                    throw std::logic_error(
+                        "tensor_core: validate() lets no d_head through that is not a multiple of 16");
                 }
             });
     }
@@ -182,10 +202,10 @@ emulator::LaunchStats launch_on_emulator(Version v, const Problem& p, const Inpu
     validate(v, p, in.key_len);
     const LaunchConfig cfg = launch_config(v, p);
     const std::size_t n = qkv_elements(p);
-    return emulator::launch(schedule, dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]),
-                            dim3(cfg.block[0], cfg.block[1], cfg.block[2]), kernel, global_ptr<const float>(in.q, n),
-                            global_ptr<const float>(in.k, n), global_ptr<const float>(in.v, n),
-                            global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
+    return emulator::launch(
+        schedule, dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0], cfg.block[1], cfg.block[2]), kernel,
+        global_ptr<const float>(in.q, n), global_ptr<const float>(in.k, n), global_ptr<const float>(in.v, n),
+        global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
 }
 
 std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16) {

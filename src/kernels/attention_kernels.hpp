@@ -37,9 +37,9 @@ inline constexpr std::array<int, 5> compiled_d_heads{8, 16, 32, 64, 128};
 bool supports(Version v, int d_head);
 
 struct Problem {
-    int batch = 1;   // B
-    int heads = 1;   // H
-    int seq = 1;     // N
+    int batch = 1;  // B
+    int heads = 1;  // H
+    int seq = 1;    // N
     int d_head = 64;
     bool causal = false;
     float scale = 0.0f;  // 0 = the usual 1 / sqrt(d_head)
@@ -48,10 +48,10 @@ struct Problem {
 };
 
 struct Inputs {
-    const float* q;        // (B, H, N, d_head)
-    const float* k;        // (B, H, N, d_head)
-    const float* v;        // (B, H, N, d_head)
-    const int* key_len;    // (B)
+    const float* q;      // (B, H, N, d_head)
+    const float* k;      // (B, H, N, d_head)
+    const float* v;      // (B, H, N, d_head)
+    const int* key_len;  // (B)
 };
 
 struct LaunchConfig {

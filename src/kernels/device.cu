@@ -30,7 +30,9 @@ void check(cudaError_t e, const char* what) {
 template <class T>
 class Buffer {
 public:
-    explicit Buffer(std::size_t n) : n_(n) { check(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+    explicit Buffer(std::size_t n) : n_(n) {
+        check(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+    }
     Buffer(const T* host, std::size_t n) : Buffer(n) {
         check(cudaMemcpy(p_, host, n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
     }
@@ -61,7 +63,9 @@ struct Problem_on_device {
     Problem_on_device(Version v, const Problem& p, const Inputs& in)
         : cfg(launch_config(v, p)),
           n(qkv_elements(p)),
-          q(in.q, n), k(in.k, n), v(in.v, n),
+          q(in.q, n),
+          k(in.k, n),
+          v(in.v, n),
           key_len(in.key_len, static_cast<std::size_t>(p.batch)),
           scratch(cfg.scratch_floats),
           out(n),
@@ -95,13 +99,20 @@ void with_kernel(Version v, int d_head, F&& f) {
     with_d_head(d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
         switch (v) {
-            case Version::online: f(&attention_online<D>); break;
-            case Version::tiled: f(&attention_tiled<D>); break;
-            case Version::warp: f(&attention_warp<D>); break;
+            case Version::online:
+                f(&attention_online<D>);
+                break;
+            case Version::tiled:
+                f(&attention_tiled<D>);
+                break;
+            case Version::warp:
+                f(&attention_warp<D>);
+                break;
             case Version::tensor_core:
                 if constexpr (D % 16 == 0) f(&attention_tensor_core<D, __half>);
                 break;
-            case Version::naive: break;
+            case Version::naive:
+                break;
         }
     });
 }
@@ -133,7 +144,8 @@ void launch(Version v, const Problem& p, Problem_on_device& dev) {
                         attention_tensor_core<D, __half><<<grid, block>>>(dev.q16.get(), dev.k16.get(), dev.v16.get(),
                                                                           dev.key_len.get(), dev.out.get(), dev.args);
                     break;
-                case Version::naive: break;
+                case Version::naive:
+                    break;
             }
         });
     }
@@ -154,7 +166,8 @@ Status status() {
                            std::to_string(runtime % 1000 / 10) + " needs"};
     }
     if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) return {false, "the NVIDIA driver sees no GPU"};
-    if (e != cudaSuccess) return {false, std::string("the CUDA runtime cannot reach a GPU (") + cudaGetErrorName(e) + ")"};
+    if (e != cudaSuccess)
+        return {false, std::string("the CUDA runtime cannot reach a GPU (") + cudaGetErrorName(e) + ")"};
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {false, "cannot read the properties of device 0"};
     return {true, "CUDA device 0: " + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +

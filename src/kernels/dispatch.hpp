@@ -11,15 +11,20 @@ namespace headwise::kernels {
 template <class F>
 decltype(auto) with_d_head(int d_head, F&& f) {
     switch (d_head) {
-        case 8: return f(std::integral_constant<int, 8>{});
-        case 16: return f(std::integral_constant<int, 16>{});
-        case 32: return f(std::integral_constant<int, 32>{});
-        case 64: return f(std::integral_constant<int, 64>{});
-        case 128: return f(std::integral_constant<int, 128>{});
-        default: break;
+        case 8:
+            return f(std::integral_constant<int, 8>{});
+        case 16:
+            return f(std::integral_constant<int, 16>{});
+        case 32:
+            return f(std::integral_constant<int, 32>{});
+        case 64:
+            return f(std::integral_constant<int, 64>{});
+        case 128:
+            return f(std::integral_constant<int, 128>{});
+        default:
+            break;
     }
-    throw std::invalid_argument("d_head " + std::to_string(d_head) +
-                                " has no compiled kernel (8, 16, 32, 64 or 128)");
+    throw std::invalid_argument("d_head " + std::to_string(d_head) + " has no compiled kernel (8, 16, 32, 64 or 128)");
 }
 
 }  // namespace headwise::kernels

@@ -30,12 +30,12 @@ __global__ void attention_naive(global_ptr<const float> q, global_ptr<const floa
     if (i >= a.seq) return;  // the last block's spare threads
 
     const int N = a.seq, D = a.d_head;
-    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;  // first row of (b, h)
-    const global_ptr<const float> q_i = slice(q, (head + i) * D, D);                  // (d_head)
+    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;                  // first row of (b, h)
+    const global_ptr<const float> q_i = slice(q, (head + i) * D, D);                           // (d_head)
     const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, d_head)
     const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, d_head)
-    const global_ptr<float> scores = slice(scratch, (head + i) * N, N);              // (N), this row
-    const global_ptr<float> out_i = slice(out, (head + i) * D, D);                     // (d_head)
+    const global_ptr<float> scores = slice(scratch, (head + i) * N, N);                        // (N), this row
+    const global_ptr<float> out_i = slice(out, (head + i) * D, D);                             // (d_head)
     const int end = key_end(i, key_len[b], a.causal);
 
     // pass 1: scores and their maximum

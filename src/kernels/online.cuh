@@ -31,10 +31,10 @@ __global__ void attention_online(global_ptr<const float> q, global_ptr<const flo
 
     const int N = a.seq;
     const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
-    const global_ptr<const float> q_row = slice(q, (head + i) * D, D);                        // (D), row i
+    const global_ptr<const float> q_row = slice(q, (head + i) * D, D);                         // (D), row i
     const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
     const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<float> out_i = slice(out, (head + i) * D, D);                            // (D)
+    const global_ptr<float> out_i = slice(out, (head + i) * D, D);                             // (D)
     const int end = key_end(i, key_len[b], a.causal);
 
     float q_i[D];  // (D), this thread's query, scaled once here instead of every score later

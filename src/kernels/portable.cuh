@@ -66,8 +66,6 @@ __device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
 
 // Query i of sequence b may look at keys [0, key_end): the causal bound and the padding bound,
 // whichever is tighter. key_end == 0 means every key is masked: that row's output is all zeros.
-__device__ __forceinline__ int key_end(int i, int n_keys, bool causal) {
-    return causal ? imin(i + 1, n_keys) : n_keys;
-}
+__device__ __forceinline__ int key_end(int i, int n_keys, bool causal) { return causal ? imin(i + 1, n_keys) : n_keys; }
 
 }  // namespace headwise::kernels

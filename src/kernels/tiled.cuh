@@ -39,7 +39,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
 
     const int N = a.seq;
     const int q0 = static_cast<int>(blockIdx.x) * Br;  // this block's first query row
-    const int i = q0 + static_cast<int>(threadIdx.x);   // this thread's query row
+    const int i = q0 + static_cast<int>(threadIdx.x);  // this thread's query row
     const int h = static_cast<int>(blockIdx.y);
     const int b = static_cast<int>(blockIdx.z);
     const bool has_row = i < N;  // the last block may have spare threads: they still help load tiles
@@ -49,7 +49,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
     const int n_keys = key_len[b];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);  // keys any row here may see
-    const int end = has_row ? key_end(i, n_keys, a.causal) : 0;              // keys this row may see
+    const int end = has_row ? key_end(i, n_keys, a.causal) : 0;             // keys this row may see
 
     float q_i[D];  // (D), this thread's query row, pre-scaled
     float acc[D];  // (D), unnormalised output

@@ -116,9 +116,10 @@ void require_no_overflow(const Tensor3& query, const Tensor3& key, const Tensor3
     constexpr double limit = 1e37;  // float32 ends at 3.4e38: keep a margin for the sums' rounding
     const double worst = std::max({q, k, v, score, out});
     if (!(worst < limit)) {
-        throw usage_error(fmt::format("the inputs are too large for float32: attention scores or outputs could reach "
-                                      "{:.2g} (float32 ends at 3.4e+38); scale them down. Nothing was written",
-                                      worst));
+        throw usage_error(
+            fmt::format("the inputs are too large for float32: attention scores or outputs could reach "
+                        "{:.2g} (float32 ends at 3.4e+38); scale them down. Nothing was written",
+                        worst));
     }
 }
 
@@ -140,16 +141,24 @@ void check_output_paths(const AttendArgs& a) {
         if (out->empty()) continue;
         const std::string flag = out == &a.output ? "--output" : "--weights";
         const fs::path dir = fs::path(*out).has_parent_path() ? fs::path(*out).parent_path() : fs::path(".");
-        if (!fs::is_directory(dir, ec)) throw usage_error(fmt::format("{} {}: the directory {} does not exist", flag, *out, dir.string()));
+        if (!fs::is_directory(dir, ec))
+            throw usage_error(fmt::format("{} {}: the directory {} does not exist", flag, *out, dir.string()));
         if (fs::is_directory(*out, ec)) throw usage_error(fmt::format("{} {}: is a directory", flag, *out));
-        const std::pair<const char*, const std::string*> inputs[] = {
-            {"--query", &a.query}, {"--key", &a.key}, {"--value", &a.value}, {"--in-proj-weight", &a.in_proj_weight},
-            {"--in-proj-bias", &a.in_proj_bias}, {"--out-proj-weight", &a.out_proj_weight},
-            {"--out-proj-bias", &a.out_proj_bias}, {"--key-padding-mask", &a.key_padding_mask}};
+        const std::pair<const char*, const std::string*> inputs[] = {{"--query", &a.query},
+                                                                     {"--key", &a.key},
+                                                                     {"--value", &a.value},
+                                                                     {"--in-proj-weight", &a.in_proj_weight},
+                                                                     {"--in-proj-bias", &a.in_proj_bias},
+                                                                     {"--out-proj-weight", &a.out_proj_weight},
+                                                                     {"--out-proj-bias", &a.out_proj_bias},
+                                                                     {"--key-padding-mask", &a.key_padding_mask}};
         for (const auto& [in_flag, in_file] : inputs)
-            if (same(*out, *in_file)) throw usage_error(fmt::format("{} {} is also the {} input: write the result to another file", flag, *out, in_flag));
+            if (same(*out, *in_file))
+                throw usage_error(
+                    fmt::format("{} {} is also the {} input: write the result to another file", flag, *out, in_flag));
     }
-    if (same(a.output, a.weights)) throw usage_error(fmt::format("--output and --weights are the same file ({})", a.output));
+    if (same(a.output, a.weights))
+        throw usage_error(fmt::format("--output and --weights are the same file ({})", a.output));
 }
 
 int attend(const AttendArgs& a) {
@@ -176,17 +185,19 @@ int attend(const AttendArgs& a) {
                       fmt::format("to fit --key {}", npy::shape_string(shape_of(key))));
     }
     if (d_model % heads != 0) {
-        throw usage_error(fmt::format("d_model = {} (dimension 2 of --query) is not divisible by --heads {}: d_head would be {:g}",
-                                      d_model, heads, double(d_model) / double(heads)));
+        throw usage_error(
+            fmt::format("d_model = {} (dimension 2 of --query) is not divisible by --heads {}: d_head would be {:g}",
+                        d_model, heads, double(d_model) / double(heads)));
     }
 
     // --kv-heads: fewer K/V rows in in_proj (grouped-query attention); without it H_kv = H.
     const bool grouped = a.kv_heads > 0;
     const auto kv_heads = grouped ? static_cast<std::size_t>(a.kv_heads) : heads;
     if (heads % kv_heads != 0) {
-        throw usage_error(fmt::format("--kv-heads {} does not divide --heads {}: query heads share key/value heads in "
-                                      "equal groups (H / H_kv would be {:g})",
-                                      kv_heads, heads, double(heads) / double(kv_heads)));
+        throw usage_error(
+            fmt::format("--kv-heads {} does not divide --heads {}: query heads share key/value heads in "
+                        "equal groups (H / H_kv would be {:g})",
+                        kv_heads, heads, double(heads) / double(kv_heads)));
     }
     const std::size_t in_rows = d_model + 2 * kv_heads * (d_model / heads);  // 3 * d_model when H_kv = H
     const std::string in_rows_name = grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model";
@@ -194,9 +205,11 @@ int attend(const AttendArgs& a) {
     MultiHeadAttention mha;
     mha.heads = heads;
     mha.in_proj_weight = load<2>(a.in_proj_weight, "--in-proj-weight (" + in_rows_name + ", d_model)");
-    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {in_rows, d_model}, {in_rows_name, "d_model"}, fit_query);
+    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {in_rows, d_model}, {in_rows_name, "d_model"},
+                  fit_query);
     mha.out_proj_weight = load<2>(a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
-    require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {d_model, d_model}, {"d_model", "d_model"}, fit_query);
+    require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {d_model, d_model}, {"d_model", "d_model"},
+                  fit_query);
     if (!a.in_proj_bias.empty()) {
         mha.in_proj_bias = load<1>(a.in_proj_bias, "--in-proj-bias (" + in_rows_name + ")");
         require_shape("--in-proj-bias", shape_of(mha.in_proj_bias), {in_rows}, {in_rows_name}, fit_query);
@@ -211,8 +224,9 @@ int attend(const AttendArgs& a) {
     Mask2 padding;
     if (!a.key_padding_mask.empty()) {
         padding = npy::to_mask(npy::read(a.key_padding_mask), "--key-padding-mask (B, N_k)");
-        require_shape("--key-padding-mask", shape_of(padding), {batch, n_k}, {"B", "N_k"},
-                      fmt::format("to fit --{} {}", self_attention ? "query" : "key", npy::shape_string(shape_of(key))));
+        require_shape(
+            "--key-padding-mask", shape_of(padding), {batch, n_k}, {"B", "N_k"},
+            fmt::format("to fit --{} {}", self_attention ? "query" : "key", npy::shape_string(shape_of(key))));
         options.key_padding_mask = &padding;
     }
 
@@ -222,17 +236,22 @@ int attend(const AttendArgs& a) {
     const bool want_weights = !a.weights.empty();
     const std::size_t output_bytes = cli::checked_product({batch, n_q, d_model, 2 * sizeof(float)}, "output");
     if (want_weights) {
-        const std::size_t weight_count = cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
-        cli::require_memory(cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights") +
-                                mha.forward_scratch_bytes(batch, n_q, n_k, true) + output_bytes,
-                            fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
+        const std::size_t weight_count =
+            cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
+        cli::require_memory(
+            cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights") +
+                mha.forward_scratch_bytes(batch, n_q, n_k, true) + output_bytes,
+            fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
     } else {
-        cli::require_memory(mha.forward_scratch_bytes(batch, n_q, n_k, false) + output_bytes,
-                            fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", batch, n_q, n_k, d_model));
+        cli::require_memory(
+            mha.forward_scratch_bytes(batch, n_q, n_k, false) + output_bytes,
+            fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", batch, n_q, n_k, d_model));
     }
 
     std::optional<GroupedQueryAttention> gqa;  // the same weights, read with H_kv key/value heads
-    if (grouped) gqa = GroupedQueryAttention{heads, kv_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj_weight, mha.out_proj_bias};
+    if (grouped)
+        gqa = GroupedQueryAttention{
+            heads, kv_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj_weight, mha.out_proj_bias};
     require_no_overflow(query, key, value, grouped ? gqa->with_repeated_kv() : mha);  // the equal MHA bounds GQA
     Tensor4 weights;  // (B, H, N_q, N_k), only with --weights
     Tensor4* wanted = want_weights ? &weights : nullptr;
@@ -257,16 +276,21 @@ int attend(const AttendArgs& a) {
                         averaged(b, i, j) = static_cast<float>(sum / double(heads));
                     }
             pending.emplace_back(a.weights, npy::encode(averaged));
-            weights_note = fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}", npy::shape_string(shape_of(averaged)), a.weights);
+            weights_note = fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}",
+                                       npy::shape_string(shape_of(averaged)), a.weights);
         } else {
             pending.emplace_back(a.weights, npy::encode(weights));
-            weights_note = fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
+            weights_note =
+                fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
         }
     }
     for (auto& p : pending) p.commit();
 
     fmt::print("attend: {} attention, H = {} heads of d_head = {}{}{}{}\n", self_attention ? "self" : "cross", heads,
-               d_model / heads, grouped ? fmt::format(", H_kv = {} key/value heads (query head h reads h / {})", kv_heads, heads / kv_heads) : "",
+               d_model / heads,
+               grouped
+                   ? fmt::format(", H_kv = {} key/value heads (query head h reads h / {})", kv_heads, heads / kv_heads)
+                   : "",
                a.causal ? ", causal" : "", options.key_padding_mask ? ", key padding mask" : "");
     fmt::print("  query    {:<16} [B, N_q, d_model]\n", npy::shape_string(shape_of(query)));
     if (!self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(key)));
@@ -286,8 +310,10 @@ int attend(const AttendArgs& a) {
         }
     }
     if (empty_rows > 0) {
-        fmt::print(stderr, "attend: note: {} query row(s) have every key masked: their weights are 0 and their attention "
-                           "output is 0 before out_proj (PyTorch gives NaN there)\n", empty_rows);
+        fmt::print(stderr,
+                   "attend: note: {} query row(s) have every key masked: their weights are 0 and their attention "
+                   "output is 0 before out_proj (PyTorch gives NaN there)\n",
+                   empty_rows);
     }
     return 0;
 }
@@ -297,14 +323,16 @@ int attend(const AttendArgs& a) {
 void add_attend_command(CLI::App& app, Action& action) {
     auto a = std::make_shared<AttendArgs>();
     auto* cmd = app.add_subcommand(
-        "attend", "multi-head attention on .npy arrays, with torch.nn.MultiheadAttention(batch_first=True) conventions");
-    cmd->footer("Example (self-attention, 4 heads):\n"
-                "  ./headwise attend --query x.npy --heads 4 --in-proj-weight w_in.npy --out-proj-weight w_o.npy \\\n"
-                "                    --output y.npy --weights a.npy\n"
-                "Grouped-query attention (H_kv key/value heads shared by H query heads, H_kv dividing H): add\n"
-                "  --kv-heads H_kv, with in_proj_weight (H*d_head + 2*H_kv*d_head, d_model) = [W_q; W_k; W_v];\n"
-                "  query head h reads K/V head h / (H / H_kv) (PyTorch: repeat_interleave K, V over the head axis).\n"
-                "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.\n");
+        "attend",
+        "multi-head attention on .npy arrays, with torch.nn.MultiheadAttention(batch_first=True) conventions");
+    cmd->footer(
+        "Example (self-attention, 4 heads):\n"
+        "  ./headwise attend --query x.npy --heads 4 --in-proj-weight w_in.npy --out-proj-weight w_o.npy \\\n"
+        "                    --output y.npy --weights a.npy\n"
+        "Grouped-query attention (H_kv key/value heads shared by H query heads, H_kv dividing H): add\n"
+        "  --kv-heads H_kv, with in_proj_weight (H*d_head + 2*H_kv*d_head, d_model) = [W_q; W_k; W_v];\n"
+        "  query head h reads K/V head h / (H / H_kv) (PyTorch: repeat_interleave K, V over the head axis).\n"
+        "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.\n");
     cmd->add_option("--query", a->query, "query (B, N_q, d_model) .npy")->required();
     auto* key = cmd->add_option("--key", a->key, "key (B, N_k, d_model) .npy; omit key and value for self-attention");
     auto* value = cmd->add_option("--value", a->value, "value (B, N_k, d_model) .npy");
@@ -313,19 +341,24 @@ void add_attend_command(CLI::App& app, Action& action) {
     cmd->add_option("--heads", a->heads, "number of heads H (d_model must be divisible by H)")
         ->required()
         ->check(CLI::Range(1LL, 1LL << 20));
-    cmd->add_option("--kv-heads", a->kv_heads, "key/value heads H_kv for grouped-query attention (must divide H; 1 = multi-query)")
+    cmd->add_option("--kv-heads", a->kv_heads,
+                    "key/value heads H_kv for grouped-query attention (must divide H; 1 = multi-query)")
         ->check(CLI::Range(1LL, 1LL << 20));
     cmd->add_option("--in-proj-weight", a->in_proj_weight,
-                    "in_proj_weight (3 * d_model, d_model): [W_q; W_k; W_v]; with --kv-heads (H*d_head + 2*H_kv*d_head, d_model)")
+                    "in_proj_weight (3 * d_model, d_model): [W_q; W_k; W_v]; with --kv-heads (H*d_head + "
+                    "2*H_kv*d_head, d_model)")
         ->required();
-    cmd->add_option("--in-proj-bias", a->in_proj_bias, "in_proj_bias (3 * d_model, or H*d_head + 2*H_kv*d_head); omitted = no bias");
+    cmd->add_option("--in-proj-bias", a->in_proj_bias,
+                    "in_proj_bias (3 * d_model, or H*d_head + 2*H_kv*d_head); omitted = no bias");
     cmd->add_option("--out-proj-weight", a->out_proj_weight, "out_proj.weight (d_model, d_model): W_o")->required();
     cmd->add_option("--out-proj-bias", a->out_proj_bias, "out_proj.bias (d_model); omitted = no bias");
     cmd->add_flag("--causal", a->causal, "query i attends to keys 0..i only (attn_mask = triu(ones, 1))");
-    cmd->add_option("--key-padding-mask", a->key_padding_mask, "key_padding_mask (B, N_k) bool .npy, True = ignore that key");
+    cmd->add_option("--key-padding-mask", a->key_padding_mask,
+                    "key_padding_mask (B, N_k) bool .npy, True = ignore that key");
     cmd->add_option("--output", a->output, "where to write the output (B, N_q, d_model), float32")->required();
     auto* weights = cmd->add_option("--weights", a->weights, "also write the attention weights (B, H, N_q, N_k)");
-    cmd->add_flag("--average-weights", a->average_weights, "write weights averaged over heads: (B, N_q, N_k)")->needs(weights);
+    cmd->add_flag("--average-weights", a->average_weights, "write weights averaged over heads: (B, N_q, N_k)")
+        ->needs(weights);
     cmd->callback([&action, a] {
         action = [a] {
             try {

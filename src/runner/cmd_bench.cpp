@@ -12,7 +12,8 @@ namespace headwise::runner {
 
 void add_bench_command(CLI::App& app, Action& action) {
     auto extra = std::make_shared<std::vector<std::string>>();
-    auto* cmd = app.add_subcommand("bench", "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy (minutes)");
+    auto* cmd = app.add_subcommand("bench",
+                                   "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy (minutes)");
     cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
     cmd->callback([&action, extra] {
         action = [extra] {

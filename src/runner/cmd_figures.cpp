@@ -38,7 +38,8 @@ int figures(const fs::path& out_dir) {
     const fs::path dir = out_dir.empty() ? source_dir() / "docs" / "figures" : fs::absolute(out_dir);
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) throw usage_error(fmt::format("--out {}: cannot create that directory", dir.string()));
+    if (ec || !fs::is_directory(dir))
+        throw usage_error(fmt::format("--out {}: cannot create that directory", dir.string()));
     const auto runs = figure_runs();
     for (const auto& r : runs) {
         std::vector<std::string> args{(binary_dir() / "lessons" / r.lesson).string()};
@@ -73,7 +74,8 @@ int figures(const fs::path& out_dir) {
 
 void add_figures_command(CLI::App& app, Action& action) {
     auto out = std::make_shared<std::string>();
-    auto* cmd = app.add_subcommand("figures", "regenerate the pictures in docs/figures/ (PNG) by running the lessons that draw them");
+    auto* cmd = app.add_subcommand(
+        "figures", "regenerate the pictures in docs/figures/ (PNG) by running the lessons that draw them");
     cmd->add_option("--out", *out, "write them here instead of docs/figures/");
     cmd->callback([&action, out] { action = [out] { return figures(*out); }; });
 }

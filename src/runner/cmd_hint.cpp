@@ -48,8 +48,8 @@ int hint(const std::string& which, bool all) {
     const auto markdown = read_file(file);
     const auto hints = markdown ? parse_hints(*markdown) : std::vector<std::string>{};
     if (hints.empty()) {
-        fmt::print(stderr, "headwise: exercise {:02} has no hints yet ({} has no \"## Hint 1\" section)\n", lesson.number,
-                   file.string());
+        fmt::print(stderr, "headwise: exercise {:02} has no hints yet ({} has no \"## Hint 1\" section)\n",
+                   lesson.number, file.string());
         return 1;
     }
     const int n = static_cast<int>(hints.size());
@@ -68,7 +68,8 @@ int hint(const std::string& which, bool all) {
     if (!all && before == n) {
         fmt::print("(all {} hints were shown already; that was the last one again -- --all shows every hint)\n", n);
     } else if (to < n) {
-        fmt::print("(`./headwise hint {}` again for hint {} of {}; --all shows every hint)\n", lesson.number, to + 1, n);
+        fmt::print("(`./headwise hint {}` again for hint {} of {}; --all shows every hint)\n", lesson.number, to + 1,
+                   n);
     } else {
         fmt::print("(that was the last hint; once the exercise passes, `./headwise solution {}` shows the reference)\n",
                    lesson.number);

@@ -21,7 +21,8 @@ int list() {
     constexpr std::size_t max_title = 56;
     std::size_t title_width = 6;
     for (const auto& l : course) title_width = std::max(title_width, std::min(l.title.size(), max_title));
-    auto row = [&](const std::string& number, const std::string& title, const std::string& id, const std::string& status) {
+    auto row = [&](const std::string& number, const std::string& title, const std::string& id,
+                   const std::string& status) {
         if (title.size() > title_width) {
             fmt::print("{:<4}{}\n", number, title);
             fmt::print("{:<4}{:<{}}  {:<10}{}\n", "", "", title_width, id, status);
@@ -56,17 +57,20 @@ int list() {
 
     constexpr std::size_t width = 30;
     const std::size_t filled = exercises == 0 ? 0 : passed * width / exercises;
-    fmt::print("\nprogress [{}{}] {} of {} exercises passed\n", std::string(filled, '#'), std::string(width - filled, '.'),
-               passed, exercises);
+    fmt::print("\nprogress [{}{}] {} of {} exercises passed\n", std::string(filled, '#'),
+               std::string(width - filled, '.'), passed, exercises);
     if (exercises == 0) {
         fmt::print("next: ./headwise run all (this course has no exercises yet)\n");
     } else if (next == nullptr) {
-        fmt::print("next: every exercise passes -- well done. `./headwise solution N` compares yours with the reference.\n");
+        fmt::print(
+            "next: every exercise passes -- well done. `./headwise solution N` compares yours with the reference.\n");
     } else {
         const auto& e = *next->exercise;
         fmt::print("next: lesson {:02}, {} ({})\n", next->number, next->title, next_status);
-        fmt::print("      ./headwise run {0}   then edit exercises/{1}/   then ./headwise watch {0}   "
-                   "(stuck? ./headwise hint {0})\n", next->number, e.dir);
+        fmt::print(
+            "      ./headwise run {0}   then edit exercises/{1}/   then ./headwise watch {0}   "
+            "(stuck? ./headwise hint {0})\n",
+            next->number, e.dir);
     }
     return 0;
 }

@@ -26,8 +26,10 @@ namespace headwise::runner {
 namespace {
 
 fs::path backup_root() {
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') return fs::path(x) / "headwise" / "backups";
-    if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return fs::path(h) / ".local/share/headwise/backups";
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/')
+        return fs::path(x) / "headwise" / "backups";
+    if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+        return fs::path(h) / ".local/share/headwise/backups";
     return binary_dir() / "backups";
 }
 
@@ -37,14 +39,17 @@ fs::path make_backup_dir(const Exercise& e) {
     std::error_code ec;
     fs::create_directories(root, ec);
     if (!fs::is_directory(root)) {
-        throw std::runtime_error(fmt::format("cannot create the backup directory {}: {}; nothing was reset", root.string(),
-                                             ec ? ec.message() : "not a directory"));
+        throw std::runtime_error(fmt::format("cannot create the backup directory {}: {}; nothing was reset",
+                                             root.string(), ec ? ec.message() : "not a directory"));
     }
     const std::string stamp = fmt::format("{:%Y%m%d-%H%M%S}", fmt::localtime(std::time(nullptr)));
     for (int k = 1; k < 1000; ++k) {
-        const fs::path dir = root / (k == 1 ? fmt::format("{}-{}", e.id, stamp) : fmt::format("{}-{}-{}", e.id, stamp, k));
+        const fs::path dir =
+            root / (k == 1 ? fmt::format("{}-{}", e.id, stamp) : fmt::format("{}-{}-{}", e.id, stamp, k));
         if (fs::create_directory(dir, ec)) return dir;
-        if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}; nothing was reset", dir.string(), ec.message()));
+        if (ec)
+            throw std::runtime_error(
+                fmt::format("cannot create {}: {}; nothing was reset", dir.string(), ec.message()));
     }
     throw std::runtime_error("too many backups in the same second; nothing was reset");
 }
@@ -62,7 +67,8 @@ Backup back_up(const Exercise& e) {
         if (!mine) continue;  // deleted by the learner: nothing to keep
         write_atomically(b.dir / file, *mine);
         if (read_file(b.dir / file) != mine) {
-            throw std::runtime_error(fmt::format("the backup {} does not read back equal; nothing was reset", (b.dir / file).string()));
+            throw std::runtime_error(
+                fmt::format("the backup {} does not read back equal; nothing was reset", (b.dir / file).string()));
         }
         b.restore_command += " " + (b.dir / file).string();
     }
@@ -96,12 +102,14 @@ int reset(const std::string& which, bool yes) {
     for (const auto& file : e.files)
         if (read_file(learner_path(e, file)) != stubs.at(file)) differing.push_back(file);
     if (differing.empty()) {
-        fmt::print("exercise {:02} (exercises/{}/) is already the pristine stub: nothing to reset\n", lesson.number, e.dir);
+        fmt::print("exercise {:02} (exercises/{}/) is already the pristine stub: nothing to reset\n", lesson.number,
+                   e.dir);
         return 0;
     }
 
     fmt::print("reset exercise {:02}: {} of exercises/{}/ will be replaced by the stub: {}\n", lesson.number,
-               differing.size() == 1 ? "1 file" : fmt::format("{} files", differing.size()), e.dir, fmt::join(differing, ", "));
+               differing.size() == 1 ? "1 file" : fmt::format("{} files", differing.size()), e.dir,
+               fmt::join(differing, ", "));
     if (!yes && !confirmed(fmt::format("Your version is saved first, in {}/. Reset?", backup_root().string()))) {
         fmt::print("reset cancelled: nothing changed\n");
         return 1;
@@ -113,15 +121,17 @@ int reset(const std::string& which, bool yes) {
 
     std::error_code ec;
     fs::remove(report_path(e), ec);  // it graded the version now in the backup
-    fmt::print("restored the stub of {}\nto get your version back: {}\n", fmt::join(differing, ", "), backup.restore_command);
+    fmt::print("restored the stub of {}\nto get your version back: {}\n", fmt::join(differing, ", "),
+               backup.restore_command);
     return 0;
 }
 
 }  // namespace
 
 void add_reset_command(CLI::App& app, Action& action) {
-    add_exercise_command(app, action, "reset", "restore exercise N's stub, after saving your version to a timestamped backup",
-                         "--yes,-y", "do not ask for confirmation", reset);
+    add_exercise_command(app, action, "reset",
+                         "restore exercise N's stub, after saving your version to a timestamped backup", "--yes,-y",
+                         "do not ask for confirmation", reset);
 }
 
 }  // namespace headwise::runner

@@ -23,7 +23,8 @@ int run_next(const std::vector<Lesson>& course, const std::vector<std::string>& 
         fmt::print("headwise: every exercise passes -- nothing next. `./headwise run all` shows every lesson again.\n");
         return 0;
     }
-    fmt::print("headwise: next is lesson {:02}, {} (exercise {:02} has not passed yet)\n", l->number, l->title, l->number);
+    fmt::print("headwise: next is lesson {:02}, {} (exercise {:02} has not passed yet)\n", l->number, l->title,
+               l->number);
     const int rc = run_lesson(*l, extra);
     if (rc == 0) {
         fmt::print("\nheadwise: now edit exercises/{}/ and run `./headwise watch {}` to grade it on every save\n",
@@ -41,7 +42,8 @@ int run(const std::string& which, const std::vector<std::string>& extra) {
         const int rc = run_lesson(l, extra);
         if (rc == exit_usage) return rc;  // bad flags: the lesson has said which, in its one line
         if (rc != 0) {
-            fmt::print(stderr, "headwise: lesson {:02} ({}) exited with code {}; stopping here.\n", l.number, l.name, rc);
+            fmt::print(stderr, "headwise: lesson {:02} ({}) exited with code {}; stopping here.\n", l.number, l.name,
+                       rc);
             return rc;
         }
     }
@@ -58,7 +60,9 @@ void add_run_command(CLI::App& app, Action& action) {
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("run", "run lesson N (1, 2, ...), all lessons in order, or the next one to work on");
-    cmd->add_option("lesson", args->which, "lesson number, name, 'all', or 'next' (the first lesson whose exercise has not passed)")->required();
+    cmd->add_option("lesson", args->which,
+                    "lesson number, name, 'all', or 'next' (the first lesson whose exercise has not passed)")
+        ->required();
     cmd->add_option("args", args->extra, "flags passed to the lesson (after --), e.g. -- --seq 8");
     cmd->callback([&action, args] { action = [args] { return run(args->which, args->extra); }; });
 }

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-
 namespace headwise::runner {
 
 namespace {
@@ -21,9 +20,10 @@ int solution(const std::string& which, bool force) {
     const auto report = read_report(e);
     const bool passed = report && report->all_passed();
     if (!passed && !force) {
-        const std::string where = !report                ? "it has not been graded yet"
-                                  : !report->compiled    ? "its last grade did not compile"
-                                                         : fmt::format("its last grade passed {} of {} tests", report->passed, report->total);
+        const std::string where =
+            !report             ? "it has not been graded yet"
+            : !report->compiled ? "its last grade did not compile"
+                                : fmt::format("its last grade passed {} of {} tests", report->passed, report->total);
         fmt::print(stderr,
                    "headwise: exercise {:02} has not passed yet ({}): `./headwise grade {}` once it works, or "
                    "`./headwise solution {} --force` to see the answer now\n",
@@ -31,8 +31,9 @@ int solution(const std::string& which, bool force) {
         return 1;
     }
     if (!passed) {
-        fmt::print("--force: this shows the complete reference answer to exercise {:02} ({}) before yours passes: {}\n\n",
-                   lesson.number, lesson.title, fmt::join(e.files, ", "));
+        fmt::print(
+            "--force: this shows the complete reference answer to exercise {:02} ({}) before yours passes: {}\n\n",
+            lesson.number, lesson.title, fmt::join(e.files, ", "));
     }
     for (const auto& file : e.files) {
         const fs::path path = solution_path(e, file);

@@ -42,7 +42,8 @@ std::vector<Stamp> stamps(const Exercise& e) {
         struct stat st {};
         Stamp s;
         if (::stat(learner_path(e, file).c_str(), &st) == 0) {
-            s = {true, st.st_ino, st.st_size, static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec};
+            s = {true, st.st_ino, st.st_size,
+                 static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec};
         }
         out.push_back(s);
     }
@@ -66,12 +67,14 @@ void grade(const Lesson& lesson) {
     if (stop_requested) return;
     const auto report = read_report(e);
     if (report && report->all_passed()) {
-        fmt::print("watch: exercise {:02} passes all {} tests. Next: `./headwise list`, or keep editing (Ctrl-C stops)\n",
-                   lesson.number, report->total);
+        fmt::print(
+            "watch: exercise {:02} passes all {} tests. Next: `./headwise list`, or keep editing (Ctrl-C stops)\n",
+            lesson.number, report->total);
     } else {
-        const std::string state = !report              ? "no grade report"
-                                  : !report->compiled  ? "does not compile"
-                                                       : fmt::format("{} of {} tests pass", report->passed, report->total);
+        const std::string state = !report ? "no grade report"
+                                  : !report->compiled
+                                      ? "does not compile"
+                                      : fmt::format("{} of {} tests pass", report->passed, report->total);
         fmt::print("watch: exercise {:02}: {} -- save a file to re-grade (stuck? ./headwise hint {}; Ctrl-C stops)\n",
                    lesson.number, state, lesson.number);
     }
@@ -96,7 +99,8 @@ int watch(const std::string& which, int interval_ms) {
     struct sigaction sa {};
     sa.sa_handler = request_stop;  // no SA_RESTART: a Ctrl-C interrupts the sleep at once
     sigemptyset(&sa.sa_mask);
-    struct sigaction old_int {}, old_term {};
+    struct sigaction old_int {
+    }, old_term{};
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
@@ -116,8 +120,10 @@ int watch(const std::string& which, int interval_ms) {
         if (stop_requested) break;
         std::vector<std::string> changed, missing;
         for (std::size_t i = 0; i < e.files.size(); ++i) {
-            if (!current[i].exists) missing.push_back(e.files[i]);
-            else if (!(current[i] == last[i])) changed.push_back(e.files[i]);
+            if (!current[i].exists)
+                missing.push_back(e.files[i]);
+            else if (!(current[i] == last[i]))
+                changed.push_back(e.files[i]);
         }
         last = current;
         if (!missing.empty()) {
@@ -127,7 +133,8 @@ int watch(const std::string& which, int interval_ms) {
             continue;
         }
         reported_missing = false;
-        fmt::print("\n{:-^96}\n", fmt::format(" {} saved: {} -- grading exercise {:02} ", now(), fmt::join(changed, ", "), lesson->number));
+        fmt::print("\n{:-^96}\n", fmt::format(" {} saved: {} -- grading exercise {:02} ", now(),
+                                              fmt::join(changed, ", "), lesson->number));
         grade(*lesson);
     }
     sigaction(SIGINT, &old_int, nullptr);

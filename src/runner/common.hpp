@@ -37,9 +37,9 @@ struct Exercise {
 };
 struct Lesson {
     int number = 0;
-    std::string name;   // "01_single_head": lessons/<name>.cpp, build/lessons/<name>
+    std::string name;  // "01_single_head": lessons/<name>.cpp, build/lessons/<name>
     std::string title;
-    std::string doc;    // docs/<name>.md
+    std::string doc;  // docs/<name>.md
     std::optional<Exercise> exercise;
 };
 

@@ -7,9 +7,10 @@
 
 int main(int argc, char** argv) {
     using namespace headwise::runner;
-    CLI::App app{"headwise: multi-head self-attention, step by step.\n"
-                 "Start with `./headwise run all`, then read docs/ and edit exercises/.",
-                 "headwise"};
+    CLI::App app{
+        "headwise: multi-head self-attention, step by step.\n"
+        "Start with `./headwise run all`, then read docs/ and edit exercises/.",
+        "headwise"};
     app.require_subcommand(1);
 
     Action action;
@@ -29,7 +30,8 @@ int main(int argc, char** argv) {
     // A mistyped command: CLI11 would only say "A subcommand is required"; name it and the valid ones.
     if (argc > 1 && argv[1][0] != '-') {
         std::vector<std::string> commands;
-        for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
+        for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+            commands.push_back(sub->get_name());
         if (std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
             fmt::print(stderr, "headwise: no command '{}' (the commands are {}; see ./headwise --help)\n", argv[1],
                        fmt::join(commands, ", "));
@@ -47,13 +49,16 @@ int main(int argc, char** argv) {
         // `run 1 --seq 8`: lesson flags given to the runner. Say where they go.
         const std::vector<std::string> args(argv + 1, argv + argc);
         if (args.size() >= 3 && args[0] == "run" && std::find(args.begin(), args.end(), "--") == args.end()) {
-            const auto flag = std::find_if(args.begin() + 1, args.end(), [](const std::string& a) { return a.rfind("-", 0) == 0; });
+            const auto flag =
+                std::find_if(args.begin() + 1, args.end(), [](const std::string& a) { return a.rfind("-", 0) == 0; });
             if (flag != args.end() && flag != args.begin() + 1) {
                 std::vector<std::string> fixed(args.begin(), flag);
                 fixed.push_back("--");
                 fixed.insert(fixed.end(), flag, args.end());
-                fmt::print(stderr, "headwise: {} is a flag of the lesson, not of the runner: put lesson flags after --, as in "
-                           "./headwise {}\n", *flag, fmt::join(fixed, " "));
+                fmt::print(stderr,
+                           "headwise: {} is a flag of the lesson, not of the runner: put lesson flags after --, as in "
+                           "./headwise {}\n",
+                           *flag, fmt::join(fixed, " "));
                 return exit_usage;
             }
         }

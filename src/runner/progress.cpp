@@ -27,11 +27,21 @@ std::optional<GradeReport> read_report(const Exercise& e) {
 std::string ExerciseStatus::describe() const {
     std::string s;
     switch (status) {
-        case Status::not_started: s = "not started"; break;
-        case Status::edited: s = "edited, not graded yet"; break;
-        case Status::does_not_compile: s = "does not compile"; break;
-        case Status::failing: s = fmt::format("failing: {} of {} tests pass", passed, total); break;
-        case Status::passed: s = "passed"; break;
+        case Status::not_started:
+            s = "not started";
+            break;
+        case Status::edited:
+            s = "edited, not graded yet";
+            break;
+        case Status::does_not_compile:
+            s = "does not compile";
+            break;
+        case Status::failing:
+            s = fmt::format("failing: {} of {} tests pass", passed, total);
+            break;
+        case Status::passed:
+            s = "passed";
+            break;
     }
     if (stale) s += " (edited since the last grade)";
     return s;
@@ -111,7 +121,8 @@ State load_state() {
         const auto hints = j.value("hints_shown", nlohmann::json::object());  // named: items() must not outlive it
         for (const auto& [id, n] : hints.items()) s.hints_shown[id] = n.get<int>();
     } catch (const nlohmann::json::exception&) {
-        fmt::print(stderr, "headwise: note: ignoring the unreadable {} (it only counts hints shown)\n", state_path().string());
+        fmt::print(stderr, "headwise: note: ignoring the unreadable {} (it only counts hints shown)\n",
+                   state_path().string());
         s = State{};
     }
     return s;

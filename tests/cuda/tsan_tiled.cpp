@@ -35,8 +35,9 @@ int main() {
         std::vector<float> out(n, 0.0f);  // (B, H, N, D)
         emulator::launch(emulator::Schedule::threads, dim3((N + 63) / 64, H, B), dim3(64), kernel,
                          emulator::global_ptr<const float>(q.data(), n), emulator::global_ptr<const float>(k.data(), n),
-                         emulator::global_ptr<const float>(v.data(), n), emulator::global_ptr<const int>(key_len.data(), B),
-                         emulator::global_ptr<float>(out.data(), n), args);
+                         emulator::global_ptr<const float>(v.data(), n),
+                         emulator::global_ptr<const int>(key_len.data(), B), emulator::global_ptr<float>(out.data(), n),
+                         args);
         return out;
     };
     const std::vector<float> tiled = run(kernels::attention_tiled<D>);

@@ -52,8 +52,8 @@ struct Shape {
 // Checks output and weights of attention(q, k, v) against the reference.
 void expect_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const std::string& label) {
     const Reference r = reference(q, k, v);
-    const std::string call = fmt::format("attention(q {}, k {}, v {}){}", grade::shape_of(q), grade::shape_of(k),
-                                         grade::shape_of(v), label);
+    const std::string call =
+        fmt::format("attention(q {}, k {}, v {}){}", grade::shape_of(q), grade::shape_of(k), grade::shape_of(v), label);
     // In the lesson's order: the weights first, then the output built from them.
     const bool weights_ok = grade::expect<Ex01>(
         call + ", weights",
@@ -118,11 +118,11 @@ TEST_CASE("softmax_last_axis: scores of +-1e4 give finite weights", "[ex01]") {
 TEST_CASE("attention: hand-worked query with d = 4 gives weights 3/4, 1/4", "[ex01]") {
     // q . k_0 = 2 ln 3, divided by sqrt(4) = ln 3; q . k_1 = 0. softmax(ln 3, 0) = (3/4, 1/4).
     const float l3 = std::log(3.0f);
-    const Tensor3 q = {{{2 * l3, 0.0f, 0.0f, 0.0f}}};                        // (1, 1, 4)
+    const Tensor3 q = {{{2 * l3, 0.0f, 0.0f, 0.0f}}};                          // (1, 1, 4)
     const Tensor3 k = {{{1.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f, 0.0f}}};  // (1, 2, 4)
     const Tensor3 v = {{{1.0f, 2.0f}, {3.0f, 4.0f}}};                          // (1, 2, 2)
-    const Tensor3 out = {{{0.75f * 1 + 0.25f * 3, 0.75f * 2 + 0.25f * 4}}};  // (1, 1, 2)
-    const Tensor3 weights = {{{0.75f, 0.25f}}};                               // (1, 1, 2)
+    const Tensor3 out = {{{0.75f * 1 + 0.25f * 3, 0.75f * 2 + 0.25f * 4}}};    // (1, 1, 2)
+    const Tensor3 weights = {{{0.75f, 0.25f}}};                                // (1, 1, 2)
     grade::expect<Ex01>(
         "attention(q (1, 1, 4), k (1, 2, 4), v (1, 2, 2)), output",
         [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, out, "B, N_q, d_v");

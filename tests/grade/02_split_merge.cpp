@@ -23,7 +23,7 @@ struct Split {
     std::size_t batch, n, d_model, heads;
 };
 // B > 1, N = 1, H = 1, d_head = 1, d_model = 32 with H = 4, and the (2, 8, 5, 8) of lesson 02.
-const std::vector<Split> shapes = {{2, 5, 64, 8}, {1, 1, 1, 1}, {3, 4, 6, 6}, {2, 1, 8, 2},
+const std::vector<Split> shapes = {{2, 5, 64, 8}, {1, 1, 1, 1},  {3, 4, 6, 6}, {2, 1, 8, 2},
                                    {2, 7, 12, 1}, {2, 6, 32, 4}, {1, 3, 12, 3}};
 
 Tensor3 random_x(const Split& s, std::uint64_t seed) {
@@ -64,8 +64,8 @@ TEST_CASE("merge_heads: hand-worked (1, 2, 2, 2) back to (1, 2, 4)", "[ex02]") {
     const Tensor4 heads = {{{{0, 1}, {4, 5}}, {{2, 3}, {6, 7}}}};  // (1, 2, 2, 2)
     const Tensor3 expected = {{{0, 1, 2, 3}, {4, 5, 6, 7}}};       // (1, 2, 4)
     grade::expect<Ex02>(
-        "merge_heads(x (1, 2, 2, 2))", [&](const Ex02& ex) { return ex.merge_heads(heads); }, expected,
-        "B, N, d_model", exact);
+        "merge_heads(x (1, 2, 2, 2))", [&](const Ex02& ex) { return ex.merge_heads(heads); }, expected, "B, N, d_model",
+        exact);
 }
 
 TEST_CASE("merge_heads: the heads go back side by side into (B, N, d_model), for many shapes", "[ex02]") {

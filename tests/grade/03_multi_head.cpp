@@ -85,7 +85,7 @@ TEST_CASE("multi_head_attention: hand-worked two heads of width 1", "[ex03]") {
     p.out_proj_weight = {{1, 0}, {0, 1}};                                 // (2, 2)
     const Tensor3 x = {{{1, 0}, {0, 1}}};                                 // (1, 2, 2)
     const float e = static_cast<float>(std::exp(1.0)), a = e / (e + 1), b = 1 / (e + 1);
-    const Tensor3 out = {{{a, 0.5f}, {0.5f, a}}};                      // (1, 2, 2)
+    const Tensor3 out = {{{a, 0.5f}, {0.5f, a}}};                                // (1, 2, 2)
     const Tensor4 weights = {{{{a, b}, {0.5f, 0.5f}}, {{0.5f, 0.5f}, {b, a}}}};  // (1, 2, 2, 2)
     expect_mha(p, x, x, x, out, weights, "");
 }
@@ -114,7 +114,9 @@ TEST_CASE("multi_head_attention: matches torch.nn.MultiheadAttention on the PyTo
         if (c.at("causal").get<bool>() || c.at("key_padding").get<bool>()) continue;  // masks are exercise 04
         const std::filesystem::path at = dir / c.at("name").get<std::string>();
         const auto& inputs = c.at("inputs");
-        auto tensor3 = [&](const std::string& name) { return npy::to_tensor<3>(npy::read(at / (name + ".npy")), name); };
+        auto tensor3 = [&](const std::string& name) {
+            return npy::to_tensor<3>(npy::read(at / (name + ".npy")), name);
+        };
         MhaParameters p;
         p.heads = c.at("heads").get<std::size_t>();
         p.in_proj_weight = npy::to_tensor<2>(npy::read(at / "in_proj_weight.npy"), "in_proj_weight");

@@ -24,16 +24,16 @@ struct Problem {
 };
 
 // Checks output and weights of masked_attention against the reference with the same masks.
-void expect_masked(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Mask2& attn_mask,
-                   const Mask2& padding, const std::string& label) {
+void expect_masked(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Mask2& attn_mask, const Mask2& padding,
+                   const std::string& label) {
     AttentionOptions o;
     o.attn_mask = attn_mask.size() ? &attn_mask : nullptr;
     o.key_padding_mask = padding.size() ? &padding : nullptr;
     Tensor4 expected_w;
     const Tensor4 expected = attention_reference(q, k, v, o, &expected_w);
-    const std::string call = fmt::format("masked_attention(q {}, k {}{}{}){}", grade::shape_of(q), grade::shape_of(k),
-                                         attn_mask.size() ? ", attn_mask" : "", padding.size() ? ", key_padding_mask" : "",
-                                         label);
+    const std::string call =
+        fmt::format("masked_attention(q {}, k {}{}{}){}", grade::shape_of(q), grade::shape_of(k),
+                    attn_mask.size() ? ", attn_mask" : "", padding.size() ? ", key_padding_mask" : "", label);
     const bool weights_ok = grade::expect<Ex04>(
         call + ", weights",
         [&](const Ex04& ex) {
@@ -79,15 +79,13 @@ void expect_random(const std::vector<Problem>& problems, Masks masks) {
 
 TEST_CASE("causal_mask: hand-worked n = 3 hides exactly the future", "[ex04]") {
     const Mask2 expected = {{false, true, true}, {false, false, true}, {false, false, false}};
-    grade::expect<Ex04>(
-        "causal_mask(3)", [&](const Ex04& ex) { return ex.causal_mask(3); }, expected, "N_q, N_k", {});
+    grade::expect<Ex04>("causal_mask(3)", [&](const Ex04& ex) { return ex.causal_mask(3); }, expected, "N_q, N_k", {});
 }
 
 TEST_CASE("causal_mask: n = 1, 2, 5 and 8 match the library's", "[ex04]") {
     for (std::size_t n : {1u, 2u, 5u, 8u}) {
-        grade::expect<Ex04>(
-            fmt::format("causal_mask({})", n), [&](const Ex04& ex) { return ex.causal_mask(n); }, causal_mask(n),
-            "N_q, N_k", {});
+        grade::expect<Ex04>(fmt::format("causal_mask({})", n), [&](const Ex04& ex) { return ex.causal_mask(n); },
+                            causal_mask(n), "N_q, N_k", {});
     }
 }
 
@@ -133,7 +131,8 @@ TEST_CASE("masked_attention: cross-attention with an arbitrary (N_q, N_k) mask",
     const Tensor4 q = rng.normal<4>({2, 2, 3, 4});
     const Tensor4 k = rng.normal<4>({2, 2, 5, 4});
     const Tensor4 v = rng.normal<4>({2, 2, 5, 4});
-    const Mask2 mask = {{false, true, false, true, false}, {true, false, false, false, true}, {false, false, true, true, true}};
+    const Mask2 mask = {
+        {false, true, false, true, false}, {true, false, false, false, true}, {false, false, true, true, true}};
     expect_masked(q, k, v, mask, no_mask, "");
 }
 

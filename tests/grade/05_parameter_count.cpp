@@ -24,10 +24,14 @@ struct Known {
 };
 // Per attention block. H = 1 and d_head = 1 included.
 const Known known[] = {
-    {"Transformer base", 512, 8, 1'050'624, 1'048'576}, {"BERT base / GPT-2 small", 768, 12, 2'362'368, 2'359'296},
-    {"GPT-2 XL", 1600, 25, 10'246'400, 10'240'000},      {"GPT-3 175B", 12288, 96, 604'028'928, 603'979'776},
-    {"d_model 32, H 4", 32, 4, 4'224, 4'096},            {"d_model 1, H 1", 1, 1, 8, 4},
-    {"one head", 64, 1, 16'640, 16'384},                 {"d_head 1", 64, 64, 16'640, 16'384},
+    {"Transformer base", 512, 8, 1'050'624, 1'048'576},
+    {"BERT base / GPT-2 small", 768, 12, 2'362'368, 2'359'296},
+    {"GPT-2 XL", 1600, 25, 10'246'400, 10'240'000},
+    {"GPT-3 175B", 12288, 96, 604'028'928, 603'979'776},
+    {"d_model 32, H 4", 32, 4, 4'224, 4'096},
+    {"d_model 1, H 1", 1, 1, 8, 4},
+    {"one head", 64, 1, 16'640, 16'384},
+    {"d_head 1", 64, 64, 16'640, 16'384},
     {"Megatron-LM 1T", 25600, 160, 2'621'542'400, 2'621'440'000},
 };
 
@@ -37,8 +41,8 @@ void expect_counts(const char* function, Count Ex05::*which, bool bias) {
     for (const Known& k : known) {
         grade::expect<Ex05>(
             fmt::format("{}(d_model = {}, heads = {}, bias = {}) for {}", function, k.d_model, k.heads, bias, k.model),
-            [&](const Ex05& ex) { return (ex.*which)(k.d_model, k.heads, bias); },
-            bias ? k.with_bias : k.without_bias, "parameters");
+            [&](const Ex05& ex) { return (ex.*which)(k.d_model, k.heads, bias); }, bias ? k.with_bias : k.without_bias,
+            "parameters");
     }
 }
 
@@ -65,12 +69,18 @@ TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Me
         std::size_t d_model, context;
         std::uint64_t flops;
     };
-    const Case cases[] = {{1, 1, 12},          {64, 1, 33'024},   {512, 512, 3'145'728}, {4096, 32768, 671'088'640},
-                          {12288, 2048, 1'308'622'848}, {25600, 2048, 5'452'595'200}, {25600, 131072, 18'664'652'800}};
+    const Case cases[] = {{1, 1, 12},
+                          {64, 1, 33'024},
+                          {512, 512, 3'145'728},
+                          {4096, 32768, 671'088'640},
+                          {12288, 2048, 1'308'622'848},
+                          {25600, 2048, 5'452'595'200},
+                          {25600, 131072, 18'664'652'800}};
     for (const Case& c : cases) {
-        grade::expect<Ex05>(fmt::format("attention_flops_per_token(d_model = {}, N = {})", c.d_model, c.context),
-                            [&](const Ex05& ex) { return std::size_t(ex.attention_flops_per_token(c.d_model, c.context)); },
-                            std::size_t(c.flops), "FLOPs");
+        grade::expect<Ex05>(
+            fmt::format("attention_flops_per_token(d_model = {}, N = {})", c.d_model, c.context),
+            [&](const Ex05& ex) { return std::size_t(ex.attention_flops_per_token(c.d_model, c.context)); },
+            std::size_t(c.flops), "FLOPs");
     }
 }
 

@@ -36,8 +36,8 @@ Tensor4 run(const Ex06& ex, Kernel kernel, const Tensor4& q, const Tensor4& k, c
 }
 
 std::string call_text(Kernel kernel, const Tensor4& q, bool causal, const std::string& extra = "") {
-    return fmt::format("{}_attention(q, k, v {}{}){}", kernel == Kernel::online ? "online" : "tiled", grade::shape_of(q),
-                       causal ? ", causal" : "", extra);
+    return fmt::format("{}_attention(q, k, v {}{}){}", kernel == Kernel::online ? "online" : "tiled",
+                       grade::shape_of(q), causal ? ", causal" : "", extra);
 }
 
 // Random q, k, v of the given sizes against attention_reference.
@@ -100,7 +100,9 @@ void naming_races(const std::function<void()>& check) {
 
 }  // namespace
 
-TEST_CASE("online: two queries and two keys worked by hand, causal and not", "[ex06][part1]") { expect_hand_worked(Kernel::online); }
+TEST_CASE("online: two queries and two keys worked by hand, causal and not", "[ex06][part1]") {
+    expect_hand_worked(Kernel::online);
+}
 
 TEST_CASE("online: matches the reference for N = 1, 17, 100 and d_head = 8, 64", "[ex06][part1]") {
     expect_reference(Kernel::online, {1, 17, 100}, {8, 64}, false);
@@ -115,7 +117,8 @@ TEST_CASE("online: a maximum that grows at every key is rescaled", "[ex06][part1
     const Tensor4 v = Random(7).normal<4>({1, 1, 20, 8});
     grade::expect<Ex06>(
         call_text(Kernel::online, q, false, " with growing scores"),
-        [&](const Ex06& ex) { return ex.online(q, k, v, false, Schedule::fibers); }, attention_reference(q, k, v), bhnd);
+        [&](const Ex06& ex) { return ex.online(q, k, v, false, Schedule::fibers); }, attention_reference(q, k, v),
+        bhnd);
 }
 
 TEST_CASE("online: causal, query i sees keys 0..i", "[ex06][part1]") {
@@ -145,7 +148,8 @@ TEST_CASE("tiled: the answer does not depend on the order the threads run in", "
     // one that reads a tile before every thread has written it (or overwrites it while others
     // still read it) does not.
     Random rng(11);
-    const Tensor4 q = rng.normal<4>({1, 2, 100, 16}), k = rng.normal<4>({1, 2, 100, 16}), v = rng.normal<4>({1, 2, 100, 16});
+    const Tensor4 q = rng.normal<4>({1, 2, 100, 16}), k = rng.normal<4>({1, 2, 100, 16}),
+                  v = rng.normal<4>({1, 2, 100, 16});
     const Ex06& ex = grade::subject<Ex06>();
     Tensor4 forward, backward;
     naming_races([&] {

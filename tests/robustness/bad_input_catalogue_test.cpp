@@ -62,15 +62,19 @@ std::vector<NumericFlag> numeric_flags_of(const std::string& lesson) {
     Process p({"--help"}, {}, io.path, std::nullopt, std::string(HEADWISE_LESSON_DIR "/") + lesson);
     const Result help = p.wait(std::chrono::seconds(30));
     if (help.code != 0) throw std::runtime_error(lesson + " --help failed with exit code " + std::to_string(help.code));
-    static const std::regex option(R"(^\s+(--[a-z][a-z-]*) U?INT:(?:INT in \[(\d+) - (\d+)\]|(0\.\.2\^64-1)|\{[^}]*\}))");
+    static const std::regex option(
+        R"(^\s+(--[a-z][a-z-]*) U?INT:(?:INT in \[(\d+) - (\d+)\]|(0\.\.2\^64-1)|\{[^}]*\}))");
     std::vector<NumericFlag> flags;
     std::istringstream lines(help.out);
     for (std::string line; std::getline(lines, line);) {
         std::smatch m;
         if (!std::regex_search(line, m, option)) continue;
-        if (m[2].matched) flags.push_back({m[1], std::stoull(m[2]) >= 1, std::string(m[2]) + " to " + std::string(m[3])});
-        else if (m[4].matched) flags.push_back({m[1], false, "whole number from 0 to 18446744073709551615"});
-        else flags.push_back({m[1], true, ""});  // a set of values: zero is not one of them
+        if (m[2].matched)
+            flags.push_back({m[1], std::stoull(m[2]) >= 1, std::string(m[2]) + " to " + std::string(m[3])});
+        else if (m[4].matched)
+            flags.push_back({m[1], false, "whole number from 0 to 18446744073709551615"});
+        else
+            flags.push_back({m[1], true, ""});  // a set of values: zero is not one of them
     }
     return flags;
 }
@@ -82,7 +86,9 @@ std::vector<Case> lesson_flag_cases() {
         INFO(lesson << " --help");
         CHECK(flags.size() >= 2);  // at least --seed and one size: the regex still reads CLI11's help
         for (const auto& f : flags) {
-            auto expect = [&](const std::string& value) { return f.flag + ".*" + value + (f.range.empty() ? "" : ".*" + f.range); };
+            auto expect = [&](const std::string& value) {
+                return f.flag + ".*" + value + (f.range.empty() ? "" : ".*" + f.range);
+            };
             cases.push_back({lesson, {f.flag, "abc"}, expect("abc")});
             cases.push_back({lesson, {f.flag, "-3"}, expect("-3")});
             cases.push_back({lesson, {f.flag, "99999999999999999999999"}, expect("99999999999999999999999")});
@@ -99,29 +105,50 @@ std::vector<Case> lesson_flag_cases() {
 // "the lessons are 1, 2, 3, ..." as the runner says it, from course.json.
 std::string lesson_numbers() {
     std::string list;
-    for (const std::string& name : course_lessons()) list += (list.empty() ? "" : ", ") + std::to_string(std::stoi(name.substr(0, 2)));
+    for (const std::string& name : course_lessons())
+        list += (list.empty() ? "" : ", ") + std::to_string(std::stoi(name.substr(0, 2)));
     return list;
 }
 
 // Rows that are about meaning, not syntax: sizes that do not fit together or do not fit in memory.
 const std::vector<Case> lesson_size_cases{
     // d_model must split into whole heads: the message gives the would-be d_head.
-    {"02_split_merge", {"--heads", "7", "--d-model", "64"}, "--d-model 64 is not divisible by --heads 7: d_head would be 64/7 = 9.143"},
+    {"02_split_merge",
+     {"--heads", "7", "--d-model", "64"},
+     "--d-model 64 is not divisible by --heads 7: d_head would be 64/7 = 9.143"},
     {"03_multi_head", {"--heads", "7", "--d-model", "64"}, "--d-model 64 is not divisible by --heads 7"},
     {"04_causal_mask", {"--heads", "7", "--d-model", "64"}, "--d-model 64 is not divisible by --heads 7"},
     {"05_parameter_count", {"--heads", "7", "--d-model", "64"}, "--d-model 64 is not divisible by --heads 7"},
     {"02_split_merge", {"--heads", "256", "--d-model", "8"}, "--d-model 8 is not divisible by --heads 256"},
     // Sizes past a lesson's limits (lesson.hpp): memory, charged per allocation before it is made,
     // and work, charged by each library step before it computes. Refused with what it would take.
-    {"01_single_head", {"--batch", "64", "--seq", "4096", "--d-model", "8192"}, "this would (need [0-9]+ bytes|take more than)"},
-    {"02_split_merge", {"--batch", "64", "--seq", "4096", "--d-model", "8192"}, "this would (need [0-9]+ bytes|take more than)"},
-    {"03_multi_head", {"--batch", "64", "--seq", "4096", "--d-model", "8192", "--heads", "256"}, "this would (need [0-9]+ bytes|take more than)"},
-    {"04_causal_mask", {"--batch", "64", "--seq", "4096", "--d-model", "8192", "--heads", "256"}, "this would (need [0-9]+ bytes|take more than)"},
-    {"06_cuda_kernel", {"--batch", "64", "--seq", "4096", "--heads", "256", "--d-head", "128"}, "would (need [0-9]+ bytes|make about [0-9.e+]+ emulated)"},
-    {"01_single_head", {"--batch", "64", "--seq", "4096", "--d-model", "2048"}, "would take more than .*use smaller sizes"},
-    {"02_split_merge", {"--batch", "64", "--seq", "4096", "--d-model", "2048"}, "would take more than .*use smaller sizes"},
-    {"03_multi_head", {"--batch", "64", "--seq", "4096", "--d-model", "2048"}, "would take more than .*use smaller sizes"},
-    {"04_causal_mask", {"--batch", "64", "--seq", "4096", "--heads", "64"}, "this would need [0-9]+ bytes .*use smaller sizes"},
+    {"01_single_head",
+     {"--batch", "64", "--seq", "4096", "--d-model", "8192"},
+     "this would (need [0-9]+ bytes|take more than)"},
+    {"02_split_merge",
+     {"--batch", "64", "--seq", "4096", "--d-model", "8192"},
+     "this would (need [0-9]+ bytes|take more than)"},
+    {"03_multi_head",
+     {"--batch", "64", "--seq", "4096", "--d-model", "8192", "--heads", "256"},
+     "this would (need [0-9]+ bytes|take more than)"},
+    {"04_causal_mask",
+     {"--batch", "64", "--seq", "4096", "--d-model", "8192", "--heads", "256"},
+     "this would (need [0-9]+ bytes|take more than)"},
+    {"06_cuda_kernel",
+     {"--batch", "64", "--seq", "4096", "--heads", "256", "--d-head", "128"},
+     "would (need [0-9]+ bytes|make about [0-9.e+]+ emulated)"},
+    {"01_single_head",
+     {"--batch", "64", "--seq", "4096", "--d-model", "2048"},
+     "would take more than .*use smaller sizes"},
+    {"02_split_merge",
+     {"--batch", "64", "--seq", "4096", "--d-model", "2048"},
+     "would take more than .*use smaller sizes"},
+    {"03_multi_head",
+     {"--batch", "64", "--seq", "4096", "--d-model", "2048"},
+     "would take more than .*use smaller sizes"},
+    {"04_causal_mask",
+     {"--batch", "64", "--seq", "4096", "--heads", "64"},
+     "this would need [0-9]+ bytes .*use smaller sizes"},
     {"06_cuda_kernel", {"--seq", "4096", "--heads", "8"}, "--seq|--heads|sizes"},
     // Values out of a list, and values that must lie inside another size.
     {"06_cuda_kernel", {"--d-head", "12"}, "--d-head.*12"},
@@ -191,17 +218,22 @@ const std::vector<Case> kv_cache_cases{
     {"08_kv_cache", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 8"},
     {"08_kv_cache", {"--kv-heads", "16"}, "--kv-heads 16 does not divide --heads 8"},
     {"08_kv_cache", {"--heads", "7"}, "--d-model 64 is not divisible by --heads 7"},
-    {"08_kv_cache", {"--seq", "4096", "--generate", "4096", "--timed-tokens", "4096", "--d-model", "4096"},
+    {"08_kv_cache",
+     {"--seq", "4096", "--generate", "4096", "--timed-tokens", "4096", "--d-model", "4096"},
      "this would (need [0-9]+ bytes|take more than)"},
     {"attend", {"--kv-heads", "abc"}, "--kv-heads.*abc"},
     {"attend", {"--kv-heads", "0"}, "--kv-heads.*0"},
     {"attend", {"--kv-heads", "-1"}, "--kv-heads.*-1"},
     {"attend", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 2"},
     // The MHA layout (12, 4) handed over with one K/V head, which needs (4 + 2 * 1 * 2, 4) = (8, 4).
-    {"attend", {"--kv-heads", "1"}, "--in-proj-weight has shape \\(12, 4\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head, d_model\\) = \\(8, 4\\)"},
-    {"attend", {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--in-proj-bias", "{w}/bias12.npy"},
+    {"attend",
+     {"--kv-heads", "1"},
+     "--in-proj-weight has shape \\(12, 4\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head, d_model\\) = \\(8, 4\\)"},
+    {"attend",
+     {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--in-proj-bias", "{w}/bias12.npy"},
      "--in-proj-bias has shape \\(12,\\) but must be \\(H\\*d_head \\+ 2\\*H_kv\\*d_head\\) = \\(8\\)"},
-    {"attend", {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--out-proj-weight", "{w}/w_in.npy"},
+    {"attend",
+     {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--out-proj-weight", "{w}/w_in.npy"},
      "--out-proj-weight has shape \\(12, 4\\)"},
 };
 
@@ -224,16 +256,23 @@ const std::vector<Case> model_cases{
     {"headwise", {"heads", "--sentence", "x", "--layer", "abc"}, "--layer.*abc"},
     {"headwise", {"heads", "--sentence", "x", "--head", "1.5"}, "--head.*1.5"},
     {"headwise", {"heads", "--sentence", "x"}, "model\\.safetensors: the header claims"},
-    {"headwise", {"heads", "--sentence", "x", "--attention", "{w}/out/a.npy"}, "model\\.safetensors: the header claims"},
-    {"headwise", {"heads", "--sentence", "x", "--embedding", "{w}/out/e.npy"}, "model\\.safetensors: the header claims"},
+    {"headwise",
+     {"heads", "--sentence", "x", "--attention", "{w}/out/a.npy"},
+     "model\\.safetensors: the header claims"},
+    {"headwise",
+     {"heads", "--sentence", "x", "--embedding", "{w}/out/e.npy"},
+     "model\\.safetensors: the header claims"},
     {"headwise", {"heads", "--sentence", "x", "--no-such-flag"}, "--no-such-flag"},
 };
 
 // attend: the good files are q.npy (1, 2, 4) float32, w_in.npy (12, 4), w_o.npy (4, 4); the
 // outputs go to {w}/out/. A row's flag/value pairs replace or add to these; value "-" drops it.
-const std::vector<std::pair<std::string, std::string>> attend_defaults{
-    {"--heads", "2"}, {"--query", "{w}/q.npy"}, {"--in-proj-weight", "{w}/w_in.npy"},
-    {"--out-proj-weight", "{w}/w_o.npy"}, {"--output", "{w}/out/y.npy"}, {"--weights", "{w}/out/a.npy"}};
+const std::vector<std::pair<std::string, std::string>> attend_defaults{{"--heads", "2"},
+                                                                       {"--query", "{w}/q.npy"},
+                                                                       {"--in-proj-weight", "{w}/w_in.npy"},
+                                                                       {"--out-proj-weight", "{w}/w_o.npy"},
+                                                                       {"--output", "{w}/out/y.npy"},
+                                                                       {"--weights", "{w}/out/a.npy"}};
 
 const std::vector<Case> attend_cases{
     {"attend", {"--heads", "abc"}, "--heads.*abc"},
@@ -241,7 +280,9 @@ const std::vector<Case> attend_cases{
     {"attend", {"--heads", "-2"}, "--heads.*-2"},
     {"attend", {"--heads", "4000000000"}, "--heads.*4000000000"},
     {"attend", {"--heads", "99999999999999999999999"}, "--heads.*99999999999999999999999"},
-    {"attend", {"--heads", "3"}, "d_model = 4 \\(dimension 2 of --query\\) is not divisible by --heads 3: d_head would be 1.33"},
+    {"attend",
+     {"--heads", "3"},
+     "d_model = 4 \\(dimension 2 of --query\\) is not divisible by --heads 3: d_head would be 1.33"},
     {"attend", {"--heads", "-"}, "--heads"},
     {"attend", {"--query", "-"}, "--query"},
     {"attend", {"--output", "-"}, "--output"},
@@ -270,18 +311,33 @@ const std::vector<Case> attend_cases{
     {"attend", {"--query", "{w}/nan_query.npy"}, "nan_query.npy.*nan at \\(0, 1, 2\\)"},
     {"attend", {"--query", "{w}/inf_query.npy"}, "inf_query.npy.*inf at \\(0, 0, 3\\)"},
     {"attend", {"--in-proj-weight", "{w}/neg_inf_w_in.npy"}, "neg_inf_w_in.npy.*inf at \\(11, 3\\)"},
-    {"attend", {"--in-proj-weight", "{w}/w_o.npy"}, "--in-proj-weight has shape \\(4, 4\\) but must be \\(3 \\* d_model, d_model\\) = \\(12, 4\\)"},
-    {"attend", {"--out-proj-weight", "{w}/w_in.npy"}, "--out-proj-weight has shape \\(12, 4\\) but must be \\(d_model, d_model\\) = \\(4, 4\\)"},
-    {"attend", {"--in-proj-bias", "{w}/bias4.npy"}, "--in-proj-bias has shape \\(4,\\) but must be \\(3 \\* d_model\\) = \\(12\\)"},
-    {"attend", {"--out-proj-bias", "{w}/bias12.npy"}, "--out-proj-bias has shape \\(12,\\) but must be \\(d_model\\) = \\(4\\)"},
-    {"attend", {"--key", "{w}/k_b2.npy", "--value", "{w}/k_b2.npy"}, "--key has shape \\(2, 3, 4\\).*dimension 0 \\(B\\) is 2, not 1"},
-    {"attend", {"--key", "{w}/k.npy", "--value", "{w}/q.npy"}, "--value has shape \\(1, 2, 4\\).*dimension 1 \\(N_k\\) is 2, not 3"},
+    {"attend",
+     {"--in-proj-weight", "{w}/w_o.npy"},
+     "--in-proj-weight has shape \\(4, 4\\) but must be \\(3 \\* d_model, d_model\\) = \\(12, 4\\)"},
+    {"attend",
+     {"--out-proj-weight", "{w}/w_in.npy"},
+     "--out-proj-weight has shape \\(12, 4\\) but must be \\(d_model, d_model\\) = \\(4, 4\\)"},
+    {"attend",
+     {"--in-proj-bias", "{w}/bias4.npy"},
+     "--in-proj-bias has shape \\(4,\\) but must be \\(3 \\* d_model\\) = \\(12\\)"},
+    {"attend",
+     {"--out-proj-bias", "{w}/bias12.npy"},
+     "--out-proj-bias has shape \\(12,\\) but must be \\(d_model\\) = \\(4\\)"},
+    {"attend",
+     {"--key", "{w}/k_b2.npy", "--value", "{w}/k_b2.npy"},
+     "--key has shape \\(2, 3, 4\\).*dimension 0 \\(B\\) is 2, not 1"},
+    {"attend",
+     {"--key", "{w}/k.npy", "--value", "{w}/q.npy"},
+     "--value has shape \\(1, 2, 4\\).*dimension 1 \\(N_k\\) is 2, not 3"},
     {"attend", {"--key", "{w}/k.npy"}, "--value"},
-    {"attend", {"--key-padding-mask", "{w}/mask_wrong.npy"}, "--key-padding-mask has shape \\(1, 3\\).*dimension 1 \\(N_k\\) is 3, not 2"},
+    {"attend",
+     {"--key-padding-mask", "{w}/mask_wrong.npy"},
+     "--key-padding-mask has shape \\(1, 3\\).*dimension 1 \\(N_k\\) is 3, not 2"},
     {"attend", {"--key-padding-mask", "{w}/bias4.npy"}, "bias4.npy.*bool"},
     {"attend", {"--query", "{w}/huge_values.npy"}, "too large for float32"},
     // Valid files whose (B, H, N_q, N_k) weights would not fit in memory: refused before computing.
-    {"attend", {"--query", "{w}/long_query.npy", "--in-proj-weight", "{w}/w_in2.npy", "--out-proj-weight", "{w}/w_o2.npy"},
+    {"attend",
+     {"--query", "{w}/long_query.npy", "--in-proj-weight", "{w}/w_in2.npy", "--out-proj-weight", "{w}/w_o2.npy"},
      "attention weights \\(B, H, N_q, N_k\\) = \\(1, 2, 100000, 100000\\) would need [0-9]+ bytes"},
     {"attend", {"--output", "{w}/no/such/dir/y.npy"}, "--output.*does not exist"},
     {"attend", {"--output", "{w}/out"}, "--output.*is a directory"},
@@ -404,7 +460,8 @@ std::size_t entries(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("every bad input to every binary gets exit code 2, one line naming it, and no file", "[bad input][catalogue]") {
+TEST_CASE("every bad input to every binary gets exit code 2, one line naming it, and no file",
+          "[bad input][catalogue]") {
     TempDir tmp;
     const fs::path w = tmp / "w", cwd = tmp / "cwd", course = tmp / "course", build = tmp / "build";
     fs::create_directories(w);
@@ -416,8 +473,10 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     fs::create_directories(course);
     fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "course.json", course / "course.json");
     fs::create_directory_symlink(HEADWISE_LESSON_DIR, build / "lessons");  // `run N -- <bad flags>` reaches the lesson
-    const Env env{{"HEADWISE_SOURCE_DIR", course.string()}, {"HEADWISE_BINARY_DIR", build.string()},
-                  {"XDG_DATA_HOME", (tmp / "data").string()}, {"HOME", (tmp / "home").string()},
+    const Env env{{"HEADWISE_SOURCE_DIR", course.string()},
+                  {"HEADWISE_BINARY_DIR", build.string()},
+                  {"XDG_DATA_HOME", (tmp / "data").string()},
+                  {"HOME", (tmp / "home").string()},
                   {"HEADWISE_MODEL_DIR", (w / "model").string()}};
     const bool root = geteuid() == 0;
 
@@ -439,7 +498,8 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
             program = HEADWISE_RUNNER_EXE;
             for (const auto& a : attend_command(c.args)) args.push_back(substitute(a, w));
         } else {
-            program = c.program == "headwise" ? std::string(HEADWISE_RUNNER_EXE) : std::string(HEADWISE_LESSON_DIR "/") + c.program;
+            program = c.program == "headwise" ? std::string(HEADWISE_RUNNER_EXE)
+                                              : std::string(HEADWISE_LESSON_DIR "/") + c.program;
             for (const auto& a : c.args) args.push_back(substitute(a, w));
         }
         std::string shown = c.program == "attend" ? "headwise" : c.program;
@@ -459,6 +519,7 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     }
     fs::current_path(saved_cwd);
     // The note in the issue quotes this figure.
-    std::printf("bad-input catalogue: %zu inputs tried%s\n", tried, root ? " (running as root: the unreadable-file row is skipped)" : "");
+    std::printf("bad-input catalogue: %zu inputs tried%s\n", tried,
+                root ? " (running as root: the unreadable-file row is skipped)" : "");
     CHECK(tried >= 200);
 }

@@ -32,7 +32,8 @@ const std::string header = "#pragma once\nint answer();\n";
 // prefix or a mix of two versions can never compare equal to either.
 std::string learner_version(const std::string& base, int megabytes, int round) {
     std::string s = base;
-    for (int line = 0; s.size() < std::size_t(megabytes) << 20; ++line) s += fmt::format("// round {} line {}\n", round, line);
+    for (int line = 0; s.size() < std::size_t(megabytes) << 20; ++line)
+        s += fmt::format("// round {} line {}\n", round, line);
     return s;
 }
 
@@ -57,8 +58,10 @@ struct Course {
         fs::create_directories(data);
     }
     Env env() const {
-        return {{"HEADWISE_SOURCE_DIR", src.string()}, {"HEADWISE_BINARY_DIR", build.string()},
-                {"XDG_DATA_HOME", data.string()}, {"HOME", (tmp / "home").string()}};
+        return {{"HEADWISE_SOURCE_DIR", src.string()},
+                {"HEADWISE_BINARY_DIR", build.string()},
+                {"XDG_DATA_HOME", data.string()},
+                {"HOME", (tmp / "home").string()}};
     }
     // The content of every file under the backup root that is new or changed since the last call.
     // (Reading them all every round made the test quadratic: 25 rounds of 8 MB each, minutes
@@ -130,7 +133,8 @@ TEST_CASE("reset killed at any moment leaves each file the learner's or the stub
     int killed_mid_way = 0, stubs_seen = 0;
     constexpr int rounds = 25;
     for (int round = 1; round <= rounds; ++round) {
-        const std::string mine_cpp = learner_version(alpha_stub, 4, round), mine_hpp = learner_version(header, 4, round);
+        const std::string mine_cpp = learner_version(alpha_stub, 4, round),
+                          mine_hpp = learner_version(header, 4, round);
         write_text(c.cpp, mine_cpp);
         write_text(c.hpp, mine_hpp);
         const auto delay = std::chrono::microseconds(when(rng));
@@ -148,7 +152,8 @@ TEST_CASE("reset killed at any moment leaves each file the learner's or the stub
         if (now_hpp == header) CHECK(std::count(backups.begin(), backups.end(), mine_hpp) == 1);
     }
     // The kills must really have landed inside resets, and on both sides of the restore.
-    std::printf("reset killed mid-way %d of %d times; %d times after the stub was in place\n", killed_mid_way, rounds, stubs_seen);
+    std::printf("reset killed mid-way %d of %d times; %d times after the stub was in place\n", killed_mid_way, rounds,
+                stubs_seen);
     CHECK(killed_mid_way >= rounds / 3);
     CHECK(stubs_seen < rounds);
 }

@@ -107,7 +107,8 @@ TEST_CASE("softmax of a row that is entirely -inf is zeros, next to a normal row
     }
 }
 
-TEST_CASE("attention with scores +-1e4 at d_head 256 equals the hand-worked weights in every path", "[numerics][attention]") {
+TEST_CASE("attention with scores +-1e4 at d_head 256 equals the hand-worked weights in every path",
+          "[numerics][attention]") {
     const ThreeKeys t;
     SECTION("scaled_dot_product_attention, fused (no weights)") {
         ThreeKeys::check_output(scaled_dot_product_attention(t.q, t.k, t.v));
@@ -119,9 +120,7 @@ TEST_CASE("attention with scores +-1e4 at d_head 256 equals the hand-worked weig
         CHECK(std::abs(w(0, 0, 0, 1) - p1) < 1e-6);
         CHECK(w(0, 0, 0, 2) == 0.0f);
     }
-    SECTION("attention_reference") {
-        ThreeKeys::check_output(attention_reference(t.q, t.k, t.v));
-    }
+    SECTION("attention_reference") { ThreeKeys::check_output(attention_reference(t.q, t.k, t.v)); }
     SECTION("the naive kernel on the emulator (the one kernel built for any d_head)") {
         REQUIRE(kernels::supports(kernels::Version::naive, 256));
         kernels::Problem p;
@@ -143,8 +142,9 @@ TEST_CASE("attention with scores +-1e4 at d_head 256 equals the hand-worked weig
     }
 }
 
-TEST_CASE("MultiHeadAttention with scores +-1e4 at d_head 256: fused and weights paths agree with the hand-worked weights",
-          "[numerics][attention]") {
+TEST_CASE(
+    "MultiHeadAttention with scores +-1e4 at d_head 256: fused and weights paths agree with the hand-worked weights",
+    "[numerics][attention]") {
     // d_model 256, one head, every projection the identity: the heads see query, key and value as given.
     const ThreeKeys t;
     constexpr std::size_t d = 256;
@@ -167,7 +167,7 @@ TEST_CASE("MultiHeadAttention with scores +-1e4 at d_head 256: fused and weights
     const Tensor3 value = drop_heads(t.v);  // (1, N_k=3, d_model)
     for (const bool with_weights : {false, true}) {
         INFO((with_weights ? "weights path" : "fused path"));
-        Tensor4 w;  // (B, H, N_q, N_k)
+        Tensor4 w;                                                                            // (B, H, N_q, N_k)
         const Tensor3 out = mha.forward(query, key, value, {}, with_weights ? &w : nullptr);  // (1, 1, d_model)
         Tensor4 as4 = Tensor4::from_shape({1, 1, 1, d});
         std::copy(out.begin(), out.end(), as4.begin());
@@ -215,20 +215,22 @@ TEST_CASE("a query whose keys are all masked gets zeros, not NaN, in every libra
         const Tensor3 seq = rng.normal<3>({2, 4, 48});  // (B, N, d_model)
         for (const bool with_weights : {false, true}) {
             INFO((with_weights ? "weights path" : "fused path"));
-            Tensor4 mw;  // (B, H, N, N)
+            Tensor4 mw;                                                             // (B, H, N, N)
             const Tensor3 out = mha.forward(seq, o, with_weights ? &mw : nullptr);  // (B, N, d_model)
             CHECK(all_finite(out));
             bool bias_only = true;
             for (std::size_t c = 0; c < 48; ++c) {
                 bias_only = bias_only && std::abs(out(0, 0, c) - mha.out_proj_bias(c)) < 1e-6;
-                for (std::size_t i = 0; i < 4; ++i) bias_only = bias_only && std::abs(out(1, i, c) - mha.out_proj_bias(c)) < 1e-6;
+                for (std::size_t i = 0; i < 4; ++i)
+                    bias_only = bias_only && std::abs(out(1, i, c) - mha.out_proj_bias(c)) < 1e-6;
             }
             CHECK(bias_only);
         }
     }
 }
 
-TEST_CASE("float32 attention is within the stated tolerance of double precision at every lesson's sizes", "[numerics][attention]") {
+TEST_CASE("float32 attention is within the stated tolerance of double precision at every lesson's sizes",
+          "[numerics][attention]") {
     struct Size {
         const char* lesson;
         std::size_t batch, heads, nq, nk, d_head;
@@ -237,10 +239,14 @@ TEST_CASE("float32 attention is within the stated tolerance of double precision 
     // The lessons' defaults: 01 one head of d 64; 02-04 d_model 64 in 8 heads; 03's cross-attention
     // reads M = 7 keys; 05 computes no attention; 06 N = 1024 in 2 heads of 64. Plus d_head 256.
     const Size sizes[] = {
-        {"01_single_head", 2, 1, 5, 5, 64, false},   {"02_split_merge", 2, 8, 5, 5, 8, false},
-        {"03_multi_head", 2, 8, 5, 5, 8, false},     {"03_multi_head cross", 2, 8, 5, 7, 8, false},
-        {"04_causal_mask", 2, 8, 5, 5, 8, true},     {"06_cuda_kernel", 1, 2, 1024, 1024, 64, false},
-        {"06_cuda_kernel --causal", 1, 2, 1024, 1024, 64, true}, {"d_head 256", 1, 2, 64, 64, 256, false},
+        {"01_single_head", 2, 1, 5, 5, 64, false},
+        {"02_split_merge", 2, 8, 5, 5, 8, false},
+        {"03_multi_head", 2, 8, 5, 5, 8, false},
+        {"03_multi_head cross", 2, 8, 5, 7, 8, false},
+        {"04_causal_mask", 2, 8, 5, 5, 8, true},
+        {"06_cuda_kernel", 1, 2, 1024, 1024, 64, false},
+        {"06_cuda_kernel --causal", 1, 2, 1024, 1024, 64, true},
+        {"d_head 256", 1, 2, 64, 64, 256, false},
     };
     std::uint64_t seed = 11;
     for (const Size& s : sizes) {
@@ -255,7 +261,8 @@ TEST_CASE("float32 attention is within the stated tolerance of double precision 
     }
 }
 
-TEST_CASE("random logits up to +-1e4 at d_head 256 stay finite and close to the double reference", "[numerics][attention]") {
+TEST_CASE("random logits up to +-1e4 at d_head 256 stay finite and close to the double reference",
+          "[numerics][attention]") {
     Qkv x(1, 2, 64, 64, 256, 5);
     x.q *= 600.0f;  // q . k / 16 has a standard deviation of 600: scores reach +-1e4 and beyond
     const Tensor4 ref = attention_reference(x.q, x.k, x.v);  // (B, H, N, d_head)
