@@ -104,6 +104,7 @@ namespace {
   endforeach()
   if(wrappers)
     add_library(headwise_grade_${id}_mistakes OBJECT EXCLUDE_FROM_ALL ${wrappers})
+    set_target_properties(headwise_grade_${id}_mistakes PROPERTIES HEADWISE_LEARNER_CODE ON)
   else()
     add_library(headwise_grade_${id}_mistakes INTERFACE)
   endif()
@@ -226,6 +227,7 @@ endfunction()
 function(_headwise_grader target id)
   cmake_parse_arguments(arg "" "" "SOURCES;INCLUDES" ${ARGN})
   add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES} "${CMAKE_CURRENT_BINARY_DIR}/${id}/subject.cpp")
+  set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)  # no -Werror (HeadwiseTargets.cmake)
   target_include_directories(${target} PRIVATE ${arg_INCLUDES})
   target_link_libraries(${target} PRIVATE
     headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_support headwise_grade_deps

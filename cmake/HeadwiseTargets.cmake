@@ -6,7 +6,8 @@ add_library(headwise::options ALIAS headwise_options)
 target_compile_features(headwise_options INTERFACE cxx_std_20)
 target_compile_options(headwise_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
-  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_WERROR}>>:-Werror>
+  # Never on learner code (a grader's subject, the mistakes): its warnings are shown, not fatal.
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_WERROR}>,$<NOT:$<BOOL:$<TARGET_PROPERTY:HEADWISE_LEARNER_CODE>>>>:-Werror>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_CCACHE_PROGRAM}>>:-fpch-preprocess>)
 if(HEADWISE_SANITIZE)
   target_compile_options(headwise_options INTERFACE
