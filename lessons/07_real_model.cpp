@@ -27,6 +27,8 @@
 #include "headwise/heatmap.hpp"
 #include "headwise/lesson.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,8 +39,9 @@ using namespace headwise;
 
 namespace {
 
-const std::string tired = "The animal didn't cross the street because it was too tired.";
-const std::string wide = "The animal didn't cross the street because it was too wide.";
+// One sentence, two endings: what was "too tired" is the dog, what was "too tall" is the fence.
+const std::string tired = "The dog could not jump the fence because it was too tired.";
+const std::string tall = "The dog could not jump the fence because it was too tall.";
 
 // A multi-line block (a heat map) printed indented under the lesson's text.
 void print_indented(const std::string& block) {
@@ -293,35 +296,35 @@ int main(int argc, char** argv) {
 
         // -----------------------------------------------------------------------------------------
         trace.section("step 8: where does \"it\" look?");
-        // Run the two Winograd sentences and read the row of "it" in every head.
-        const bert::Batch pair = bert::tokenize(model, {tired, wide});  // (2, 16): same length, no padding
+        // Run the two sentences (a Winograd pair) and read the row of "it" in every head.
+        const bert::Batch pair = bert::tokenize(model, {tired, tall});  // (2, 15): same length, no padding
         const bert::Outputs pair_out = bert::forward(model, pair, keep);
         const auto pair_tokens = vocab.encode(tired).tokens;
-        const std::size_t it = find_token(pair_tokens, "it"), animal = find_token(pair_tokens, "animal"),
-                          street = find_token(pair_tokens, "street");
+        const std::size_t it = find_token(pair_tokens, "it"), dog = find_token(pair_tokens, "dog"),
+                          fence = find_token(pair_tokens, "fence");
         auto on = [&](std::size_t b, std::size_t l, std::size_t h, std::size_t key) {
             return static_cast<double>(pair_out.attention[l](b, h, it, key));
         };
-        const auto it_ranked = rank_heads(L, H, [&](std::size_t l, std::size_t h) { return on(0, l, h, animal); });
-        fmt::print("  the heads where \"it\" (position {}) puts the most weight on \"animal\" (position {}):\n", it,
-                   animal);
-        fmt::print("    {:<7} {:>24} {:>24}\n", "head", "\"...too tired.\" animal", "\"...too wide.\" animal");
-        fmt::print("    {:<7} {:>24} {:>24}\n", "", "(street)", "(street)");
+        const auto it_ranked = rank_heads(L, H, [&](std::size_t l, std::size_t h) { return on(0, l, h, dog); });
+        fmt::print("  the heads where \"it\" (position {}) puts the most weight on \"dog\" (position {}):\n", it, dog);
+        fmt::print("    {:<7} {:>24} {:>24}\n", "head", "\"...too tired.\" dog", "\"...too tall.\" dog");
+        fmt::print("    {:<7} {:>24} {:>24}\n", "", "(fence)", "(fence)");
+        std::vector<std::string> moved, stayed;  // with "tall": heads now on "fence", heads still on "dog"
         for (std::size_t r = 0; r < 4; ++r) {
             const Ranked& h = it_ranked[r];
             fmt::print("    {:<7} {:>15.3f} ({:.3f}) {:>15.3f} ({:.3f})\n", head_name(h.layer, h.head),
-                       on(0, h.layer, h.head, animal), on(0, h.layer, h.head, street), on(1, h.layer, h.head, animal),
-                       on(1, h.layer, h.head, street));
-        }
-        std::size_t still_animal = 0;
-        for (std::size_t r = 0; r < 4; ++r) {
-            const Ranked& h = it_ranked[r];
-            still_animal += on(1, h.layer, h.head, animal) > on(1, h.layer, h.head, street);
+                       on(0, h.layer, h.head, dog), on(0, h.layer, h.head, fence), on(1, h.layer, h.head, dog),
+                       on(1, h.layer, h.head, fence));
+            const bool to_fence = on(1, h.layer, h.head, fence) > on(1, h.layer, h.head, dog);
+            (to_fence ? moved : stayed).push_back(head_name(h.layer, h.head));
         }
         fmt::print(
-            "  with \"wide\" the street is what was wide, yet {} of these 4 heads still prefer \"animal\":\n"
-            "  they link the pronoun to the subject of the sentence; they do not solve the Winograd puzzle.\n",
-            still_animal);
+            "  with \"tall\" the fence is what was too tall.\n"
+            "  heads that move to \"fence\": {}; heads that stay on \"dog\": {}.\n"
+            "  A head that moves reads the adjective; one that stays links the pronoun to the subject, whatever "
+            "follows.\n",
+            moved.empty() ? "none" : fmt::format("{}", fmt::join(moved, ", ")),
+            stayed.empty() ? "none" : fmt::format("{}", fmt::join(stayed, ", ")));
 
         // -----------------------------------------------------------------------------------------
         trace.section(fmt::format("step 9: broad and sharp heads -- entropy, and layer {} drawn", show_layer));

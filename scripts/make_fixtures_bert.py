@@ -30,7 +30,7 @@ MODEL = os.environ.get("HEADWISE_MODEL_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "headwise", "models", "all-MiniLM-L6-v2")
 
 TOKENIZER_CASES = [
-    "The animal didn't cross the street because it was too tired.",
+    "The dog could not jump the fence because it was too tired.",
     "Café crème brûlée in São Paulo, naïve Zoë!",
     "ÉCOLE NORMALE SUPÉRIEURE",
     "In 2024, 3.14159 is roughly π and 1,000,000 is a million.",
@@ -49,8 +49,8 @@ TOKENIZER_CASES = [
 ]
 
 FORWARD_CASES = [
-    ("tired", ["The animal didn't cross the street because it was too tired."]),
-    ("wide", ["The animal didn't cross the street because it was too wide."]),
+    ("tired", ["The dog could not jump the fence because it was too tired."]),
+    ("tall", ["The dog could not jump the fence because it was too tall."]),
     ("accents", ["Café crème brûlée in São Paulo, naïve Zoë!"]),
     ("numbers", ["In 2024, 3.14159 is roughly π and 1,000,000 is a million."]),
     ("pieces", ["Tokenization of unbelievably hyperparameterized words."]),

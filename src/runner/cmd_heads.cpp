@@ -131,7 +131,7 @@ void add_heads_command(CLI::App& app, Action& action) {
         "heads", "lesson 07's trained model on your sentence: tokens, head roles, a heat map, .npy out");
     cmd->footer(
         "Example:\n"
-        "  ./headwise heads --sentence \"The animal didn't cross the street because it was too tired.\" \\\n"
+        "  ./headwise heads --sentence \"The dog could not jump the fence because it was too tired.\" \\\n"
         "                   --layer 0 --head 2 --attention att.npy --embedding emb.npy\n"
         "The model comes from scripts/fetch-model (HEADWISE_MODEL_DIR points at another copy).\n");
     cmd->add_option("--sentence", a->sentence, "the text to run (UTF-8, at most 512 tokens with [CLS] and [SEP])")
