@@ -25,7 +25,8 @@
 # file and relinks one binary.
 #
 # Grade builds are sanitized where the subject is: its sources (and the library code it calls,
-# a sanitized copy built once, headwise_grade_core_sanitized) compile with AddressSanitizer and
+# sanitized copies built once, headwise_grade_core_sanitized and, for kernels, the emulator's
+# headwise_grade_emulator_sanitized) compile with AddressSanitizer and
 # UndefinedBehaviorSanitizer, abort on the first error, xtensor's bounds checks and NDEBUG off,
 # and the learner's warnings on (-Wall -Wextra -Wconversion -Wsign-compare, never errors). The
 # test cases and the catalogue stay plain: the default build and the lessons are untouched.
@@ -49,6 +50,7 @@ function(headwise_add_exercise id dir)
     set(link_options -Wl,--wrap=__cxa_throw)
     set(subject_pch headwise_pch)
   endif()
+  list(APPEND subject_options ${HEADWISE_GRADE_SUBJECT_OPTIONS_${id}})  # tests/grade/CMakeLists.txt
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${dir}")
   set(exercise_dir "${PROJECT_SOURCE_DIR}/exercises/${dir}")
   set(solution_includes "${solution_dir}" "${PROJECT_SOURCE_DIR}/solutions/common")
@@ -179,9 +181,14 @@ namespace {
       DEPENDS "${spec}" "${solution_dir}/${first_source}" headwise_gradetool
       COMMENT "Making the learner-style mistake ${stem}")
     _headwise_grader(headwise_meta_${id}_learner_${key} ${id} SOURCES "${patched}" INCLUDES ${solution_includes})
-    # 10 s: a mistake that loops for ever is stopped (and diagnosed) after that.
+    # 10 s (or HEADWISE_GRADE_LEARNER_TIMEOUT_<id>): a mistake that loops for ever is stopped (and
+    # diagnosed) after that.
+    set(timeout 10)
+    if(DEFINED HEADWISE_GRADE_LEARNER_TIMEOUT_${id})
+      set(timeout ${HEADWISE_GRADE_LEARNER_TIMEOUT_${id}})
+    endif()
     _headwise_meta_test(${id} learner_${key} "grader ${id} diagnoses the learner's mistake '${key}'" "${patched}"
-      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=10)
+      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${timeout})
   endforeach()
 
   # scripts/mutate's subject: build/mutants/<dir>/<first source>, written by the script (a copy
@@ -238,6 +245,9 @@ function(_headwise_grader target id)
   target_link_options(${target} PRIVATE ${link_options})
   if(HEADWISE_GRADE_SANITIZE AND NOT id IN_LIST HEADWISE_GRADE_UNSANITIZED)
     target_link_libraries(${target} PRIVATE headwise_grade_core_sanitized)
+    if(HEADWISE_EXERCISE_${id}_LIBS MATCHES "headwise::(kernels|emulator)")
+      target_link_libraries(${target} PRIVATE headwise_grade_emulator_sanitized)
+    endif()
   endif()
   if(HEADWISE_HAVE_GOLD)
     target_link_options(${target} PRIVATE -fuse-ld=gold)

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <regex>
 
+#include <cxxabi.h>
 #include <execinfo.h>
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -51,8 +53,20 @@ std::vector<std::string> axis_names(std::string_view dims, std::size_t rank) {
     return names;
 }
 
-std::vector<std::size_t> unravel(std::size_t flat, std::span<const std::size_t> shape) {
-    std::vector<std::size_t> index(shape.size());
+// A multi-index of a tensor of rank <= 8, without a heap allocation: the pattern checks unravel
+// every element, for every catalogued mistake a failing check is compared with.
+struct Index {
+    std::array<std::size_t, 8> at{};
+    std::size_t rank = 0;
+    explicit Index(std::size_t r) : rank(r) {}
+    std::size_t& operator[](std::size_t d) { return at[d]; }
+    std::size_t operator[](std::size_t d) const { return at[d]; }
+    std::size_t size() const { return rank; }
+    operator std::span<const std::size_t>() const { return {at.data(), rank}; }
+};
+
+Index unravel(std::size_t flat, std::span<const std::size_t> shape) {
+    Index index(shape.size());
     for (std::size_t d = shape.size(); d-- > 0;) {
         index[d] = shape[d] == 0 ? 0 : flat % shape[d];
         flat = shape[d] == 0 ? 0 : flat / shape[d];
@@ -113,6 +127,36 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
         if (all)
             found.push_back(
                 fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c)));
+    }
+    // A factor per row (every axis but the last): each row right up to its own scale, as when a
+    // softmax's normaliser is wrong (the weights of a row do not sum to 1). Reported only when
+    // one factor does not do it for all.
+    if (rank >= 2 && shape[rank - 1] >= 2 && found.empty()) {
+        const std::size_t width = shape[rank - 1], rows = n / width;
+        double low = INFINITY, high = -INFINITY;
+        bool all = rows >= 2;
+        for (std::size_t r = 0; all && r < rows; ++r) {
+            double re = 0, rr = 0, lo = INFINITY, hi = -INFINITY;
+            for (std::size_t j = r * width; j < (r + 1) * width; ++j) {
+                re += double(actual[j]) * expected[j];
+                rr += double(expected[j]) * expected[j];
+                lo = std::min(lo, double(expected[j])), hi = std::max(hi, double(expected[j]));
+            }
+            // A row whose entries are all equal is a multiple of any other such row: it says nothing.
+            if (rr == 0 || !std::isfinite(re) || hi - lo <= tol.abs) {
+                all = false;
+                break;
+            }
+            const double c = re / rr;
+            for (std::size_t j = r * width; all && j < (r + 1) * width; ++j)
+                all = agrees(actual[j], c * expected[j], tol);
+            low = std::min(low, c), high = std::max(high, c);
+        }
+        if (all && high - low > 1e-3)
+            found.push_back(fmt::format(
+                "each row along {} is the expected row times its own factor (from {:.4g} to {:.4g}): the rows "
+                "are right up to a scale, as when a softmax's normaliser is wrong (weights that do not sum to 1)",
+                names[rank - 1], low, high));
     }
     // A constant offset (e.g. accumulated with += into memory never set to 0).
     {
@@ -184,7 +228,11 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
         }
         bool identity = true;
         for (std::size_t s = 0; s < m; ++s) identity = identity && perm[s] == s;
-        if (all && !identity) {
+        // Only a true reordering: two slices equal to the same expected one (equal rows) are not.
+        std::vector<std::size_t> sorted = perm;
+        std::ranges::sort(sorted);
+        const bool bijective = std::ranges::adjacent_find(sorted) == sorted.end();
+        if (all && !identity && bijective) {
             std::string order;
             for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
                 order += fmt::format("{}{}", s ? ", " : "", perm[s]);
@@ -253,7 +301,19 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
             "read or returned before they were ever written (uninitialised; from_shape does not fill)",
             unwritten, std::bit_cast<float>(0xbebebebeu));
     }
-    if (first_bad < expected.size()) {
+    // NaNs with the bits of std::numeric_limits<float>::quiet_NaN(), which arithmetic on x86 never
+    // makes (0/0, inf - inf give 0xffc00000): what the graders fill an output with before a kernel
+    // writes it (exercise 06), so elements the code never wrote.
+    std::size_t never_written = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(actual[i]) == 0x7fc00000u && std::isfinite(expected[i])) ++never_written;
+    if (never_written > 0 && std::bit_cast<std::uint32_t>(actual[first_bad]) == 0x7fc00000u) {
+        o.detail += fmt::format(
+            "; {} of them, the first at {}, hold the NaN of std::numeric_limits<float>::quiet_NaN(), not one "
+            "arithmetic makes (0/0 gives another): elements never written where the output starts as that NaN "
+            "(exercise 06) -- a row, head or batch the code skips, or writes somewhere else",
+            never_written, named_index(first_bad, expected_shape, names));
+    } else if (first_bad < expected.size()) {
         o.detail += fmt::format(
             "; first {} at {} where the expected value is finite (the inputs are finite, so your "
             "code produced it: exp of a large score? 0/0?)",
@@ -516,16 +576,44 @@ std::string translate(std::string message) {
     if (message.find("assertion failed") != std::string::npos) {
         return "an xtensor check failed (" + message + ")";
     }
+    // The emulator's bounds check on global memory: "global memory load out of bounds: index 800
+    // of a 800-element buffer, in block (1,0,0) thread (36,0,0)".
+    if (const auto at = message.find("out of bounds: index ");
+        message.starts_with("global memory ") && at != std::string::npos) {
+        long index = 0;
+        unsigned long size = 0;
+        if (std::sscanf(message.c_str() + at, "out of bounds: index %ld of a %lu-element buffer", &index, &size) == 2) {
+            const std::string how =
+                index < 0
+                    ? fmt::format("{} before its start: a negative index (a row or offset computed wrong?)", -index)
+                : std::size_t(index) == size
+                    ? std::string("just past its end: a loop bound one too far (<= instead of <)?")
+                    : fmt::format("{} past its end: a row, head or offset out of range?", std::size_t(index) - size);
+            return fmt::format("{} (valid: 0 to {}; the index is {})", message, size == 0 ? 0 : size - 1, how);
+        }
+    }
     return message;
+}
+
+// "headwise::usage_error" for the mangled name typeid gives.
+std::string type_name(const std::exception& e) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+    std::string text = status == 0 && name != nullptr ? name : typeid(e).name();
+    std::free(name);
+    return text;
 }
 }  // namespace
 
 Diagnosis describe_exception(const std::string& what, const std::exception& e) {
     Diagnosis d;
-    const char* type = typeid(e).name();
-    int status = 0;
-    (void)status;
-    d.message = fmt::format("{}: threw an exception ({}): {}", what, type, translate(e.what()));
+    const std::string type = type_name(e);
+    // The emulator stops a launch with a launch_error: out of bounds, a race, a barrier not
+    // every thread reaches, a warp that diverged. It is the kernel that went wrong, not a throw.
+    if (type == "headwise::emulator::launch_error")
+        d.message = fmt::format("{}: the emulator stopped the kernel: {}", what, translate(e.what()));
+    else
+        d.message = fmt::format("{}: threw an exception ({}): {}", what, type, translate(e.what()));
     if (__sanitizer_symbolize_pc != nullptr) {
         const auto files = subject_files();
         for (int i = 0; i < throw_depth && d.where.empty(); ++i) {
@@ -552,6 +640,8 @@ Diagnosis describe_exception(const std::string& what, const std::exception& e) {
         d.lesson = "docs/xtensor-for-pytorch-users.md, \"Broadcasting\"";
     } else if (d.message.find("index is outside") != std::string::npos) {
         d.lesson = "docs/xtensor-for-pytorch-users.md, \"Indices, shapes and loop bounds\"";
+    } else if (d.message.find("the emulator stopped the kernel") != std::string::npos) {
+        d.lesson = "docs/06_cuda_kernel.md, \"Pitfalls, with the lesson's numbers\"";
     }
     d.large = false;
     return d;
