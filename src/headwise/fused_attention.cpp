@@ -1,11 +1,11 @@
 #include "headwise/fused_attention.hpp"
 
 #include "headwise/blas.hpp"
+#include "headwise/huge_pages.hpp"
 #include "headwise/parallel.hpp"
 #include "headwise/vexp.hpp"
 
 #include <immintrin.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -363,13 +363,13 @@ float* thread_workspace(std::size_t n, int slot) {
         std::free(b.data);
         b.data = nullptr;
         b.size = 0;
-        // 2 MiB huge pages (a hint the kernel may ignore): a first call, e.g. `headwise attend`'s
-        // only one, then takes a few dozen page faults instead of thousands.
+        // Aligned to 2 MiB huge pages: a first call, e.g. `headwise attend`'s only one, then takes
+        // a few dozen page faults instead of thousands.
         constexpr std::size_t huge_page = std::size_t{2} << 20;
         const std::size_t bytes = (n * sizeof(float) + huge_page - 1) / huge_page * huge_page;
         void* p = std::aligned_alloc(huge_page, bytes);
         if (p == nullptr) throw std::bad_alloc();
-        madvise(p, bytes, MADV_HUGEPAGE);
+        prefer_huge_pages(p, bytes);
         b.data = static_cast<float*>(p);
         b.size = bytes / sizeof(float);
     }
