@@ -165,8 +165,17 @@ void check_output_paths(const AttendArgs& a) {
         throw usage_error(fmt::format("--output and --weights are the same file ({})", a.output));
 }
 
+// A one-shot process pays for every fresh byte it touches: a page fault and the kernel zeroing
+// the page, about 1 ms per MiB on this project's VM. The forward's workspace is the largest of
+// them: 48 MiB at (8, 512, 512, 8) under the library's 64 MiB budget, which a program calling
+// forward in a loop touches once and reuses, but `attend` touches once and exits. With 16 MiB
+// the forward goes two batch elements at a time (10 MiB) and the whole process took 147 ms of
+// CPU against 177 ms, in one run (docs/performance.md); a warm forward is ~3% slower that way.
+constexpr std::size_t attend_workspace_budget = std::size_t{16} << 20;
+
 int attend(const AttendArgs& a) {
     check_output_paths(a);
+    detail::set_fused_budget(attend_workspace_budget);
     const auto heads = static_cast<std::size_t>(a.heads);
 
     // Inputs, each checked for rank, empty dimensions and NaN/Inf as it is read.
