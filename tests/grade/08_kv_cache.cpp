@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 
 using namespace headwise;
 using grade::Ex08;
@@ -44,9 +45,19 @@ struct Setup {
     }
 };
 
+// A projection handed no token at all refuses it (instead of reading an empty block).
+void require_a_token(const Tensor3& x) {
+    if (x.shape()[1] == 0) {
+        throw std::invalid_argument(fmt::format(
+            "project() was handed x of shape {}: no token at all (an empty view: a range past the last token?)",
+            grade::shape_of(x)));
+    }
+}
+
 // The grader's projections: the library's, counting every token row they project into `rows`.
 decoding::Project counting_projection(const GroupedQueryAttention& m, const std::shared_ptr<std::size_t>& rows) {
     return [&m, rows](const Tensor3& x) {
+        require_a_token(x);
         *rows += x.shape()[0] * x.shape()[1];
         return decoding::Projection{m.project_q(x), m.project_k(x), m.project_v(x)};
     };
@@ -132,6 +143,7 @@ TEST_CASE("decode_step: two tokens worked by hand, one K/V head shared by two qu
     const Tensor4 v0 = {{{{3.0f, -1.0f}}}}, v1 = {{{{-1.0f, 7.0f}}}};
     // The projections of tokens 0 and 1, by position (token n's x is filled with n).
     const decoding::Project by_hand = [&](const Tensor3& x) {
+        require_a_token(x);
         decoding::Projection p{q0, k0, v0};
         for (std::size_t i = 1; i < x.shape()[1]; ++i) {  // a second token in the block: stack along N
             const bool second = x(0, i, 0) == 1.0f;
