@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <regex>
 
+#include <cxxabi.h>
 #include <execinfo.h>
 #include <algorithm>
 #include <bit>
@@ -558,9 +559,11 @@ std::string translate(std::string message) {
 
 Diagnosis describe_exception(const std::string& what, const std::exception& e) {
     Diagnosis d;
-    const char* type = typeid(e).name();
+    // The exception's type as the learner wrote it (std::invalid_argument, not St16invalid_argument).
     int status = 0;
-    (void)status;
+    char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+    const std::string type = status == 0 && demangled != nullptr ? demangled : typeid(e).name();
+    std::free(demangled);
     d.message = fmt::format("{}: threw an exception ({}): {}", what, type, translate(e.what()));
     if (__sanitizer_symbolize_pc != nullptr) {
         const auto files = subject_files();
