@@ -16,6 +16,7 @@
 #include <xtensor/xview.hpp>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -121,13 +122,32 @@ Tensor4 library_decode(const GroupedQueryAttention& m, const Tensor3& x) {
 
 enum class Oracle { recompute, library };
 
-void expect_decode(const Problem& p, Oracle oracle) {
-    const Setup s(p);
+// In the lesson's order (step 1, then step 6): what the run left in the cache, then the outputs
+// of every step. One run per implementation serves both checks; a cache that matched says the
+// outputs' difference arises in the attention over it. `scale` multiplies the projection weights
+// (large scores).
+void expect_decode(const Problem& p, Oracle oracle, float scale = 1.0f) {
+    Setup s(p);
+    s.m.in_proj_weight *= scale;
+    std::map<decltype(Ex08::decode_step), Run> runs;
+    const auto run = [&](const Ex08& ex) -> const Run& {
+        const auto it = runs.find(ex.decode_step);
+        if (it != runs.end()) return it->second;
+        return runs.emplace(ex.decode_step, run_steps(ex, s.m, s.x, p.steps)).first->second;
+    };
+    const std::string label = p.label() + (scale != 1.0f ? fmt::format(", projections x{}", scale) : "");
+    const bool k_ok = grade::expect<Ex08>(
+        "cache.k after " + label, [&](const Ex08& ex) { return run(ex).cache.k; }, s.m.project_k(s.x),
+        "B, H_kv, position, d_head");
+    const bool v_ok = grade::expect<Ex08>(
+        "cache.v after " + label, [&](const Ex08& ex) { return run(ex).cache.v; }, s.m.project_v(s.x),
+        "B, H_kv, position, d_head");
     const Tensor4 expected = oracle == Oracle::recompute ? full_recompute(s.m, s.x) : library_decode(s.m, s.x);
     grade::expect<Ex08>(
-        fmt::format("decode_step, {} (outputs of every step, vs {})", p.label(),
+        fmt::format("decode_step, {} (outputs of every step, vs {})", label,
                     oracle == Oracle::recompute ? "the full causal recompute" : "the library's KV cache"),
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, p.steps).out; }, expected, "B, H, step, d_head");
+        [&](const Ex08& ex) { return run(ex).out; }, expected, "B, H, step, d_head", {},
+        k_ok && v_ok ? "the cache (every token's k and v at its own position)" : "");
 }
 
 }  // namespace
@@ -177,6 +197,12 @@ TEST_CASE("decode_step: grouped-query (H_kv = 2) equals the full causal recomput
 
 TEST_CASE("decode_step: multi-query (H_kv = 1) equals the full causal recompute", "[ex08]") {
     expect_decode({2, 4, 1, 8, 10, 4}, Oracle::recompute);
+}
+
+TEST_CASE("decode_step: large scores (projections x12) stay finite: the softmax subtracts each row's max", "[ex08]") {
+    // Scores of several hundred: exp of one overflows a float, exp of its difference to the max
+    // does not. The oracle is the recompute in double precision.
+    expect_decode({2, 4, 2, 8, 8, 11}, Oracle::recompute, 12.0f);
 }
 
 TEST_CASE("decode_step: 40 steps match the library's KV cache, H = 8 with H_kv in {1, 2, 8}", "[ex08]") {
