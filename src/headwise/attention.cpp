@@ -3,6 +3,7 @@
 
 #include "headwise/blas.hpp"
 #include "headwise/fused_attention.hpp"
+#include "headwise/huge_pages.hpp"
 #include "headwise/parallel.hpp"
 #include "headwise/softmax.hpp"
 
@@ -352,7 +353,8 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
     const FusedPlan plan = plan_fused(batch, heads, d_head, nq, nk);
     // Q, K, V and the merged heads of one chunk (the attention's own scratch is its business).
     float* const buf = workspace(plan.batch_chunk * (2 * nq + 2 * nk) * plan.head_group * d_head);
-    Tensor3 out = Tensor3::from_shape({batch, nq, d});
+    Tensor3 out = Tensor3::from_shape({batch, nq, d});  // (B, N_q, d_model)
+    prefer_huge_pages(out.data(), out.size() * sizeof(float));
     // The key padding mask is (B, N_k): each batch chunk sees its own rows through a shifted copy.
     for (std::size_t b0 = 0; b0 < batch; b0 += plan.batch_chunk) {
         const std::size_t bb = std::min(plan.batch_chunk, batch - b0);

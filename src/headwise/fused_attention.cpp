@@ -1,11 +1,11 @@
 #include "headwise/fused_attention.hpp"
 
 #include "headwise/blas.hpp"
+#include "headwise/huge_pages.hpp"
 #include "headwise/parallel.hpp"
 #include "headwise/vexp.hpp"
 
 #include <immintrin.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -352,24 +352,25 @@ Kernel choose_kernel(std::size_t d_head) {
 void set_default_kernel(Kernel kernel) { default_kernel = kernel; }
 
 float* thread_workspace(std::size_t n, int slot) {
+    // Aligned to 2 MiB huge pages: a first call, e.g. `headwise attend`'s only one, then takes a
+    // few dozen page faults instead of thousands. Allocated with operator new, so that a lesson's
+    // memory limit (lesson_runtime.cpp replaces every form of it) counts the workspace too.
+    constexpr std::align_val_t huge_page{std::size_t{2} << 20};
     struct Block {
         float* data = nullptr;
         std::size_t size = 0;
-        ~Block() { std::free(data); }
+        ~Block() { ::operator delete(data, huge_page); }
     };
     thread_local Block blocks[2];
     Block& b = blocks[slot];
     if (b.size < n) {
-        std::free(b.data);
+        ::operator delete(b.data, huge_page);
         b.data = nullptr;
         b.size = 0;
-        // 2 MiB huge pages (a hint the kernel may ignore): a first call, e.g. `headwise attend`'s
-        // only one, then takes a few dozen page faults instead of thousands.
-        constexpr std::size_t huge_page = std::size_t{2} << 20;
-        const std::size_t bytes = (n * sizeof(float) + huge_page - 1) / huge_page * huge_page;
-        void* p = std::aligned_alloc(huge_page, bytes);
-        if (p == nullptr) throw std::bad_alloc();
-        madvise(p, bytes, MADV_HUGEPAGE);
+        const auto align = static_cast<std::size_t>(huge_page);
+        const std::size_t bytes = (n * sizeof(float) + align - 1) / align * align;
+        void* p = ::operator new(bytes, huge_page);
+        prefer_huge_pages(p, bytes);
         b.data = static_cast<float*>(p);
         b.size = bytes / sizeof(float);
     }

@@ -7,8 +7,10 @@
 // arrays are converted to C order. Every problem is a headwise::usage_error whose one-line
 // message starts with the file name, so a command can print it and exit 2.
 //
-// Writing produces float32 C-order files (xtensor's xnpy writes the header) atomically: the
-// data goes to a temporary file next to the target, which is renamed over it only on commit.
+// Writing produces float32 C-order files atomically: the data goes to a temporary file next to
+// the target, which is renamed over it only on commit. The outputs are recomputable results, so
+// they are not fsync'ed (numpy.save and torch.save do not either): a failed command leaves no
+// partial file, a power cut may. The learner's own files are another matter (runner/exercise_files).
 #pragma once
 
 #include "headwise/tensor.hpp"
@@ -16,6 +18,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headwise::npy {
@@ -57,7 +60,11 @@ Tensor<R> read_tensor(const std::filesystem::path& file, const std::string& what
 // files are accepted: PyTorch reads a float key_padding_mask as additive, not as true/false.
 Mask2 to_mask(const Array& a, const std::string& what);
 
-// The bytes of a float32 C-order .npy file holding `t`.
+// The header of a float32 C-order .npy file of this shape (version 1.0, padded so the data that
+// follows starts at a multiple of 64 bytes, as numpy writes it).
+std::string encode_header(const std::vector<std::size_t>& shape);
+
+// The bytes of a float32 C-order .npy file holding `t`: encode_header, then the data.
 template <std::size_t R>
 std::string encode(const Tensor<R>& t);
 
@@ -67,6 +74,8 @@ std::string encode(const Tensor<R>& t);
 class PendingFile {
 public:
     PendingFile(const std::filesystem::path& target, const std::string& bytes);
+    // The file is these pieces one after the other, written from where they are (no copy).
+    PendingFile(const std::filesystem::path& target, const std::vector<std::string_view>& pieces);
     PendingFile(PendingFile&& other) noexcept;
     PendingFile(const PendingFile&) = delete;
     PendingFile& operator=(const PendingFile&) = delete;
@@ -81,10 +90,18 @@ private:
     std::filesystem::path temp_;
 };
 
-// Writes `t` to `target` atomically (PendingFile + commit).
+// `t` written under a temporary name beside `target`, straight from the tensor's memory (an
+// output of 8 MiB is not copied into an 8 MiB string first); commit() puts it in place.
+template <std::size_t R>
+PendingFile stage(const std::filesystem::path& target, const Tensor<R>& t) {
+    const std::string header = encode_header(std::vector<std::size_t>(t.shape().begin(), t.shape().end()));
+    return PendingFile(target, {header, {reinterpret_cast<const char*>(t.data()), t.size() * sizeof(float)}});
+}
+
+// Writes `t` to `target` atomically (stage + commit).
 template <std::size_t R>
 void save(const std::filesystem::path& target, const Tensor<R>& t) {
-    PendingFile(target, encode(t)).commit();
+    stage(target, t).commit();
 }
 
 }  // namespace headwise::npy

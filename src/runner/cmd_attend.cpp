@@ -16,6 +16,7 @@
 #include "common.hpp"
 
 #include "headwise/attention.hpp"
+#include "headwise/blas.hpp"
 #include "headwise/cli.hpp"
 #include "headwise/kv_cache.hpp"
 #include "headwise/npy.hpp"
@@ -23,7 +24,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -123,10 +126,12 @@ void require_no_overflow(const Tensor3& query, const Tensor3& key, const Tensor3
     }
 }
 
+// No NaN or Inf in p[0, n): the largest exponent field seen is below all ones. Branch-free over
+// the bits, so the compiler vectorises it (std::isfinite in a loop with an early return is not).
 bool all_finite(const float* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-        if (!std::isfinite(p[i])) return false;
-    return true;
+    std::uint32_t largest = 0;
+    for (std::size_t i = 0; i < n; ++i) largest = std::max(largest, std::bit_cast<std::uint32_t>(p[i]) & 0x7f800000u);
+    return largest < 0x7f800000u;
 }
 
 // Outputs must not clobber an input or each other, and their directory must exist: checked
@@ -161,8 +166,20 @@ void check_output_paths(const AttendArgs& a) {
         throw usage_error(fmt::format("--output and --weights are the same file ({})", a.output));
 }
 
+// A one-shot process pays for every fresh byte it touches: a page fault and the kernel zeroing
+// the page, about 1 ms per MiB on this project's VM. The forward's workspace is the largest of
+// them: 48 MiB at (8, 512, 512, 8) under the library's 64 MiB budget, which a program calling
+// forward in a loop touches once and reuses, but `attend` touches once and exits. With 16 MiB
+// the forward goes two batch elements at a time (10 MiB) and the whole process took 147 ms of
+// CPU against 177 ms, in one run (docs/performance.md); a warm forward is ~3% slower that way.
+constexpr std::size_t attend_workspace_budget = std::size_t{16} << 20;
+
 int attend(const AttendArgs& a) {
     check_output_paths(a);
+    detail::set_fused_budget(attend_workspace_budget);
+    // The forward's GEMMs run on headwise's own threads (parallel.cpp); OpenBLAS stays at one
+    // thread, so its worker threads, stopped before main (blas_coretype.cpp), do not come back.
+    blas::set_threads(1);
     const auto heads = static_cast<std::size_t>(a.heads);
 
     // Inputs, each checked for rank, empty dimensions and NaN/Inf as it is read.
@@ -231,15 +248,15 @@ int attend(const AttendArgs& a) {
     }
 
     // Memory for what is really allocated: the forward's scratch (with --weights, the
-    // (B, H, N_q, N_k) weights, whose .npy bytes are a second copy; without, a bounded workspace
-    // and nothing of size N_q x N_k), the output and its .npy bytes.
+    // (B, H, N_q, N_k) weights; without, a bounded workspace and nothing of size N_q x N_k) and
+    // the output. Files are written straight from the tensors (npy::stage): no second copy.
     const bool want_weights = !a.weights.empty();
-    const std::size_t output_bytes = cli::checked_product({batch, n_q, d_model, 2 * sizeof(float)}, "output");
+    const std::size_t output_bytes = cli::checked_product({batch, n_q, d_model, sizeof(float)}, "output");
     if (want_weights) {
         const std::size_t weight_count =
             cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
         cli::require_memory(
-            cli::checked_product({weight_count, 2 * sizeof(float)}, "attention weights") +
+            cli::checked_product({weight_count, sizeof(float)}, "attention weights") +
                 mha.forward_scratch_bytes(batch, n_q, n_k, true) + output_bytes,
             fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
     } else {
@@ -252,8 +269,11 @@ int attend(const AttendArgs& a) {
     if (grouped)
         gqa = GroupedQueryAttention{
             heads, kv_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj_weight, mha.out_proj_bias};
-    require_no_overflow(query, key, value, grouped ? gqa->with_repeated_kv() : mha);  // the equal MHA bounds GQA
-    Tensor4 weights;  // (B, H, N_q, N_k), only with --weights
+    if (grouped)
+        require_no_overflow(query, key, value, gqa->with_repeated_kv());  // the equal MHA bounds GQA
+    else
+        require_no_overflow(query, key, value, mha);  // (a ?: between the two would copy mha's weights)
+    Tensor4 weights;                                  // (B, H, N_q, N_k), only with --weights
     Tensor4* wanted = want_weights ? &weights : nullptr;
     const Tensor3 output = grouped ? gqa->forward(query, key, value, options, wanted)
                                    : mha.forward(query, key, value, options, wanted);  // (B, N_q, d_model)
@@ -263,7 +283,7 @@ int attend(const AttendArgs& a) {
 
     // Every output is written to a temporary file first; renamed into place only when all are ready.
     std::vector<npy::PendingFile> pending;
-    pending.emplace_back(a.output, npy::encode(output));
+    pending.push_back(npy::stage(a.output, output));
     std::string weights_note;
     if (!a.weights.empty()) {
         if (a.average_weights) {
@@ -275,11 +295,11 @@ int attend(const AttendArgs& a) {
                         for (std::size_t h = 0; h < heads; ++h) sum += weights(b, h, i, j);
                         averaged(b, i, j) = static_cast<float>(sum / double(heads));
                     }
-            pending.emplace_back(a.weights, npy::encode(averaged));
+            pending.push_back(npy::stage(a.weights, averaged));
             weights_note = fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}",
                                        npy::shape_string(shape_of(averaged)), a.weights);
         } else {
-            pending.emplace_back(a.weights, npy::encode(weights));
+            pending.push_back(npy::stage(a.weights, weights));
             weights_note =
                 fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
         }

@@ -68,11 +68,11 @@ int heads(const HeadsArgs& a) {
     if (!a.attention.empty()) {
         Tensor4 all = Tensor4::from_shape({L, H, N, N});  // (L, H, N, N)
         for (std::size_t l = 0; l < L; ++l) xt::view(all, l) = xt::view(out.attention[l], 0);
-        pending.emplace_back(a.attention, npy::encode(all));
+        pending.push_back(npy::stage(a.attention, all));
     }
     if (!a.embedding.empty()) {
         const Tensor1 e = xt::view(out.embedding, 0);  // (d_model,)
-        pending.emplace_back(a.embedding, npy::encode(e));
+        pending.push_back(npy::stage(a.embedding, e));
     }
 
     fmt::print("tokens ({}): {}\n", N, fmt::join(enc.tokens, " "));
