@@ -181,14 +181,14 @@ namespace {
       DEPENDS "${spec}" "${solution_dir}/${first_source}" headwise_gradetool
       COMMENT "Making the learner-style mistake ${stem}")
     _headwise_grader(headwise_meta_${id}_learner_${key} ${id} SOURCES "${patched}" INCLUDES ${solution_includes})
-    # 10 s (or HEADWISE_GRADE_LEARNER_TIMEOUT_<id>): a mistake that loops for ever is stopped (and
+    # 10 s (HEADWISE_GRADE_TIMEOUT_<id> where set): a mistake that loops for ever is stopped (and
     # diagnosed) after that.
-    set(timeout 10)
-    if(DEFINED HEADWISE_GRADE_LEARNER_TIMEOUT_${id})
-      set(timeout ${HEADWISE_GRADE_LEARNER_TIMEOUT_${id}})
+    set(learner_timeout 10)
+    if(DEFINED HEADWISE_GRADE_TIMEOUT_${id})
+      set(learner_timeout ${HEADWISE_GRADE_TIMEOUT_${id}})
     endif()
     _headwise_meta_test(${id} learner_${key} "grader ${id} diagnoses the learner's mistake '${key}'" "${patched}"
-      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${timeout})
+      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${learner_timeout})
   endforeach()
 
   # scripts/mutate's subject: build/mutants/<dir>/<first source>, written by the script (a copy

@@ -7,7 +7,10 @@
 #include <cblas.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <string>
+#include <vector>
 
 using namespace headwise::blas;
 
@@ -45,6 +48,23 @@ const CpuidRecord haswell = intel(15, 0x000306f2, 0x7ffefbff, 0xbfebfbff, 0x0000
 const CpuidRecord core2 = intel(13, 0x0001067a, 0x0408e3fd, 0xbfebfbff, 0, 0, 0, 0);
 
 }  // namespace
+
+// First in this file: no test before it has made a multi-threaded BLAS call.
+TEST_CASE("blas threads: OpenBLAS's idle worker threads are stopped before main, and come back when a call needs them",
+          "[blas]") {
+    const auto threads = [] {
+        return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                             std::filesystem::directory_iterator{});
+    };
+    CHECK(threads() == 1);  // OpenBLAS started one worker per extra core; none is left spinning
+    // A call big enough for OpenBLAS to split still gets the right answer on its restarted threads.
+    const int n = 512;
+    std::vector<float> a(n * n, 1.0f), b(n * n, 2.0f), c(n * n, 0.0f);
+    openblas_set_num_threads(2);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    CHECK(c.front() == 2.0f * n);
+    CHECK(c.back() == 2.0f * n);
+}
 
 TEST_CASE("blas coretype: family and model come out of leaf 1 with the extended fields", "[blas]") {
     CHECK(decode(xeon_model_207).family == 6);

@@ -435,3 +435,81 @@ TEST_CASE("runner commands answer a bad lesson or exercise number with one line 
     CHECK_THAT(c.run({"hint", "3"}).err, Contains("lesson 3 has no exercise (the exercises are 1, 2)"));
     CHECK_THAT(c.run({"reset", "9"}).err, Contains("no lesson '9'"));
 }
+
+namespace {
+
+// A stand-in for `cmake`, first on PATH: prints two of ninja's progress lines for `target`'s build
+// and exits with `rc`.
+void fake_cmake(const fs::path& bin, const std::string& object, const std::string& target, int rc) {
+    write_script(bin / "cmake", fmt::format("#!/bin/sh\necho '[1/2] Building CXX object {}'\nsleep 0.2\n"
+                                            "echo '[2/2] Linking CXX executable {}'\nexit {}\n",
+                                            object, target, rc));
+}
+
+// Runs `command` (a shell command line) on a pseudo-terminal, as from a learner's shell: script(1)
+// from util-linux (Debian's bsdutils, always installed) passes its output through.
+Result run_on_a_terminal(const std::string& command, const Env& env) {
+    TempDir io;
+    Process p({"-qefc", command, "/dev/null"}, env, io.path, std::nullopt, "/usr/bin/script");
+    return p.wait();
+}
+
+}  // namespace
+
+TEST_CASE("grade says it builds first, and on a terminal shows the step it is building", "[runner][grade][progress]") {
+    Course c;
+    // The build fails after its two lines: the grade then reports "does not compile", no grader runs.
+    fake_cmake(c.tmp / "bin", "tests/grade/CMakeFiles/headwise_grade_ex01.dir/alpha.cpp.o",
+               "tests/grade/headwise_grade_ex01", 1);
+    Env env = c.env();
+    env["PATH"] = (c.tmp / "bin").string() + ":/usr/bin:/bin";
+    SECTION("on a terminal: ninja's current step, on one line rewritten in place") {
+        const Result r = run_on_a_terminal(std::string(HEADWISE_RUNNER_EXE) + " grade 1", env);
+        CHECK_THAT(r.out, Contains("headwise: grading exercise ex01 (building what changed first)"));
+        CHECK_THAT(r.out, Contains("\r\033[K  ex01 building: [1/2] Building CXX object tests/grade/"));
+        CHECK_THAT(r.out, Contains("\r\033[K  ex01 building: [2/2] Linking CXX executable"));
+        CHECK_THAT(r.out, Contains("does not compile"));
+    }
+    SECTION("piped: the line that says it builds, and no terminal control characters") {
+        const Result r = c.run({"grade", "1"});
+        CHECK_THAT(r.out, Contains("headwise: grading exercise ex01 (building what changed first)"));
+        CHECK(r.out.find('\r') == std::string::npos);
+        CHECK(r.out.find("[1/2]") == std::string::npos);
+    }
+}
+
+TEST_CASE("./headwise says what it builds before running, and on a terminal shows each build step",
+          "[runner][run][progress]") {
+    // A copy of the real ./headwise script in a scratch root whose set-up scripts, build tree and
+    // runner are stand-ins: what is tested is the script's own output while cmake builds.
+    TempDir root;
+    fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "headwise", root / "headwise");
+    fs::permissions(root / "headwise", fs::perms::owner_all);
+    write_script(root / "scripts" / "install-deps", "#!/bin/sh\nexit 0\n");
+    write_script(root / "scripts" / "fetch-model", "#!/bin/sh\nexit 0\n");
+    write_text(root / "build" / "CMakeCache.txt", "");
+    write_text(root / "build" / "build.ninja", "");
+    write_script(root / "build" / "src" / "headwise", "#!/bin/sh\necho \"the runner ran: $*\"\n");
+    fake_cmake(root / "bin", "lessons/CMakeFiles/01_single_head.dir/01_single_head.cpp.o", "lessons/01_single_head", 0);
+    const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
+    const std::string announced = "headwise: building the runner and the lessons (the first build takes a few minutes";
+    SECTION("on a terminal") {
+        const Result r = run_on_a_terminal((root / "headwise").string() + " run all", env);
+        CHECK(r.code == 0);
+        CHECK_THAT(r.out, Contains(announced));
+        CHECK_THAT(r.out, Contains("\r\033[K  [1/2] Building CXX object lessons/"));
+        CHECK_THAT(r.out, Contains("\r\033[K  [2/2] Linking CXX executable lessons/01_single_head"));
+        CHECK_THAT(r.out, Contains("the runner ran: run all"));
+    }
+    SECTION("piped: the announcement only; the steps go to build/.build.log") {
+        TempDir io;
+        Process p({"run", "all"}, env, io.path, std::nullopt, (root / "headwise").string());
+        const Result r = p.wait();
+        CHECK(r.code == 0);
+        CHECK_THAT(r.out, Contains(announced));
+        CHECK(r.out.find("[1/2]") == std::string::npos);
+        CHECK_THAT(r.out, Contains("the runner ran: run all"));
+        CHECK_THAT(read_text(root / "build" / ".build.log"),
+                   Contains("[2/2] Linking CXX executable lessons/01_single_head"));
+    }
+}

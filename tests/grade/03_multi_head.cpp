@@ -12,7 +12,9 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -27,29 +29,86 @@ MhaParameters parameters_of(const MultiHeadAttention& m) {
     return {m.heads, m.in_proj_weight, m.in_proj_bias, m.out_proj_weight, m.out_proj_bias};
 }
 
-// Checks the output and the per-head weights of one call against `expected_out`/`expected_w`.
+// The library's forward pass (tests/attention_test.cpp checks it against PyTorch) on `p`: the
+// oracle of the projection probes below. Returns the output and fills `weights`.
+Tensor3 library_forward(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                        Tensor4& weights) {
+    MultiHeadAttention m;
+    m.heads = p.heads;
+    m.in_proj_weight = p.in_proj_weight, m.in_proj_bias = p.in_proj_bias;
+    m.out_proj_weight = p.out_proj_weight, m.out_proj_bias = p.out_proj_bias;
+    return m.forward(query, key, value, {}, &weights);
+}
+
+// `p` with projection `block` (0 = W_q, 1 = W_k, 2 = W_v) replaced by `w` and its bias by 0.
+MhaParameters with_block(MhaParameters p, std::size_t block, const Tensor2& w) {
+    const std::size_t d = p.out_proj_weight.shape()[0];
+    xt::view(p.in_proj_weight, xt::range(block * d, (block + 1) * d), xt::all()) = w;
+    if (p.in_proj_bias.size() != 0) xt::view(p.in_proj_bias, xt::range(block * d, (block + 1) * d)) = 0.0f;
+    return p;
+}
+
+// One call's per-head weights (B, H, N_q, N_k) on the subject.
+Tensor4 weights_of(const Ex03& ex, const MhaParameters& p, const Tensor3& query, const Tensor3& key,
+                   const Tensor3& value) {
+    Tensor4 w;
+    ex.multi_head_attention(p, query, key, value, w);
+    return w;
+}
+
+// Checks one call in the lesson's order (step 2): the query and the key projections first, each
+// alone, through the weights (the other one made the identity); then the per-head weights
+// (projections, scores, softmax); then what follows them alone, with uniform weights (W_q = W_k
+// = 0): the value projection, the weighted sum, the merge and W_o; then the output. Each message
+// says what already matched, so a difference is pinned to a stage.
 void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
                 const Tensor3& expected_out, const Tensor4& expected_w, const std::string& label) {
-    const std::string call = fmt::format("multi_head_attention(H = {}, d_model = {}{}, query {}, key {}){}", p.heads,
-                                         p.out_proj_weight.shape()[0], p.in_proj_bias.size() ? ", biases" : "",
-                                         grade::shape_of(query), grade::shape_of(key), label);
-    // In the lesson's order: the per-head weights (projections, scores, softmax), then the output
-    // (weights . v, merged heads, W_o). A wrong output with right weights is a mistake after softmax.
+    const std::size_t d = p.out_proj_weight.shape()[0];
+    const std::string call =
+        fmt::format("multi_head_attention(H = {}, d_model = {}{}, query {}, key {}){}", p.heads, d,
+                    p.in_proj_bias.size() ? ", biases" : "", grade::shape_of(query), grade::shape_of(key), label);
+    const Tensor2 identity = xt::eye<float>(d), zero = xt::zeros<float>({d, d});
+    // The query projection: W_k = I and b_k = 0, so the scores are (query . W_q^T + b_q) . key^T.
+    const MhaParameters q_only = with_block(p, 1, identity);
+    Tensor4 w_probe;
+    library_forward(q_only, query, key, value, w_probe);
+    const bool q_ok = grade::expect<Ex03>(
+        call + ", weights with W_k = I, b_k = 0 (the query projection alone acts)",
+        [&](const Ex03& ex) { return weights_of(ex, q_only, query, key, value); }, w_probe, "B, H, N_q, N_k");
+    // The key projection: W_q = I and b_q = 0, so the scores are query . (key . W_k^T + b_k)^T.
+    const MhaParameters k_only = with_block(p, 0, identity);
+    library_forward(k_only, query, key, value, w_probe);
+    const bool k_ok = grade::expect<Ex03>(
+        call + ", weights with W_q = I, b_q = 0 (the key projection alone acts)",
+        [&](const Ex03& ex) { return weights_of(ex, k_only, query, key, value); }, w_probe, "B, H, N_q, N_k");
+    // Both projections right alone: a difference in the weights arises in the scores or softmax.
+    std::string after = q_ok && k_ok ? "the query and the key projections (each alone)" : "";
     const bool weights_ok = grade::expect<Ex03>(
-        call + ", weights",
+        call + ", weights", [&](const Ex03& ex) { return weights_of(ex, p, query, key, value); }, expected_w,
+        "B, H, N_q, N_k", {}, after);
+    after = weights_ok ? "the per-head weights (projections, scores, softmax)" : "";
+    // The value projection: W_q = W_k = 0 and no q, k biases make every weight 1 / N_k, so the
+    // output is W_o applied to the mean of (value . W_v^T + b_v) over the keys.
+    const MhaParameters v_only = with_block(with_block(p, 0, zero), 1, zero);
+    const Tensor3 out_probe = library_forward(v_only, query, key, value, w_probe);
+    const bool v_ok = grade::expect<Ex03>(
+        call +
+            ", output with W_q = W_k = 0 and no q, k biases (uniform weights: what is left is the value projection, "
+            "the weighted sum, the merge and W_o)",
         [&](const Ex03& ex) {
             Tensor4 w;
-            ex.multi_head_attention(p, query, key, value, w);
-            return w;
+            return ex.multi_head_attention(v_only, query, key, value, w);
         },
-        expected_w, "B, H, N_q, N_k");
+        out_probe, "B, N_q, d_model", {}, after);
+
+    if (v_ok) after += std::string(after.empty() ? "" : " and ") + "the output with uniform weights";
     grade::expect<Ex03>(
         call + ", output",
         [&](const Ex03& ex) {
             Tensor4 w;
             return ex.multi_head_attention(p, query, key, value, w);
         },
-        expected_out, "B, N_q, d_model", {}, weights_ok ? "the per-head weights (projections, scores, softmax)" : "");
+        expected_out, "B, N_q, d_model", {}, after);
 }
 
 struct Config {

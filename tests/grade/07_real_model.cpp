@@ -19,6 +19,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <utility>
 
 using namespace headwise;
 using grade::Ex07;
@@ -70,25 +72,150 @@ ex07::LayerWeights real_layer(const bert::Model& m, std::size_t l) {
     return w;
 }
 
+// The library's BERT layer (tests/bert_test.cpp checks it against transformers' BertLayer) with
+// the exercise's weights: the oracle of the cases transformers did not compute.
+Tensor3 library_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& padding, Tensor4* weights) {
+    bert::Layer lib;
+    lib.attention.heads = w.heads;
+    lib.attention.in_proj_weight = xt::concatenate(xt::xtuple(w.w_q, w.w_k, w.w_v), 0);
+    lib.attention.in_proj_bias = xt::concatenate(xt::xtuple(w.b_q, w.b_k, w.b_v), 0);
+    lib.attention.out_proj_weight = w.w_o, lib.attention.out_proj_bias = w.b_o;
+    lib.ln1_gamma = w.ln1_gamma, lib.ln1_beta = w.ln1_beta, lib.ln2_gamma = w.ln2_gamma, lib.ln2_beta = w.ln2_beta;
+    lib.w_1 = w.w_1, lib.b_1 = w.b_1, lib.w_2 = w.w_2, lib.b_2 = w.b_2;
+    return bert::encoder_layer(lib, x, padding, w.eps, weights);
+}
+
+// One call of encoder_layer per implementation (the subject's or a catalogued mistake's), kept:
+// the weights and the output checks of the same layer share it (a real layer is slow to run
+// sanitized). An implementation that throws throws again on each check.
+class LayerRun {
+public:
+    LayerRun(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& padding) : w_(w), x_(x), padding_(padding) {}
+    const std::pair<Tensor3, Tensor4>& operator()(const Ex07& ex) const {
+        const auto it = runs_.find(ex.encoder_layer);
+        if (it != runs_.end()) return it->second;
+        Tensor4 weights;
+        Tensor3 y = ex.encoder_layer(w_, x_, padding_, weights);
+        return runs_.emplace(ex.encoder_layer, std::make_pair(std::move(y), std::move(weights))).first->second;
+    }
+
+private:
+    const ex07::LayerWeights& w_;
+    const Tensor3& x_;
+    const Mask2& padding_;
+    mutable std::map<decltype(Ex07::encoder_layer), std::pair<Tensor3, Tensor4>> runs_;
+};
+
+// Mean and (biased) variance over d_model of row (b, i) of z = (y - ln2_beta) / ln2_gamma.
+std::pair<double, double> normalised_moments(const Tensor3& y, const ex07::LayerWeights& w, std::size_t b,
+                                             std::size_t i) {
+    const std::size_t d = y.shape()[2];
+    double mean = 0.0, var = 0.0;
+    for (std::size_t c = 0; c < d; ++c) mean += (y(b, i, c) - w.ln2_beta(c)) / w.ln2_gamma(c);
+    mean /= static_cast<double>(d);
+    for (std::size_t c = 0; c < d; ++c) {
+        const double z = (y(b, i, c) - w.ln2_beta(c)) / w.ln2_gamma(c) - mean;
+        var += z * z;
+    }
+    return {mean, var / static_cast<double>(d)};
+}
+
+// The grader's reading of a wrong output: are its rows still LayerNorm_2's? Undoing ln2_gamma
+// and ln2_beta, each row must have mean 0 over d_model and the variance v / (v + eps) of a
+// normalised row (v: the variance of LayerNorm_2's input): at most 1, below 1 when eps is large,
+// and 1 when eps is as small as BERT's (1e-12). Only then can a right LayerNorm_2 be told from a
+// wrong one, and the difference placed before it (`before` says where). Empty when there is
+// nothing certain to say, or a gamma near 0 makes the reading unsafe.
+std::string last_layer_norm_reading(const Tensor3& y, const ex07::LayerWeights& w, const std::string& before) {
+    const std::size_t batch = y.shape()[0], n = y.shape()[1], d = y.shape()[2];
+    if (d != w.ln2_gamma.size() || d != w.ln2_beta.size() || d < 2 || batch * n == 0) return {};
+    for (const float g : w.ln2_gamma)
+        if (!(std::abs(g) > 1e-2f)) return {};
+    const bool tiny_eps = w.eps < 1e-6f;
+    for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto [mean, var] = normalised_moments(y, w, b, i);
+            if (!std::isfinite(mean) || std::abs(mean) > 1e-3 || var > 1.0 + 1e-3) {
+                return fmt::format(
+                    "its rows are not LayerNorm_2's: at (B={}, N={}), (y - ln2_beta) / ln2_gamma has mean {:.4g} "
+                    "and variance {:.4g} over d_model, where a LayerNorm gives mean 0 and variance at most 1 (the "
+                    "last step must be LayerNorm_2 over d_model, with ln2_gamma and ln2_beta)",
+                    b, i, mean, var);
+            }
+            if (tiny_eps && std::abs(var - 1.0) > 1e-3) {
+                return fmt::format(
+                    "its rows are not LayerNorm_2's: at (B={}, N={}), (y - ln2_beta) / ln2_gamma has mean 0 but "
+                    "variance {:.6g} over d_model, where a LayerNorm with eps = {:g} gives 1 (the variance or the "
+                    "division by its square root differs)",
+                    b, i, var, w.eps);
+            }
+            if (w.eps >= 1e-2f && std::abs(var - 1.0) < 1e-5) {
+                return fmt::format(
+                    "at (B={}, N={}), (y - ln2_beta) / ln2_gamma has variance {:.6f} over d_model: exactly 1, but "
+                    "with eps = {} a LayerNorm gives v / (v + eps) < 1 -- is eps added to the variance inside the "
+                    "square root?",
+                    b, i, var, w.eps);
+            }
+        }
+    if (!tiny_eps) return {};
+    return "its rows are LayerNorm_2's (undoing ln2_gamma and ln2_beta: mean 0 and variance 1 over d_model), so the "
+           "difference lies before LayerNorm_2: " +
+           before;
+}
+
+// The layer's output on `layer` (a copy of the weights with some parts switched off); `matched`
+// lists the stages checked so far that matched, and gains `stage` when this one does.
+void expect_output(const std::string& what, const ex07::LayerWeights& layer, const Tensor3& x, const Mask2& padding,
+                   const Tensor3& expected, grade::Tolerance tol, std::string& matched, const std::string& stage,
+                   const std::string& before) {
+    const LayerRun run(layer, x, padding);
+    const bool ok = grade::expect<Ex07>(
+        what, [&](const Ex07& ex) { return run(ex).first; }, expected, "B, N, d_model", tol, matched,
+        [&](const Tensor3& y) { return last_layer_norm_reading(y, layer, before); });
+    if (ok) matched += (matched.empty() ? "" : ", ") + stage;
+}
+
+// In the lesson's order (step 4): the attention weights; then (with `stages`) the layer with
+// parts switched off, so that a difference is pinned to one stage: the two LayerNorms alone
+// (attention and feed-forward outputs zeroed), then the attention sub-layer (feed-forward
+// zeroed); then the whole layer. Each message says which earlier stages matched. The stages
+// run on the small layer only: the real ones are too slow to run four times sanitized.
 void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& padding, const Tensor3& expected,
-                  const Tensor4& expected_weights, const std::string& label, grade::Tolerance tol = {}) {
+                  const Tensor4& expected_weights, const std::string& label, grade::Tolerance tol = {},
+                  bool stages = true) {
     const std::string call = fmt::format("encoder_layer({}, x {}, key_padding_mask {})", label, grade::shape_of(x),
                                          grade::shape_of(padding));
+    const LayerRun run(w, x, padding);
+    std::string matched;
+    const bool weights_ok = grade::expect<Ex07>(
+        call + ", weights", [&](const Ex07& ex) { return run(ex).second; }, expected_weights, "B, H, N_query, N_key",
+        tol);
+    if (weights_ok) matched = "the attention weights";
+    if (stages) {
+        ex07::LayerWeights norms_only = w;  // attention output and feed-forward output both 0
+        norms_only.w_o.fill(0.0f);
+        norms_only.b_o.fill(0.0f);
+        norms_only.w_2.fill(0.0f);
+        norms_only.b_2.fill(0.0f);
+        expect_output(
+            call + " with w_o, b_o, w_2, b_2 = 0 (only the two LayerNorms act: y = LayerNorm_2(LayerNorm_1(x)))",
+            norms_only, x, padding, library_layer(norms_only, x, padding, nullptr), tol, matched,
+            "the LayerNorms alone",
+            "with attention and feed-forward off, in LayerNorm_1 or the residual sums around it");
+        ex07::LayerWeights no_ffn = w;  // the feed-forward output 0: y = LayerNorm_2(LayerNorm_1(x + attention))
+        no_ffn.w_2.fill(0.0f);
+        no_ffn.b_2.fill(0.0f);
+        expect_output(call + " with w_2, b_2 = 0 (the feed-forward off: y = LayerNorm_2(LayerNorm_1(x + attention)))",
+                      no_ffn, x, padding, library_layer(no_ffn, x, padding, nullptr), tol, matched,
+                      "the attention sub-layer",
+                      "with the feed-forward off, in the attention output (W_O), LayerNorm_1 or the residual sums");
+    }
     grade::expect<Ex07>(
-        call + ", weights",
-        [&](const Ex07& ex) {
-            Tensor4 weights;
-            ex.encoder_layer(w, x, padding, weights);
-            return weights;
-        },
-        expected_weights, "B, H, N_query, N_key", tol);
-    grade::expect<Ex07>(
-        call + ", output",
-        [&](const Ex07& ex) {
-            Tensor4 weights;
-            return ex.encoder_layer(w, x, padding, weights);
-        },
-        expected, "B, N, d_model", tol);
+        call + ", output", [&](const Ex07& ex) { return run(ex).first; }, expected, "B, N, d_model", tol, matched,
+        [&](const Tensor3& y) {
+            return last_layer_norm_reading(y, w,
+                                           "in the attention, the feed-forward, LayerNorm_1 or the residual sums");
+        });
 }
 
 void expect_score(const Tensor2& weights, std::size_t n, double expected, const std::string& label) {
@@ -115,16 +242,22 @@ TEST_CASE("encoder_layer: one sentence alone, no padding (its first 4 tokens)", 
     const Tensor3 x = xt::view(load<3>(dir / "x.npy"), xt::range(0, 1), xt::range(0, 4), xt::all());  // (1, 4, 32)
     Mask2 padding = Mask2::from_shape({1, 4});
     padding.fill(false);
-    bert::Layer lib;
-    lib.attention.heads = w.heads;
-    lib.attention.in_proj_weight = xt::concatenate(xt::xtuple(w.w_q, w.w_k, w.w_v), 0);
-    lib.attention.in_proj_bias = xt::concatenate(xt::xtuple(w.b_q, w.b_k, w.b_v), 0);
-    lib.attention.out_proj_weight = w.w_o, lib.attention.out_proj_bias = w.b_o;
-    lib.ln1_gamma = w.ln1_gamma, lib.ln1_beta = w.ln1_beta, lib.ln2_gamma = w.ln2_gamma, lib.ln2_beta = w.ln2_beta;
-    lib.w_1 = w.w_1, lib.b_1 = w.b_1, lib.w_2 = w.w_2, lib.b_2 = w.b_2;
     Tensor4 expected_weights;
-    const Tensor3 expected = bert::encoder_layer(lib, x, padding, w.eps, &expected_weights);
+    const Tensor3 expected = library_layer(w, x, padding, &expected_weights);
     expect_layer(w, x, padding, expected, expected_weights, "BertLayer d32 h4, 4 tokens");
+}
+
+TEST_CASE("encoder_layer: LayerNorm's epsilon is w.eps (a layer with eps = 0.5, on the padded batch)", "[ex07]") {
+    // BERT's eps is 1e-12, too small to change a float: a large one shows whether the layer uses
+    // it, inside the square root, as (v - mean) / sqrt(variance + eps). Oracle: the library's layer.
+    const fs::path dir = fixtures / "layer_d32_h4";
+    ex07::LayerWeights w = small_layer();
+    w.eps = 0.5f;
+    const Tensor3 x = load<3>(dir / "x.npy");
+    const Mask2 padding = npy::to_mask(npy::read(dir / "key_padding_mask.npy"), "key_padding_mask");
+    Tensor4 expected_weights;
+    const Tensor3 expected = library_layer(w, x, padding, &expected_weights);
+    expect_layer(w, x, padding, expected, expected_weights, "BertLayer d32 h4, eps = 0.5");
 }
 
 TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded batch (when the model is cached)",
@@ -164,7 +297,8 @@ TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real layers 0 and 5 on a padded bat
         const Tensor3 x = xt::view(hidden, xt::range(l * B, (l + 1) * B));        // (B, N, 384)
         const Tensor3 y = xt::view(hidden, xt::range((l + 1) * B, (l + 2) * B));  // (B, N, 384)
         const Tensor4 w = xt::view(attention, xt::range(l * B, (l + 1) * B));     // (B, 12, N, N)
-        expect_layer(real_layer(model, l), x, padding, y, w, fmt::format("all-MiniLM-L6-v2 layer {}", l), {2e-4, 2e-4});
+        expect_layer(real_layer(model, l), x, padding, y, w, fmt::format("all-MiniLM-L6-v2 layer {}", l), {2e-4, 2e-4},
+                     /*stages=*/false);
     }
 }
 
@@ -179,6 +313,8 @@ TEST_CASE("previous_token_score: hand-worked matrices", "[ex07]") {
     const Tensor2 w = {
         {1.0f, 0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f, 0.0f}, {0.25f, 0.25f, 0.5f, 0.0f}, {0.0f, 0.0f, 1.0f, 0.0f}};
     expect_score(w, 3, (0.5 + 0.25) / 2.0, "(4, 4) with 3 real tokens");
+    // Two real tokens: one query with a predecessor, the smallest n that has a score.
+    expect_score(w, 2, 0.5, "(4, 4) with 2 real tokens");
 }
 
 TEST_CASE("previous_token_score: transformers' layer 0 attention of all-MiniLM-L6-v2, every head", "[ex07]") {

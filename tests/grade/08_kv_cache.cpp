@@ -16,7 +16,9 @@
 #include <xtensor/xview.hpp>
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <stdexcept>
 
 using namespace headwise;
 using grade::Ex08;
@@ -44,9 +46,19 @@ struct Setup {
     }
 };
 
+// A projection handed no token at all refuses it (instead of reading an empty block).
+void require_a_token(const Tensor3& x) {
+    if (x.shape()[1] == 0) {
+        throw std::invalid_argument(fmt::format(
+            "project() was handed x of shape {}: no token at all (an empty view: a range past the last token?)",
+            grade::shape_of(x)));
+    }
+}
+
 // The grader's projections: the library's, counting every token row they project into `rows`.
 decoding::Project counting_projection(const GroupedQueryAttention& m, const std::shared_ptr<std::size_t>& rows) {
     return [&m, rows](const Tensor3& x) {
+        require_a_token(x);
         *rows += x.shape()[0] * x.shape()[1];
         return decoding::Projection{m.project_q(x), m.project_k(x), m.project_v(x)};
     };
@@ -110,13 +122,32 @@ Tensor4 library_decode(const GroupedQueryAttention& m, const Tensor3& x) {
 
 enum class Oracle { recompute, library };
 
-void expect_decode(const Problem& p, Oracle oracle) {
-    const Setup s(p);
+// In the lesson's order (step 1, then step 6): what the run left in the cache, then the outputs
+// of every step. One run per implementation serves both checks; a cache that matched says the
+// outputs' difference arises in the attention over it. `scale` multiplies the projection weights
+// (large scores).
+void expect_decode(const Problem& p, Oracle oracle, float scale = 1.0f) {
+    Setup s(p);
+    s.m.in_proj_weight *= scale;
+    std::map<decltype(Ex08::decode_step), Run> runs;
+    const auto run = [&](const Ex08& ex) -> const Run& {
+        const auto it = runs.find(ex.decode_step);
+        if (it != runs.end()) return it->second;
+        return runs.emplace(ex.decode_step, run_steps(ex, s.m, s.x, p.steps)).first->second;
+    };
+    const std::string label = p.label() + (scale != 1.0f ? fmt::format(", projections x{}", scale) : "");
+    const bool k_ok = grade::expect<Ex08>(
+        "cache.k after " + label, [&](const Ex08& ex) { return run(ex).cache.k; }, s.m.project_k(s.x),
+        "B, H_kv, position, d_head");
+    const bool v_ok = grade::expect<Ex08>(
+        "cache.v after " + label, [&](const Ex08& ex) { return run(ex).cache.v; }, s.m.project_v(s.x),
+        "B, H_kv, position, d_head");
     const Tensor4 expected = oracle == Oracle::recompute ? full_recompute(s.m, s.x) : library_decode(s.m, s.x);
     grade::expect<Ex08>(
-        fmt::format("decode_step, {} (outputs of every step, vs {})", p.label(),
+        fmt::format("decode_step, {} (outputs of every step, vs {})", label,
                     oracle == Oracle::recompute ? "the full causal recompute" : "the library's KV cache"),
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, p.steps).out; }, expected, "B, H, step, d_head");
+        [&](const Ex08& ex) { return run(ex).out; }, expected, "B, H, step, d_head", {},
+        k_ok && v_ok ? "the cache (every token's k and v at its own position)" : "");
 }
 
 }  // namespace
@@ -132,6 +163,7 @@ TEST_CASE("decode_step: two tokens worked by hand, one K/V head shared by two qu
     const Tensor4 v0 = {{{{3.0f, -1.0f}}}}, v1 = {{{{-1.0f, 7.0f}}}};
     // The projections of tokens 0 and 1, by position (token n's x is filled with n).
     const decoding::Project by_hand = [&](const Tensor3& x) {
+        require_a_token(x);
         decoding::Projection p{q0, k0, v0};
         for (std::size_t i = 1; i < x.shape()[1]; ++i) {  // a second token in the block: stack along N
             const bool second = x(0, i, 0) == 1.0f;
@@ -165,6 +197,12 @@ TEST_CASE("decode_step: grouped-query (H_kv = 2) equals the full causal recomput
 
 TEST_CASE("decode_step: multi-query (H_kv = 1) equals the full causal recompute", "[ex08]") {
     expect_decode({2, 4, 1, 8, 10, 4}, Oracle::recompute);
+}
+
+TEST_CASE("decode_step: large scores (projections x12) stay finite: the softmax subtracts each row's max", "[ex08]") {
+    // Scores of several hundred: exp of one overflows a float, exp of its difference to the max
+    // does not. The oracle is the recompute in double precision.
+    expect_decode({2, 4, 2, 8, 8, 11}, Oracle::recompute, 12.0f);
 }
 
 TEST_CASE("decode_step: 40 steps match the library's KV cache, H = 8 with H_kv in {1, 2, 8}", "[ex08]") {

@@ -226,18 +226,32 @@ std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<
             }
             all = perm[s] != m;
         }
-        bool identity = true;
-        for (std::size_t s = 0; s < m; ++s) identity = identity && perm[s] == s;
-        // Only a true reordering: two slices equal to the same expected one (equal rows) are not.
-        std::vector<std::size_t> sorted = perm;
-        std::ranges::sort(sorted);
-        const bool bijective = std::ranges::adjacent_find(sorted) == sorted.end();
-        if (all && !identity && bijective) {
+        bool identity = true, bijection = true, constant = true;
+        std::vector<bool> used(m, false);
+        for (std::size_t s = 0; all && s < m; ++s) {
+            identity = identity && perm[s] == s;
+            constant = constant && perm[s] == perm[0];
+            bijection = bijection && !used[perm[s]];
+            used[perm[s]] = true;
+        }
+        if (all && !identity) {
             std::string order;
             for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
                 order += fmt::format("{}{}", s ? ", " : "", perm[s]);
-            found.push_back(fmt::format("its {} slices are the expected ones in another order ({}{})", names[a], order,
-                                        m > 8 ? ", ..." : ""));
+            if (bijection) {
+                found.push_back(fmt::format("its {} slices are the expected ones in another order ({}{})", names[a],
+                                            order, m > 8 ? ", ..." : ""));
+            } else if (constant) {
+                found.push_back(
+                    fmt::format("every {} slice equals the expected {} slice {}: an index stuck at {} "
+                                "where it should follow {}",
+                                names[a], names[a], perm[0], perm[0], names[a]));
+            } else {
+                found.push_back(
+                    fmt::format("its {} slices are copies of expected ones, slice i holding the expected "
+                                "slice ({}{}) -- some repeated, some missing",
+                                names[a], order, m > 8 ? ", ..." : ""));
+            }
         }
     }
     return found;
@@ -279,10 +293,22 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
         for (std::size_t k = 0; k < touched[d].size(); ++k)
             if (touched[d][k]) at.push_back(k);
         if (at.size() == touched[d].size() || touched[d].size() < 2) continue;
+        // Runs of three or more consecutive indices read "a .. b"; at most six items are listed.
         std::string list;
-        for (std::size_t k = 0; k < std::min<std::size_t>(at.size(), 6); ++k)
-            list += fmt::format("{}{}", k ? ", " : "", at[k]);
-        where.push_back(fmt::format("{} in {{{}{}}}", names[d], list, at.size() > 6 ? ", ..." : ""));
+        std::size_t items = 0, k = 0;
+        for (; k < at.size() && items < 6; ++items) {
+            std::size_t end = k;
+            while (end + 1 < at.size() && at[end + 1] == at[end] + 1) ++end;
+            list += items ? ", " : "";
+            if (end >= k + 2) {
+                list += fmt::format("{} .. {}", at[k], at[end]);
+            } else {
+                list += fmt::format("{}", at[k]);
+                end = k;
+            }
+            k = end + 1;
+        }
+        where.push_back(fmt::format("{} in {{{}{}}}", names[d], list, k < at.size() ? ", ..." : ""));
     }
     if (!where.empty()) {
         std::string w;
@@ -320,7 +346,7 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
             std::isnan(actual[first_bad]) ? "NaN" : "inf", named_index(first_bad, expected_shape, names));
     }
     // Weights: does every row still sum to 1?
-    if (rank >= 2 && names.back() == "N_k") {
+    if (rank >= 2 && (names.back() == "N_k" || names.back() == "N_key")) {
         const std::size_t row = expected_shape.back(), rows = expected.size() / std::max<std::size_t>(row, 1);
         std::size_t off = 0, first_off = rows;
         double first_sum = 0;
@@ -566,6 +592,12 @@ std::string translate(std::string message) {
         unsigned long index = 0, axis = 0, size = 0;
         if (std::sscanf(message.c_str() + at, "index %lu is out of bounds for axis %lu with size %lu", &index, &axis,
                         &size) == 3) {
+            if (index > (1ul << 63)) {  // a size_t that went below 0 and wrapped around
+                return fmt::format(
+                    "an index is outside its tensor: index {} on axis {}, whose size is {} -- that is {} "
+                    "wrapped around: an unsigned index (std::size_t) went below 0 (i - 1 at i = 0?)",
+                    index, axis, size, static_cast<long>(index));
+            }
             return fmt::format(
                 "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}) "
                 "-- a loop bound one too far (<= instead of <), or the size of another axis",
@@ -594,20 +626,15 @@ std::string translate(std::string message) {
     }
     return message;
 }
-
-// "headwise::usage_error" for the mangled name typeid gives.
-std::string type_name(const std::exception& e) {
-    int status = 0;
-    char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
-    std::string text = status == 0 && name != nullptr ? name : typeid(e).name();
-    std::free(name);
-    return text;
-}
 }  // namespace
 
 Diagnosis describe_exception(const std::string& what, const std::exception& e) {
     Diagnosis d;
-    const std::string type = type_name(e);
+    // The exception's type as the learner wrote it (std::invalid_argument, not St16invalid_argument).
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+    const std::string type = status == 0 && demangled != nullptr ? demangled : typeid(e).name();
+    std::free(demangled);
     // The emulator stops a launch with a launch_error: out of bounds, a race, a barrier not
     // every thread reaches, a warp that diverged. It is the kernel that went wrong, not a throw.
     if (type == "headwise::emulator::launch_error")

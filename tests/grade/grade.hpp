@@ -28,11 +28,13 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace headwise::grade {
@@ -172,9 +174,12 @@ std::vector<std::string> diagnose_throw(const Call& call, const std::exception& 
 // arises after them. "not implemented yet" propagates (the test fails with it, and it counts
 // neither for nor against naming a mistake); other exceptions fail the check with the line that
 // threw. Returns true when the check passed.
+// `explain` (optional) adds the grader's own reading of a wrong result to the message (e.g.
+// exercise 07: whether the output rows are still LayerNorm's).
 template <class Api, class Call, class Result>
 bool expect(const std::string& what, const Call& call, const Result& expected, std::string_view dims,
-            Tolerance tol = {}, std::string_view after = {}) {
+            Tolerance tol = {}, std::string_view after = {},
+            const std::type_identity_t<std::function<std::string(const Result&)>>& explain = nullptr) {
     announce(what);
     std::optional<Result> actual;
     try {
@@ -195,6 +200,9 @@ bool expect(const std::string& what, const Call& call, const Result& expected, s
     }
     Diagnosis d;
     d.message = what + ": " + o.detail;
+    if (explain) {
+        if (const std::string note = explain(*actual); !note.empty()) d.message += "; " + note;
+    }
     if (!after.empty())
         d.message += std::string("; ") + std::string(after) + " matched, so the difference arises after them";
     d.details = std::move(o.details);
@@ -209,6 +217,7 @@ template <class Api, class Call>
 void expect_usage_error(const std::string& what, const Call& call) {
     announce(what);
     std::string problem;
+    Diagnosis d;
     try {
         call(subject<Api>());
         problem = "should throw headwise::usage_error (bad input), but returned normally";
@@ -217,10 +226,16 @@ void expect_usage_error(const std::string& what, const Call& call) {
         return;
     } catch (const std::exception& e) {
         if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
-        problem = std::string("should throw headwise::usage_error, threw \"") + e.what() + "\"";
+        // Another exception: where it was thrown and what it says, translated (an index out of
+        // bounds while writing into a full buffer reads as such).
+        Diagnosis thrown = describe_exception(what, e);
+        problem = "should throw headwise::usage_error, but " +
+                  thrown.message.substr(thrown.message.find(what) + what.size() + 2);
+        d.where = std::move(thrown.where);
+        d.source = std::move(thrown.source);
+        d.lesson = std::move(thrown.lesson);
     }
-    Diagnosis d;
-    d.message = what + ": " + problem;
+    d.message = (d.where.empty() ? "" : d.where + ": ") + what + ": " + problem;
     for (const Mistake<Api>& m : catalogue<Api>()) {  // mistakes that fail to refuse it too
         remember_explanation(m.name, m.explanation);
         try {
