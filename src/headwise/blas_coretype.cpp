@@ -141,20 +141,33 @@ KernelReport kernel_report() {
 }
 
 // OpenBLAS's own function that stops its worker threads (its fork handler calls it); they start
-// again by themselves at the next multi-threaded call. Not in cblas.h: declared weak, so that an
-// OpenBLAS without it leaves the threads as they are.
+// again with openblas_set_num_threads. Not in cblas.h: declared weak, so that an OpenBLAS without
+// it leaves the threads as they are.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace {
 
+// The variables OpenBLAS takes its thread count from, in its order of precedence.
+bool threads_chosen_by_user() {
+    for (const char* var : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"})
+        if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return true;
+    return false;
+}
+
 // Runs before main(), after OpenBLAS has chosen its kernels (a library is set up before the
 // program that needs it). glibc passes the program's arguments to constructors.
 __attribute__((constructor)) void choose_blas_kernels(int, char** argv, char**) {
-    // OpenBLAS's worker threads start with the library and spin on sched_yield for 2^28 cycles
-    // (about 0.1 s) before they sleep. headwise runs its big GEMMs on its own threads, OpenBLAS
-    // held at one (parallel.cpp), so the spinning only takes a core away from them: measured on
-    // `headwise attend` at (8, 512, 512, 8), 30 of 180 ms of CPU, 35-50 ms of wall time.
-    if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+    // OpenBLAS's worker threads start with the library, and after starting (and after each call
+    // they share) they spin on sched_yield for 2^28 cycles, about 0.1 s, before they sleep: the
+    // whole life of a one-shot command such as `headwise attend`, where they took half the CPU
+    // time on an idle machine. headwise splits its big GEMMs over its own threads (parallel.cpp),
+    // so OpenBLAS runs on one thread unless the user asked for more: set to one, then its workers
+    // stopped. (openblas_set_num_threads starts them again, even to set one: parallel.cpp calls
+    // it only to change the count.) A program that wants OpenBLAS's threads sets them (blas.hpp).
+    if (!threads_chosen_by_user()) {
+        openblas_set_num_threads(1);
+        if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+    }
     const char* assumed = std::getenv(assume_var);
     const std::string detected = assumed != nullptr ? assumed : openblas_get_corename();
     const std::string force = coretype_to_force(decode(read_cpuid()), detected, std::getenv("OPENBLAS_CORETYPE"));

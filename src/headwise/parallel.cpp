@@ -16,18 +16,20 @@ namespace {
 // Holds OpenBLAS at one thread while any parallel_for runs, then gives back its own count.
 // OpenBLAS's thread count is one process-wide setting, and parallel_for may run on several of
 // the caller's threads at once: the first to enter saves the count, the last to leave restores it.
+// At one already (headwise's default, blas_coretype.cpp) nothing is called: setting the count
+// restarts OpenBLAS's stopped worker threads, which then spin for ~0.1 s.
 class SingleThreadedBlas {
 public:
     SingleThreadedBlas() {
         const std::lock_guard lock(mutex_);
         if (holders_++ == 0) {
             saved_ = blas::threads();
-            blas::set_threads(1);
+            if (saved_ != 1) blas::set_threads(1);
         }
     }
     ~SingleThreadedBlas() {
         const std::lock_guard lock(mutex_);
-        if (--holders_ == 0) blas::set_threads(saved_);
+        if (--holders_ == 0 && saved_ != 1) blas::set_threads(saved_);
     }
     SingleThreadedBlas(const SingleThreadedBlas&) = delete;
     SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;

@@ -16,7 +16,6 @@
 #include "common.hpp"
 
 #include "headwise/attention.hpp"
-#include "headwise/blas.hpp"
 #include "headwise/cli.hpp"
 #include "headwise/kv_cache.hpp"
 #include "headwise/npy.hpp"
@@ -177,9 +176,6 @@ constexpr std::size_t attend_workspace_budget = std::size_t{16} << 20;
 int attend(const AttendArgs& a) {
     check_output_paths(a);
     detail::set_fused_budget(attend_workspace_budget);
-    // The forward's GEMMs run on headwise's own threads (parallel.cpp); OpenBLAS stays at one
-    // thread, so its worker threads, stopped before main (blas_coretype.cpp), do not come back.
-    blas::set_threads(1);
     const auto heads = static_cast<std::size_t>(a.heads);
 
     // Inputs, each checked for rank, empty dimensions and NaN/Inf as it is read.
