@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -137,6 +140,14 @@ void require_divisible(std::size_t d_model, std::size_t heads) {
                         "but every head needs a whole number of dimensions",
                         d_model, heads, d_model, heads, heads ? double(d_model) / double(heads) : 0.0));
     }
+}
+
+bool all_finite(const float* p, std::size_t n) {
+    // The largest exponent field seen is below all ones (std::isfinite in a loop with an early
+    // return is not vectorised).
+    std::uint32_t largest = 0;
+    for (std::size_t i = 0; i < n; ++i) largest = std::max(largest, std::bit_cast<std::uint32_t>(p[i]) & 0x7f800000u);
+    return largest < 0x7f800000u;
 }
 
 }  // namespace headwise::cli

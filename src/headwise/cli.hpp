@@ -44,6 +44,10 @@ void require_memory(std::size_t bytes, std::string_view what);
 // Product of sizes, throwing usage_error instead of overflowing.
 std::size_t checked_product(std::initializer_list<std::size_t> sizes, std::string_view what);
 
+// No NaN or Inf in p[0, n): one branch-free pass the compiler vectorises (the place of the first
+// bad value, when there is one, is for the caller to look for).
+bool all_finite(const float* p, std::size_t n);
+
 // d_model must split evenly into heads: otherwise a usage_error that prints the would-be d_head.
 void require_divisible(std::size_t d_model, std::size_t heads);
 

@@ -461,9 +461,7 @@ Tensor<R> read_tensor(const fs::path& file, const std::string& what) {
     in.seekg(static_cast<std::streamoff>(h.data_at));
     in.read(reinterpret_cast<char*>(t.data()), static_cast<std::streamsize>(h.count * sizeof(float)));
     if (in.gcount() != static_cast<std::streamsize>(h.count * sizeof(float))) fail(file, "cannot read the whole file");
-    bool finite = true;  // one pass the compiler vectorises; the index is looked for only on failure
-    for (std::size_t i = 0; i < h.count; ++i) finite &= std::isfinite(t.data()[i]);
-    if (!finite) {
+    if (!cli::all_finite(t.data(), h.count)) {  // the index is looked for only on failure
         for (std::size_t i = 0; i < h.count; ++i) {
             if (!std::isfinite(t.data()[i])) {
                 throw usage_error(fmt::format("{}: {} has {} at {}: inputs must be finite", file.string(), what,

@@ -23,9 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -123,14 +121,6 @@ void require_no_overflow(const Tensor3& query, const Tensor3& key, const Tensor3
                         "{:.2g} (float32 ends at 3.4e+38); scale them down. Nothing was written",
                         worst));
     }
-}
-
-// No NaN or Inf in p[0, n): the largest exponent field seen is below all ones. Branch-free over
-// the bits, so the compiler vectorises it (std::isfinite in a loop with an early return is not).
-bool all_finite(const float* p, std::size_t n) {
-    std::uint32_t largest = 0;
-    for (std::size_t i = 0; i < n; ++i) largest = std::max(largest, std::bit_cast<std::uint32_t>(p[i]) & 0x7f800000u);
-    return largest < 0x7f800000u;
 }
 
 // Outputs must not clobber an input or each other, and their directory must exist: checked
@@ -273,7 +263,7 @@ int attend(const AttendArgs& a) {
     Tensor4* wanted = want_weights ? &weights : nullptr;
     const Tensor3 output = grouped ? gqa->forward(query, key, value, options, wanted)
                                    : mha.forward(query, key, value, options, wanted);  // (B, N_q, d_model)
-    if (!all_finite(output.data(), output.size()) || !all_finite(weights.data(), weights.size())) {
+    if (!cli::all_finite(output.data(), output.size()) || !cli::all_finite(weights.data(), weights.size())) {
         throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
     }
 
