@@ -174,17 +174,27 @@ __attribute__((target("avx512f"), always_inline)) inline void store16(float* p, 
     *reinterpret_cast<v16u*>(p) = x;
 }
 
+// The 16-lane mask of the first `valid - from` lanes (all of them past 16, none below 1).
+__attribute__((target("avx512f"), always_inline)) inline __mmask16 first_lanes(std::size_t valid, std::size_t from) {
+    return valid >= from + 16 ? __mmask16(0xffff) : valid > from ? __mmask16((1u << (valid - from)) - 1u) : 0;
+}
+
 // s (R, len32) = scale * q (R rows, q_row apart) . K^T, for len32 (a multiple of 32) keys whose
 // K^T lies in panels of 32 keys: panel p holds (d_head, 32) contiguously, so the 64 rows of a
 // panel are one 8 KiB stream (rows of a plain (d_head, N_k) K^T are N_k floats apart, and at
-// N_k = 4096 all of them fall into the same L1 set). Each row's largest score among its first
-// `len` goes to row_max[r] on the way (one pass over the scores fewer).
+// N_k = 4096 all of them fall into the same L1 set). Row r's largest score among its first
+// valid[r] (at most `len`: with a causal mask, the keys up to its own query) goes to
+// row_max[r] on the way, so no second pass over the scores looks for it.
 template <std::size_t R>
 __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t q_row, const float* panels,
-                                                     std::size_t d_head, std::size_t len, float scale, float* s,
-                                                     std::size_t ls, float* row_max_out) {
+                                                     std::size_t d_head, std::size_t len, const std::size_t* valid,
+                                                     float scale, float* s, std::size_t ls, float* row_max_out) {
     __m512 m[R];
-    for (std::size_t r = 0; r < R; ++r) m[r] = _mm512_set1_ps(neg_inf);
+    std::size_t fewest = len;  // every row sees keys [0, fewest): no mask needed in those panels
+    for (std::size_t r = 0; r < R; ++r) {
+        m[r] = _mm512_set1_ps(neg_inf);
+        fewest = std::min(fewest, valid[r]);
+    }
     for (std::size_t j = 0; j < len; j += 32) {
         const float* kt = panels + (j / 32) * 32 * d_head;
         v16 acc[R][2] = {};
@@ -196,16 +206,23 @@ __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t
                 acc[r][1] += a * b1;
             }
         }
-        // Columns past `len` (padding, or keys a causal strip does not see) stay out of the max.
-        const std::size_t valid = std::min<std::size_t>(32, len - j);
-        const __mmask16 k0 = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1u);
-        const __mmask16 k1 = valid >= 32 ? __mmask16(0xffff) : valid > 16 ? __mmask16((1u << (valid - 16)) - 1u) : 0;
+        if (j + 32 <= fewest) {
+            for (std::size_t r = 0; r < R; ++r) {
+                const v16 s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
+                store16(s + r * ls + j, s0);
+                store16(s + r * ls + j + 16, s1);
+                m[r] = _mm512_maskz_max_ps(0xffff, m[r], _mm512_maskz_max_ps(0xffff, __m512(s0), __m512(s1)));
+            }
+            continue;
+        }
+        // Columns past a row's valid keys (padding past `len`, or keys after its own query) stay
+        // out of its max.
         for (std::size_t r = 0; r < R; ++r) {
             const v16 s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
             store16(s + r * ls + j, s0);
             store16(s + r * ls + j + 16, s1);
-            m[r] = _mm512_mask_max_ps(m[r], k0, m[r], __m512(s0));
-            m[r] = _mm512_mask_max_ps(m[r], k1, m[r], __m512(s1));
+            m[r] = _mm512_mask_max_ps(m[r], first_lanes(valid[r], j), m[r], __m512(s0));
+            m[r] = _mm512_mask_max_ps(m[r], first_lanes(valid[r], j + 16), m[r], __m512(s1));
         }
     }
     for (std::size_t r = 0; r < R; ++r) {
@@ -238,11 +255,13 @@ __attribute__((target("avx512f"))) void micro_pv(const float* p, std::size_t ls,
 
 template <std::size_t R>
 void micro_scores_rows(std::size_t rows, const float* q, std::size_t q_row, const float* panels, std::size_t d_head,
-                       std::size_t len, float scale, float* s, std::size_t ls, float* row_max_out) {
+                       std::size_t len, const std::size_t* valid, float scale, float* s, std::size_t ls,
+                       float* row_max_out) {
     if constexpr (R > 1) {
-        if (rows < R) return micro_scores_rows<R - 1>(rows, q, q_row, panels, d_head, len, scale, s, ls, row_max_out);
+        if (rows < R)
+            return micro_scores_rows<R - 1>(rows, q, q_row, panels, d_head, len, valid, scale, s, ls, row_max_out);
     }
-    micro_scores<R>(q, q_row, panels, d_head, len, scale, s, ls, row_max_out);
+    micro_scores<R>(q, q_row, panels, d_head, len, valid, scale, s, ls, row_max_out);
 }
 
 template <std::size_t R>
@@ -277,6 +296,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                     const Tiling& tiling, Scratch& w) {
     const std::size_t rows = t.i1 - t.i0, d_head = s.d_head, block = round32(std::max<std::size_t>(tiling.keys, 32));
     const std::size_t keys = o.causal ? std::min(s.nk, t.i1) : s.nk;
+    const bool other_masks = o.attn_mask != nullptr || o.key_padding_mask != nullptr;
     w.acc.assign(rows * d_head, 0.0f);
     w.max.assign(rows, neg_inf);
     w.sum.assign(rows, 0.0f);
@@ -288,29 +308,31 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
         const std::size_t j1 = std::min(keys, j0 + block);
         for (std::size_t r0 = 0; r0 < rows; r0 += micro_rows) {
             const std::size_t n = std::min(micro_rows, rows - r0);
-            // Keys [j0, last) for these queries: with a causal mask, none past the last of them.
+            // Keys [j0, last) for these queries: with a causal mask, none past the last of them,
+            // and each query's own keys end at valid[r] (its position + 1).
             const std::size_t last = o.causal ? std::min(j1, t.i0 + r0 + n) : j1;
             if (last <= j0) continue;
             const std::size_t len = last - j0;
+            std::size_t valid[micro_rows];
+            for (std::size_t r = 0; r < n; ++r)
+                valid[r] = o.causal ? std::min(len, t.i0 + r0 + r + 1 - std::min(j0, t.i0 + r0 + r + 1)) : len;
             float block_max[micro_rows];
-            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, len, scale, sc,
-                                          block, block_max);
+            micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, len, valid, scale,
+                                          sc, block, block_max);
             for (std::size_t r = r0; r < r0 + n; ++r) {
-                const std::size_t i = t.i0 + r;
+                const std::size_t i = t.i0 + r, seen = valid[r - r0];
                 float* row = sc + (r - r0) * block;
-                bool masked = false;  // then the kernel's max may be a masked score: take it again
-                if (o.causal && i + 1 < last) {
-                    for (std::size_t j = std::max(j0, i + 1); j < last; ++j) row[j - j0] = neg_inf;
-                    masked = true;
+                float row_best = block_max[r - r0];
+                if (other_masks) {  // then the kernel's max may be a masked score: take it again
+                    bool masked = false;
+                    for (std::size_t j = j0; j < j0 + seen; ++j)
+                        if ((o.attn_mask != nullptr && (*o.attn_mask)(i, j)) ||
+                            (o.key_padding_mask != nullptr && (*o.key_padding_mask)(t.b, j)))
+                            row[j - j0] = neg_inf, masked = true;
+                    if (masked) row_best = seen > 0 ? row_max(row, seen) : neg_inf;
                 }
-                if (o.attn_mask != nullptr)
-                    for (std::size_t j = j0; j < last; ++j)
-                        if ((*o.attn_mask)(i, j)) row[j - j0] = neg_inf, masked = true;
-                if (o.key_padding_mask != nullptr)
-                    for (std::size_t j = j0; j < last; ++j)
-                        if ((*o.key_padding_mask)(t.b, j)) row[j - j0] = neg_inf, masked = true;
                 const float old_max = w.max[r];
-                const float new_max = std::max(old_max, masked ? row_max(row, len) : block_max[r - r0]);
+                const float new_max = std::max(old_max, seen > 0 ? row_best : neg_inf);
                 if (new_max == neg_inf) {
                     std::fill(row, row + len, 0.0f);
                     continue;
@@ -322,7 +344,8 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                     for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
                 }
                 w.max[r] = new_max;
-                w.sum[r] += exp_shifted_sum(row, len, new_max);
+                w.sum[r] += exp_shifted_sum(row, seen, new_max);
+                std::fill(row + seen, row + len, 0.0f);  // keys after this query (causal): weight 0
             }
             micro_pv_rows<micro_rows>(n, sc, block, vp + j0 * v.row, v.row, len, w.acc.data() + r0 * d_head, d_head);
         }
