@@ -46,7 +46,12 @@ constexpr double min_parallel_macs = 1 << 22;
 
 }  // namespace
 
-std::size_t worker_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+std::size_t worker_count() {
+    // Asked once: glibc answers hardware_concurrency by reading /sys/devices/system/cpu/online,
+    // three system calls that `headwise attend` made a dozen times per forward.
+    static const std::size_t count = std::max(1u, std::thread::hardware_concurrency());
+    return count;
+}
 
 void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t)>& task) {
     const std::size_t workers = std::min(worker_count(), count);
