@@ -28,10 +28,10 @@ CpuidRecord amd(std::uint32_t max_leaf, std::uint32_t eax, std::uint32_t ecx, st
     return {amd_ebx, amd_edx, amd_ecx, max_leaf, eax, ecx, edx, l7_ebx, l7_ecx, l7_edx, xcr0};
 }
 
-// This project's machine, read with cpuid/xgetbv: a virtual "Intel Xeon Processor", family 6
-// model 167, with AVX-512, AMX and AVX-512 BF16 (Sapphire-Rapids-class flags). OpenBLAS 0.3.21
-// knows model 167 and picks SkylakeX by itself.
-const CpuidRecord this_machine =
+// The machine this project first ran on, read with cpuid/xgetbv: a virtual "Intel Xeon
+// Processor", family 6 model 167, with AVX-512, AMX and AVX-512 BF16 (Sapphire-Rapids-class
+// flags). OpenBLAS 0.3.21 knows model 167 and picks SkylakeX by itself.
+const CpuidRecord xeon_model_167 =
     intel(36, 0x000a0671, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x600e7);
 // The Xeon of issue 19: family 6 model 207 (0xCF, Emerald Rapids), same feature flags. Not in
 // OpenBLAS 0.3.21's table: it falls back to Prescott.
@@ -39,6 +39,10 @@ const CpuidRecord xeon_model_207 =
     intel(31, 0x000c06f2, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x602e7);
 // AMD EPYC 9004 (Zen 4, family 0x19 model 0x11): AVX-512 F/CD/DQ/BW/VL, OS saves ZMM and PKRU.
 const CpuidRecord epyc_zen4 = amd(16, 0x00a10f11, 0x7ef8320b, 0x178bfbff, 0xf1bf97a9, 0x005ceffe, 0x10, 0x2e7);
+// The machine it runs on since, read with cpuid/xgetbv: a virtual AMD EPYC of family 26 (0x1A,
+// Zen 5) model 2, with AVX-512 (BF16, VNNI, VP2INTERSECT too). OpenBLAS 0.3.21 does not know
+// family 26 by model and picks Cooperlake from its features: AVX-512 kernels, nothing to force.
+const CpuidRecord epyc_zen5 = amd(28, 0x00b00f21, 0xfffa3203, 0x178bfbff, 0xf1bf07ab, 0x00405fc6, 0x110, 0xe7);
 // AMD EPYC 7002 (Zen 2, family 0x17 model 0x31) and 7003 (Zen 3, family 0x19 model 0x01): AVX2 + FMA.
 const CpuidRecord epyc_zen2 = amd(16, 0x00830f10, 0x7ed8320b, 0x178bfbff, 0x219c91a9, 0x00400004, 0, 0x7);
 const CpuidRecord epyc_zen3 = amd(16, 0x00a00f11, 0x7ef8320b, 0x178bfbff, 0x219c97a9, 0x0040069c, 0x10, 0x207);
@@ -69,9 +73,11 @@ TEST_CASE("blas threads: OpenBLAS's idle worker threads are stopped before main,
 TEST_CASE("blas coretype: family and model come out of leaf 1 with the extended fields", "[blas]") {
     CHECK(decode(xeon_model_207).family == 6);
     CHECK(decode(xeon_model_207).model == 207);
-    CHECK(decode(this_machine).model == 167);
+    CHECK(decode(xeon_model_167).model == 167);
     CHECK(decode(epyc_zen4).family == 0x19);
     CHECK(decode(epyc_zen4).model == 0x11);
+    CHECK(decode(epyc_zen5).family == 0x1a);
+    CHECK(decode(epyc_zen5).model == 0x02);
     CHECK(decode(epyc_zen2).family == 0x17);
     CHECK(decode(core2).model == 23);
     CHECK(decode(haswell).vendor == "GenuineIntel");
@@ -79,9 +85,10 @@ TEST_CASE("blas coretype: family and model come out of leaf 1 with the extended 
 }
 
 TEST_CASE("blas coretype: the widest kernels each CPU can run", "[blas]") {
-    CHECK(best_coretype(decode(this_machine)) == "SkylakeX");
+    CHECK(best_coretype(decode(xeon_model_167)) == "SkylakeX");
     CHECK(best_coretype(decode(xeon_model_207)) == "SkylakeX");
     CHECK(best_coretype(decode(epyc_zen4)) == "SkylakeX");
+    CHECK(best_coretype(decode(epyc_zen5)) == "SkylakeX");
     CHECK(best_coretype(decode(epyc_zen3)) == "Zen");
     CHECK(best_coretype(decode(epyc_zen2)) == "Zen");
     CHECK(best_coretype(decode(haswell)) == "Haswell");
@@ -89,7 +96,7 @@ TEST_CASE("blas coretype: the widest kernels each CPU can run", "[blas]") {
 }
 
 TEST_CASE("blas coretype: AVX-512 and AVX count only when the OS saves their registers", "[blas]") {
-    CpuidRecord no_zmm = this_machine;
+    CpuidRecord no_zmm = xeon_model_167;
     no_zmm.xcr0 = 0x7;  // x87, SSE, AVX state only (e.g. a kernel booted without AVX-512 support)
     CHECK_FALSE(decode(no_zmm).avx512);
     CHECK(best_coretype(decode(no_zmm)) == "Haswell");
@@ -107,12 +114,19 @@ TEST_CASE("blas coretype: forced only when OpenBLAS picked narrower kernels and 
     CHECK(coretype_to_force(decode(xeon_model_207), "Prescott", "Prescott").empty());
     CHECK(coretype_to_force(decode(xeon_model_207), "Haswell", "Haswell").empty());
     // OpenBLAS got it right: nothing to do.
-    CHECK(coretype_to_force(decode(this_machine), "SkylakeX", nullptr).empty());
-    CHECK(coretype_to_force(decode(this_machine), "Cooperlake", nullptr).empty());
+    CHECK(coretype_to_force(decode(xeon_model_167), "SkylakeX", nullptr).empty());
+    CHECK(coretype_to_force(decode(xeon_model_167), "Cooperlake", nullptr).empty());
     CHECK(coretype_to_force(decode(epyc_zen3), "Zen", nullptr).empty());
     CHECK(coretype_to_force(decode(epyc_zen2), "Zen", nullptr).empty());
     CHECK(coretype_to_force(decode(haswell), "Haswell", nullptr).empty());
     CHECK(coretype_to_force(decode(core2), "Penryn", nullptr).empty());
+    // Zen 5: OpenBLAS 0.3.21's own pick (Cooperlake) is AVX-512 already; an OPENBLAS_CORETYPE set
+    // in the environment (Haswell, on this project's development machines) stands; had OpenBLAS
+    // fallen back by itself, headwise would re-start with SkylakeX.
+    CHECK(coretype_to_force(decode(epyc_zen5), "Cooperlake", nullptr).empty());
+    CHECK(coretype_to_force(decode(epyc_zen5), "Haswell", "Haswell").empty());
+    CHECK(coretype_to_force(decode(epyc_zen5), "Haswell", nullptr) == "SkylakeX");
+    CHECK(coretype_to_force(decode(epyc_zen5), "Prescott", nullptr) == "SkylakeX");
     // Zen 4 runs AVX-512; OpenBLAS 0.3.21 gives it the AVX2 Zen kernels.
     CHECK(coretype_to_force(decode(epyc_zen4), "Zen", nullptr) == "SkylakeX");
     // Any AVX2 CPU that OpenBLAS does not know gets AVX2 kernels, not SSE ones.
