@@ -190,11 +190,7 @@ __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t
                                                      std::size_t d_head, std::size_t len, const std::size_t* valid,
                                                      float scale, float* s, std::size_t ls, float* row_max_out) {
     __m512 m[R];
-    std::size_t fewest = len;  // every row sees keys [0, fewest): no mask needed in those panels
-    for (std::size_t r = 0; r < R; ++r) {
-        m[r] = _mm512_set1_ps(neg_inf);
-        fewest = std::min(fewest, valid[r]);
-    }
+    for (std::size_t r = 0; r < R; ++r) m[r] = _mm512_set1_ps(neg_inf);
     for (std::size_t j = 0; j < len; j += 32) {
         const float* kt = panels + (j / 32) * 32 * d_head;
         v16 acc[R][2] = {};
@@ -205,15 +201,6 @@ __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t
                 acc[r][0] += a * b0;
                 acc[r][1] += a * b1;
             }
-        }
-        if (j + 32 <= fewest) {
-            for (std::size_t r = 0; r < R; ++r) {
-                const v16 s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
-                store16(s + r * ls + j, s0);
-                store16(s + r * ls + j + 16, s1);
-                m[r] = _mm512_maskz_max_ps(0xffff, m[r], _mm512_maskz_max_ps(0xffff, __m512(s0), __m512(s1)));
-            }
-            continue;
         }
         // Columns past a row's valid keys (padding past `len`, or keys after its own query) stay
         // out of its max.
@@ -314,8 +301,10 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
             if (last <= j0) continue;
             const std::size_t len = last - j0;
             std::size_t valid[micro_rows];
-            for (std::size_t r = 0; r < n; ++r)
-                valid[r] = o.causal ? std::min(len, t.i0 + r0 + r + 1 - std::min(j0, t.i0 + r0 + r + 1)) : len;
+            for (std::size_t r = 0; r < n; ++r) {
+                const std::size_t end = t.i0 + r0 + r + 1;  // causal: this query sees keys [0, end)
+                valid[r] = !o.causal ? len : end > j0 ? std::min(len, end - j0) : 0;
+            }
             float block_max[micro_rows];
             micro_scores_rows<micro_rows>(n, qp + r0 * q.row, q.row, kt_head + j0 * d_head, d_head, len, valid, scale,
                                           sc, block, block_max);
@@ -332,7 +321,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                     if (masked) row_best = seen > 0 ? row_max(row, seen) : neg_inf;
                 }
                 const float old_max = w.max[r];
-                const float new_max = std::max(old_max, seen > 0 ? row_best : neg_inf);
+                const float new_max = std::max(old_max, row_best);  // -inf when the row sees no key here
                 if (new_max == neg_inf) {
                     std::fill(row, row + len, 0.0f);
                     continue;

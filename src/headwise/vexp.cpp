@@ -44,7 +44,7 @@ namespace {
 
 // With AVX-512 intrinsics, in 13 instructions per 16 floats where the compiler's vectorisation of
 // exp_one took about twice as many (0.60 ns per element here), and the softmax's exponentials were
-// 14-16% of the attention. The same range reduction (n = round(y / ln 2), r = y - n ln 2 in two
+// 13-16% of the attention. The same range reduction (n = round(y / ln 2), r = y - n ln 2 in two
 // parts), but:
 //  - one polynomial of degree 5 for e^r itself, 1 + r (c1 + r (c2 + r (c3 + r (c4 + r c5)))),
 //    fitted here to e^r on |r| <= ln2 / 2 by minimising the relative error (iteratively reweighted
