@@ -9,11 +9,11 @@
 // Each forward is checked against the double-precision reference (on a slice) before it is
 // timed. FLOPs are the dense count 2*B*N*d*4d + 4*B*N^2*d, also for causal, so causal
 // GFLOP/s show the work skipped above the diagonal as speed.
-#include "headwise/attention.hpp"
-#include "headwise/blas.hpp"
-#include "headwise/blas_coretype.hpp"
-#include "headwise/fused_attention.hpp"
-#include "headwise/parallel.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/fast/blas.hpp"
+#include "headwise/fast/blas_coretype.hpp"
+#include "headwise/fast/fused_attention.hpp"
+#include "headwise/fast/parallel.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>

@@ -8,8 +8,8 @@
 // the wall clock includes waiting for the core, so note the load average beside any figure.
 //
 // Needs the cached model (scripts/fetch-model); without it every benchmark reports an error.
-#include "headwise/bert.hpp"
-#include "headwise/npy.hpp"
+#include "headwise/model/bert.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>

@@ -6,7 +6,7 @@
 //
 // Each configuration is checked before it is timed: the cached outputs of a short run must equal
 // the recomputed ones. items_per_second in the output is generated tokens per second.
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>

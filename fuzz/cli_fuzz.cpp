@@ -3,7 +3,7 @@
 // checks every lesson runs before allocating. Any outcome but a crash is fine: exit code 2
 // with one line is what the catalogue test checks on the real binaries. The error lines go to
 // stderr like the real ones; run with -close_fd_mask=1 to drop --help's stdout.
-#include "headwise/cli.hpp"
+#include "headwise/base/cli.hpp"
 
 #include <cstdint>
 #include <string>

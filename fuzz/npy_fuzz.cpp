@@ -1,6 +1,6 @@
 // Fuzz target: the .npy reader must answer any bytes with a value or a usage_error -- never a
 // crash, a hang, an over-allocation or undefined behaviour (ASan + UBSan are on in this build).
-#include "headwise/npy.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Fuzz target: the safetensors reader must answer any bytes with a File or a usage_error -- never
 // a crash, a hang, an over-allocation or undefined behaviour (ASan + UBSan are on in this build).
 // Whatever parses is read back, every tensor, as the BERT loader would.
-#include "headwise/safetensors.hpp"
+#include "headwise/model/safetensors.hpp"
 
 #include <cstddef>
 #include <cstdint>

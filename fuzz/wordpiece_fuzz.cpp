@@ -1,8 +1,8 @@
 // Fuzz target: the WordPiece tokenizer must turn any bytes into tokens or one usage_error (invalid
 // UTF-8, too many tokens) -- never a crash or undefined behaviour -- and every id it returns must
 // name a token of the vocabulary.
-#include "headwise/tensor.hpp"  // headwise::usage_error
-#include "headwise/tokenizer.hpp"
+#include "headwise/base/tensor.hpp"  // headwise::usage_error
+#include "headwise/model/tokenizer.hpp"
 
 #include <cstddef>
 #include <cstdint>

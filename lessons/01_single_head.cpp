@@ -12,7 +12,7 @@
 // Dimension letters: B = batch, N = sequence length (tokens), d = d_model (model width).
 // Run:  ./headwise run 1      or      build/lessons/01_single_head --help
 
-#include "headwise/lesson.hpp"
+#include "headwise/lesson/lesson.hpp"
 
 #include <xtensor-blas/xlinalg.hpp>
 

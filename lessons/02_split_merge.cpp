@@ -13,8 +13,8 @@
 // Dimension letters: B = batch, N = tokens, H = heads, d_head = d_model / H.
 // Run:  ./headwise run 2      or      build/lessons/02_split_merge --help
 
-#include "headwise/figure.hpp"
-#include "headwise/lesson.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/lesson/lesson.hpp"
 
 #include <cstring>
 

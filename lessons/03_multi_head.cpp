@@ -17,11 +17,11 @@
 // second sequence in cross-attention.
 // Run:  ./headwise run 3      or      build/lessons/03_multi_head --help
 
-#include "headwise/batched.hpp"
-#include "headwise/figure.hpp"
-#include "headwise/heatmap.hpp"
-#include "headwise/lesson.hpp"
-#include "headwise/params.hpp"
+#include "headwise/reference/batched.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/io/heatmap.hpp"
+#include "headwise/lesson/lesson.hpp"
+#include "headwise/reference/params.hpp"
 
 #include <cmath>
 

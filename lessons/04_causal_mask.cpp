@@ -14,9 +14,9 @@
 // Dimension letters: B = batch, N = tokens, H = heads, d_head = d_model / H.
 // Run:  ./headwise run 4      or      build/lessons/04_causal_mask --help
 
-#include "headwise/batched.hpp"
-#include "headwise/figure.hpp"
-#include "headwise/lesson.hpp"
+#include "headwise/reference/batched.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/lesson/lesson.hpp"
 
 #include <cmath>
 #include <cstring>

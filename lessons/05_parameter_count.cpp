@@ -13,9 +13,9 @@
 // Dimension letters: H = heads, d_head = d_model / H, N = context length (tokens).
 // Run:  ./headwise run 5      or      build/lessons/05_parameter_count --help
 
-#include "headwise/figure.hpp"
-#include "headwise/lesson.hpp"
-#include "headwise/params.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/lesson/lesson.hpp"
+#include "headwise/reference/params.hpp"
 
 #include <algorithm>
 

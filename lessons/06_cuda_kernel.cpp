@@ -27,8 +27,8 @@
 // Dimension letters: B = batch, H = heads, N = sequence length, d_head = width of one head.
 // Run:  ./headwise run 6      or      build/lessons/06_cuda_kernel --help
 
-#include "headwise/figure.hpp"
-#include "headwise/lesson.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/lesson/lesson.hpp"
 #include "kernels/attention_kernels.hpp"
 #include "kernels/device.hpp"
 #include "kernels/tolerance.hpp"

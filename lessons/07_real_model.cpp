@@ -21,11 +21,11 @@
 // d_head = 32, d_ffn = 1536.
 // Run:  ./headwise run 7      or      build/lessons/07_real_model --help
 
-#include "headwise/bert.hpp"
-#include "headwise/figure.hpp"
-#include "headwise/head_roles.hpp"
-#include "headwise/heatmap.hpp"
-#include "headwise/lesson.hpp"
+#include "headwise/model/bert.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/model/head_roles.hpp"
+#include "headwise/io/heatmap.hpp"
+#include "headwise/lesson/lesson.hpp"
 
 #include <fmt/format.h>
 

@@ -13,17 +13,17 @@
 //
 // This file builds a cache step by step, proves that decoding with it gives exactly what the full
 // causal forward gives, counts and times what it saves, then shares K/V heads and ends with the
-// cache sizes of published models. Everything it computes lives in src/headwise/kv_cache.hpp.
+// cache sizes of published models. Everything it computes lives in src/headwise/inference/kv_cache.hpp.
 //
 // Dimension letters: B = batch, N = tokens so far, H = query heads, H_kv = key/value heads,
 // d_head = d_model / H, g = H / H_kv query heads per key/value head.
 // Run:  ./headwise run 8      or      build/lessons/08_kv_cache --help
 
-#include "headwise/batched.hpp"
-#include "headwise/figure.hpp"
-#include "headwise/kv_cache.hpp"
-#include "headwise/lesson.hpp"
-#include "headwise/params.hpp"
+#include "headwise/reference/batched.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/inference/kv_cache.hpp"
+#include "headwise/lesson/lesson.hpp"
+#include "headwise/reference/params.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -3,9 +3,9 @@
 // kind of bad input gets one line on stderr, exit code 2 and no output file.
 #include "runner_test.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/kv_cache.hpp"
-#include "headwise/npy.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/inference/kv_cache.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xbuilder.hpp>

@@ -1,5 +1,5 @@
-#include "headwise/attention.hpp"
-#include "headwise/fused_attention.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/fast/fused_attention.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "headwise/batched.hpp"
+#include "headwise/reference/batched.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
-// tests for headwise/bert.hpp. The pieces against hand-worked values and a small BertLayer that
+// tests for headwise/model/bert.hpp. The pieces against hand-worked values and a small BertLayer that
 // transformers computed (tests/fixtures/bert/layer_d32_h4, always run); the whole all-MiniLM-L6-v2
 // forward pass against transformers' outputs for every fixture sentence (skipped, exit 77, when
 // the model is not cached): token ids exact, every layer's attention and hidden states within
 // 1e-4, sentence embeddings at cosine >= 0.99999.
-#include "headwise/bert.hpp"
+#include "headwise/model/bert.hpp"
 
 #include "model_fixtures.hpp"
 

@@ -1,6 +1,6 @@
 // The choice of OpenBLAS kernels (src/headwise/blas_coretype.*), on the cpuid registers of
 // several CPUs, and the re-start that applies it, run for real.
-#include "headwise/blas_coretype.hpp"
+#include "headwise/fast/blas_coretype.hpp"
 
 #include <catch2/catch.hpp>
 

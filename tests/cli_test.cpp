@@ -1,4 +1,4 @@
-#include "headwise/cli.hpp"
+#include "headwise/base/cli.hpp"
 
 #include <catch2/catch.hpp>
 

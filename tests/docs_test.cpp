@@ -4,7 +4,7 @@
 //
 // Paths come from CMake: HEADWISE_TEST_SOURCE_DIR (the repository), HEADWISE_RUNNER_EXE (the
 // built runner, standing in for ./headwise so no test builds into build/), HEADWISE_LESSONS_DIR.
-#include "headwise/figure.hpp"
+#include "headwise/io/figure.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

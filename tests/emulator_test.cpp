@@ -736,8 +736,8 @@ TEST_CASE("emulator: wmma by part of a warp, or at a misaligned address, is an e
 #include "kernels/tiled.cuh"
 #undef __syncthreads
 
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
 
 TEST_CASE("emulator: the tiled kernel without __syncthreads is caught by the fiber schedules", "[emulator]") {
     using namespace headwise;

@@ -1,7 +1,7 @@
-// Tests for headwise/figure.hpp: the PNGs are read back by an independent decoder (stb_image,
+// Tests for headwise/io/figure.hpp: the PNGs are read back by an independent decoder (stb_image,
 // from Debian's libstb) and by the header parser, never by the code that wrote them.
-#include "headwise/figure.hpp"
-#include "headwise/tensor.hpp"
+#include "headwise/io/figure.hpp"
+#include "headwise/base/tensor.hpp"
 
 #include <catch2/catch.hpp>
 #include <stb/stb_image.h>

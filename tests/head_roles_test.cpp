@@ -1,5 +1,5 @@
-// tests for headwise/head_roles.hpp on hand-made weight matrices whose scores are known by eye.
-#include "headwise/head_roles.hpp"
+// tests for headwise/model/head_roles.hpp on hand-made weight matrices whose scores are known by eye.
+#include "headwise/model/head_roles.hpp"
 
 #include <catch2/catch.hpp>
 

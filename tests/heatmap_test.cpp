@@ -1,4 +1,4 @@
-#include "headwise/heatmap.hpp"
+#include "headwise/io/heatmap.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,8 +2,8 @@
 // headwise::attention_reference (plain loops in double precision): an independent oracle.
 #include "kernels/attention_kernels.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
 #include "cuda/tolerance.hpp"
 
 #include <catch2/catch.hpp>

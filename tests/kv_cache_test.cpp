@@ -1,9 +1,9 @@
-// tests for headwise/kv_cache.hpp: the KV cache, grouped-query attention and the counting.
+// tests for headwise/inference/kv_cache.hpp: the KV cache, grouped-query attention and the counting.
 //
 // Oracles: attention_reference (double precision, plain loops) on K/V repeated by hand-checked
 // repeat_kv; MultiHeadAttention::forward on the equivalent multi-head module; the full causal
 // recompute; and figures worked out by hand from each model's published configuration.
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>

@@ -1,8 +1,8 @@
-// lesson::run and the limits every lesson runs under (src/headwise/lesson_runtime.cpp, limits.cpp):
+// lesson::run and the limits every lesson runs under (src/headwise/lesson/lesson_runtime.cpp, limits.cpp):
 // memory is charged per allocation before it is made, work by each library step before it
 // computes, and either limit ends a lesson with one line and exit code 2.
-#include "headwise/lesson.hpp"
-#include "headwise/limits.hpp"
+#include "headwise/lesson/lesson.hpp"
+#include "headwise/base/limits.hpp"
 
 #include <catch2/catch.hpp>
 

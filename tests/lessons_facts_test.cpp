@@ -1,9 +1,9 @@
 // The facts lessons 02-04 print, checked against hand-worked values or against an independent
 // path (the double-precision reference), never against the lesson's own numbers.
-#include "headwise/attention.hpp"
-#include "headwise/batched.hpp"
-#include "headwise/params.hpp"
-#include "headwise/softmax.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/reference/batched.hpp"
+#include "headwise/reference/params.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <catch2/catch.hpp>
 

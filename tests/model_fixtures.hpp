@@ -3,8 +3,8 @@
 // tests/fixtures/bert/ (scripts/make-fixtures-bert).
 #pragma once
 
-#include "headwise/bert.hpp"
-#include "headwise/npy.hpp"
+#include "headwise/model/bert.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
-// tests for headwise/npy.hpp: files NumPy wrote (tests/fixtures/npy, values known by eye:
+// tests for headwise/io/npy.hpp: files NumPy wrote (tests/fixtures/npy, values known by eye:
 // np.arange) are read right in every layout, and every kind of damaged file is refused with a
 // message that names the file and the problem.
-#include "headwise/npy.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <catch2/catch.hpp>
 

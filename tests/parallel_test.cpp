@@ -1,5 +1,5 @@
-#include "headwise/blas.hpp"
-#include "headwise/parallel.hpp"
+#include "headwise/fast/blas.hpp"
+#include "headwise/fast/parallel.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "headwise/params.hpp"
+#include "headwise/reference/params.hpp"
 
 #include <catch2/catch.hpp>
 

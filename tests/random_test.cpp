@@ -1,4 +1,4 @@
-#include "headwise/random.hpp"
+#include "headwise/base/random.hpp"
 
 #include <catch2/catch.hpp>
 

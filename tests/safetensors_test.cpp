@@ -1,7 +1,7 @@
-// tests for headwise/safetensors.hpp: hand-built files (header bytes written out here, so the
+// tests for headwise/model/safetensors.hpp: hand-built files (header bytes written out here, so the
 // expected values are known by construction) are read right, and every kind of damaged or lying
 // file is refused with one line that names the file and the problem.
-#include "headwise/safetensors.hpp"
+#include "headwise/model/safetensors.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

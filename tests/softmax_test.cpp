@@ -1,5 +1,5 @@
-#include "headwise/softmax.hpp"
-#include "headwise/vexp.hpp"
+#include "headwise/reference/softmax.hpp"
+#include "headwise/fast/vexp.hpp"
 
 #include <catch2/catch.hpp>
 

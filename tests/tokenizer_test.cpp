@@ -1,8 +1,8 @@
-// tests for headwise/tokenizer.hpp: each rule of BERT's basic tokenizer and of WordPiece on a
+// tests for headwise/model/tokenizer.hpp: each rule of BERT's basic tokenizer and of WordPiece on a
 // small hand-written vocabulary (expected pieces worked out by hand), then the real vocabulary
 // against the ids Hugging Face's BertTokenizer gave for the strings in tests/fixtures/bert/
 // tokenizer.json (skipped, exit 77, when the model is not cached).
-#include "headwise/tokenizer.hpp"
+#include "headwise/model/tokenizer.hpp"
 
 #include "model_fixtures.hpp"
 

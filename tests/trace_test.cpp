@@ -1,4 +1,4 @@
-#include "headwise/trace.hpp"
+#include "headwise/base/trace.hpp"
 
 #include <catch2/catch.hpp>
 

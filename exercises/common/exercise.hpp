@@ -5,7 +5,7 @@
 // "not implemented yet" and names the function and the line of its TODO.
 #pragma once
 
-#include "headwise/tensor.hpp"
+#include "headwise/base/tensor.hpp"
 
 #include <source_location>
 #include <stdexcept>

@@ -10,8 +10,8 @@
 // are the answer, not a step towards it. xt::view(w, xt::range(a, b), xt::all()) is rows a..b-1 of w.
 #include "multi_head.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/softmax.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <xtensor/xview.hpp>
 

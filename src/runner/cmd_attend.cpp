@@ -7,18 +7,18 @@
 //   out_proj_weight (d_model, d_model) = W_o                  out_proj_bias (d_model)
 //   key_padding_mask (B, N_k) bool, True = ignore that key     --causal: query i sees keys 0..i
 //   -> output (B, N_q, d_model); weights (B, H, N_q, N_k), or (B, N_q, N_k) averaged over heads
-//   --kv-heads H_kv: grouped-query attention (headwise/kv_cache.hpp), in_proj_weight
+//   --kv-heads H_kv: grouped-query attention (headwise/inference/kv_cache.hpp), in_proj_weight
 //   (H * d_head + 2 * H_kv * d_head, d_model) = [W_q; W_k; W_v]; query head h reads K/V head h / (H / H_kv)
 //
-// Every input is validated before anything is computed (headwise/npy.hpp reads the files);
+// Every input is validated before anything is computed (headwise/io/npy.hpp reads the files);
 // outputs are float32 and appear only when everything succeeded (temporary file + rename).
 // This is the one runner command that computes, so it alone links headwise::core (xtensor).
 #include "common.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/cli.hpp"
-#include "headwise/kv_cache.hpp"
-#include "headwise/npy.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/cli.hpp"
+#include "headwise/inference/kv_cache.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <fmt/format.h>
 

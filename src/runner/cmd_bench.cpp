@@ -2,7 +2,7 @@
 // (scripts/bench-compare). Benchmarks are measured here, never asserted in timed tests.
 #include "common.hpp"
 
-#include "headwise/blas_coretype.hpp"
+#include "headwise/fast/blas_coretype.hpp"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 // Which lessons draw, and with which flags, is data: a lesson's course.json entry lists
 // "figures": [flags...]. A new lesson with pictures adds that field, not a line here.
 #include "common.hpp"
-#include "headwise/figure.hpp"
+#include "headwise/io/figure.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

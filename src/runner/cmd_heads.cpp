@@ -1,5 +1,5 @@
 // `headwise heads --sentence TEXT` -- lesson 07's trained model (all-MiniLM-L6-v2) on your own
-// sentence: its tokens, what each head does (the measures of headwise/head_roles.hpp), one head's
+// sentence: its tokens, what each head does (the measures of headwise/model/head_roles.hpp), one head's
 // heat map, and optionally every layer's attention and the sentence embedding as .npy:
 //
 //   --attention OUT.npy   (L, H, N, N) float32, rows = queries, as `attend --weights` (B dropped)
@@ -10,10 +10,10 @@
 // appear only when everything succeeded (temporary file + rename).
 #include "common.hpp"
 
-#include "headwise/bert.hpp"
-#include "headwise/head_roles.hpp"
-#include "headwise/heatmap.hpp"
-#include "headwise/npy.hpp"
+#include "headwise/model/bert.hpp"
+#include "headwise/model/head_roles.hpp"
+#include "headwise/io/heatmap.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>

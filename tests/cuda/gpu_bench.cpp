@@ -10,7 +10,7 @@
 // Exit 77 without a GPU, 2 on bad arguments.
 #include "kernels/device.hpp"
 
-#include "headwise/random.hpp"
+#include "headwise/base/random.hpp"
 
 #include <fmt/format.h>
 

@@ -12,8 +12,8 @@
 // computed from the same rounded inputs.
 #include "kernels/device.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
 #include "tolerance.hpp"
 
 #include <fmt/format.h>

@@ -5,9 +5,9 @@
 #include "01_single_head.hpp"
 #include "grade.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
-#include "headwise/softmax.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <fmt/format.h>
 

@@ -5,8 +5,8 @@
 #include "02_split_merge.hpp"
 #include "grade.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
 
 #include <fmt/format.h>
 

@@ -6,9 +6,9 @@
 #include "03_multi_head.hpp"
 #include "grade.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/npy.hpp"
-#include "headwise/random.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/io/npy.hpp"
+#include "headwise/base/random.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

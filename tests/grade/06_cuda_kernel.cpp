@@ -10,8 +10,8 @@
 #include "06_cuda_kernel.hpp"
 #include "grade.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
 
 #include <fmt/format.h>
 

@@ -9,9 +9,9 @@
 #include "07_real_model.hpp"
 #include "grade.hpp"
 
-#include "headwise/bert.hpp"
-#include "headwise/head_roles.hpp"
-#include "headwise/npy.hpp"
+#include "headwise/model/bert.hpp"
+#include "headwise/model/head_roles.hpp"
+#include "headwise/io/npy.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -2,14 +2,14 @@
 //
 // Oracles: a two-token case worked out by hand; the full causal recompute of the whole sequence
 // in double precision (attention_reference on K/V repeated per group); the library's own KV cache
-// and grouped-query attention (src/headwise/kv_cache.hpp, tests/kv_cache_test.cpp). The
+// and grouped-query attention (src/headwise/inference/kv_cache.hpp, tests/kv_cache_test.cpp). The
 // projections are the library's, handed to decode_step as a callback that counts the token rows
 // it projects. Every run starts from an empty cache and returns the outputs of all its steps.
 #include "08_kv_cache.hpp"
 #include "grade.hpp"
 
-#include "headwise/kv_cache.hpp"
-#include "headwise/random.hpp"
+#include "headwise/inference/kv_cache.hpp"
+#include "headwise/base/random.hpp"
 
 #include <fmt/format.h>
 #include <xtensor/xbuilder.hpp>

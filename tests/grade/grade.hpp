@@ -20,8 +20,8 @@
 
 #include "registry.hpp"
 
-#include "headwise/tensor.hpp"
-#include "headwise/trace.hpp"
+#include "headwise/base/tensor.hpp"
+#include "headwise/base/trace.hpp"
 
 #include <fmt/format.h>
 #include <typeinfo>

@@ -2,12 +2,12 @@
 // float32 against double precision at every lesson's default sizes.
 //
 // The oracles: closed forms worked out by hand (scores chosen so softmax has a known answer),
-// and attention_reference (plain loops in double precision, src/headwise/attention.cpp).
+// and attention_reference (plain loops in double precision, src/headwise/reference/attention.cpp).
 // The stated tolerance for float32 against the double reference on N(0, 1) inputs is
 // tests/cuda/tolerance.hpp's: |out - ref| <= 1e-5 + 1e-4 |ref| for every element.
-#include "headwise/attention.hpp"
-#include "headwise/random.hpp"
-#include "headwise/softmax.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
+#include "headwise/reference/softmax.hpp"
 #include "kernels/attention_kernels.hpp"
 #include "cuda/tolerance.hpp"
 

@@ -2,7 +2,7 @@
 // Multiply the scores by 1 / sqrt(d) before softmax, d = q.shape()[2] (lesson 01, step 6 shows the difference).
 #include "single_head.hpp"
 
-#include "headwise/softmax.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>

@@ -3,7 +3,7 @@
 // Divide by sqrt(d), which brings the variance back to 1 whatever the width (lesson 01, step 6 measures it).
 #include "single_head.hpp"
 
-#include "headwise/softmax.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>

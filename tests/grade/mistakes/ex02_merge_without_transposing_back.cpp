@@ -2,7 +2,7 @@
 // Swap H and N back to (B, N, H, d_head) first, then flatten the last two axes (lesson 02, step 4).
 #include "split_merge.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xmanipulation.hpp>
 

@@ -2,7 +2,7 @@
 // Reshape to (B, N, H, d_head) first, then swap N and H (lesson 02, steps 2 and 3 show both).
 #include "split_merge.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xmanipulation.hpp>
 

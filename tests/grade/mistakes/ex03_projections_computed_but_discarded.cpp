@@ -2,7 +2,7 @@
 // Split the *projected* tensors, x . W_q^T + b_q and so on, not query, key and value themselves (lesson 03, step 2).
 #include "multi_head.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -3,7 +3,7 @@
 // Rows 0..d-1 are W_q, d..2d-1 are W_k, 2d..3d-1 are W_v, and in_proj_bias is cut the same way (lesson 03, step 1).
 #include "multi_head.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -3,7 +3,7 @@
 // Divide by sqrt(d_head) = sqrt(d_model / H), the width of one head (lesson 03, step 4 measures the difference).
 #include "multi_head.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -3,7 +3,7 @@
 // After merging the heads back to (B, N, d_model), apply linear(concat, out_proj_weight, out_proj_bias) (lesson 03, step 5).
 #include "multi_head.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xview.hpp>
 

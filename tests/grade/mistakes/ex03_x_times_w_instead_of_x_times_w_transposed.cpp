@@ -3,7 +3,7 @@
 // Use y = x . W^T + b, which is what headwise::linear(x, w, b) does (lesson 01, step 2; lesson 03, step 1).
 #include "multi_head.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -2,7 +2,7 @@
 // Only the future is hidden: mask(i, j) is true for j > i, so query i sees keys 0..i, itself included (lesson 04, step 1).
 #include "causal_mask.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 namespace headwise::ex04 {
 

@@ -2,7 +2,7 @@
 // mask(i, j) must be true when key j comes after query i, j > i: the upper triangle (lesson 04, step 1).
 #include "causal_mask.hpp"
 
-#include "headwise/attention.hpp"
+#include "headwise/reference/attention.hpp"
 
 namespace headwise::ex04 {
 

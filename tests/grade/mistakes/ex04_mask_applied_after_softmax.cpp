@@ -2,8 +2,8 @@
 // Hide the keys before softmax by giving their scores -inf; softmax then renormalises over the visible keys (lesson 04, step 5).
 #include "causal_mask.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/softmax.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <xtensor/xview.hpp>
 

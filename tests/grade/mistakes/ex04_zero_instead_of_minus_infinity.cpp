@@ -3,8 +3,8 @@
 // A hidden key needs the score -inf, because exp(-inf) = 0 is the only way softmax gives it weight exactly 0 (lesson 04, steps 2 and 5).
 #include "causal_mask.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/softmax.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/reference/softmax.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -2,7 +2,7 @@
 // Add 4 d_model when bias is true: one bias entry per output feature of each projection (lesson 05, step 1).
 #include "parameter_count.hpp"
 
-#include "headwise/params.hpp"
+#include "headwise/reference/params.hpp"
 
 namespace headwise::ex05 {
 

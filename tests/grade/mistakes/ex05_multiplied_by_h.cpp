@@ -3,7 +3,7 @@
 // Splitting into heads cuts the same W_q, W_k, W_v into H slices; the total stays 4 d_model^2 (+ 4 d_model) for any H (lesson 05, steps 2 and 3).
 #include "parameter_count.hpp"
 
-#include "headwise/params.hpp"
+#include "headwise/reference/params.hpp"
 
 namespace headwise::ex05 {
 

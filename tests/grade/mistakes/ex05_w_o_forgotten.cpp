@@ -3,7 +3,7 @@
 // Count four d_model x d_model matrices, W_q, W_k, W_v and W_o, and four biases with bias=true (lesson 05, step 1).
 #include "parameter_count.hpp"
 
-#include "headwise/params.hpp"
+#include "headwise/reference/params.hpp"
 
 namespace headwise::ex05 {
 

@@ -5,9 +5,9 @@
 
 #include "encoder_layer.hpp"
 
-#include "headwise/attention.hpp"
-#include "headwise/bert.hpp"
-#include "headwise/head_roles.hpp"
+#include "headwise/reference/attention.hpp"
+#include "headwise/model/bert.hpp"
+#include "headwise/model/head_roles.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -3,7 +3,7 @@
 // Write the new token at position cache.length (its own position), then increase cache.length (lesson 08, step 1).
 #include "kv_cache.hpp"
 
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <xtensor/xview.hpp>
 

@@ -3,7 +3,7 @@
 // Append first, then attend over all cache.length + 1 keys: the newest key is the token's own (lesson 08, step 2).
 #include "kv_cache.hpp"
 
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <xtensor/xview.hpp>
 

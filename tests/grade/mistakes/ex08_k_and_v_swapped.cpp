@@ -3,7 +3,7 @@
 // Keys are what queries are compared with (q . k), values what the weights average: cache.k gets k, cache.v gets v.
 #include "kv_cache.hpp"
 
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <xtensor/xview.hpp>
 

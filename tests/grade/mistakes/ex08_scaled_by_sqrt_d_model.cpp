@@ -3,7 +3,7 @@
 // Each head compares d_head-wide vectors, so divide by sqrt(d_head), as in lesson 03.
 #include "kv_cache.hpp"
 
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <xtensor/xview.hpp>
 

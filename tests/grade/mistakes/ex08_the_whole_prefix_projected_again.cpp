@@ -3,7 +3,7 @@
 // The cache already holds tokens 0 .. t - 1: project only the newest token, tokens[:, t], and append it (lesson 08, step 4).
 #include "kv_cache.hpp"
 
-#include "headwise/kv_cache.hpp"
+#include "headwise/inference/kv_cache.hpp"
 
 #include <xtensor/xview.hpp>
 

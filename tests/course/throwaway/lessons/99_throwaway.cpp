@@ -1,6 +1,6 @@
 // Lesson 99 -- a throw-away lesson that tests/course/add_a_lesson.cmake adds to a copy of the
 // course, to prove that a lesson is its files plus one course.json entry. Not part of the course.
-#include "headwise/lesson.hpp"
+#include "headwise/lesson/lesson.hpp"
 
 using namespace headwise;
 

@@ -1,0 +1,28 @@
+// headwise/fast/huge_pages.hpp -- ask for 2 MiB pages under a large buffer before it is first written.
+//
+// A buffer's first write takes a page fault per 4 KiB page. On the Intel virtual machine this
+// project first ran on that cost 10-18 us a page (64 MiB touched for the first time: 210-300 ms
+// with 4 KiB pages, 80-145 ms with transparent huge pages, the second pass 30-60 ms), so for a
+// one-shot process such as `headwise attend` the faults of its inputs, output and workspace cost
+// as much as the arithmetic; on the Zen 5 one it runs on now, the kernel's page zeroing is still
+// 5% of `attend`'s CPU time (docs/performance.md). Debian's kernels enable transparent huge pages
+// on request ("madvise").
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace headwise {
+
+// A hint the kernel may ignore: the whole 2 MiB pages inside [p, p + bytes) are backed by huge
+// pages when first touched (none in a buffer under 2 MiB).
+inline void prefer_huge_pages(void* p, std::size_t bytes) {
+    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
+    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+}  // namespace headwise

@@ -1,0 +1,33 @@
+// headwise/fast/parallel.hpp -- the one place headwise spreads work over the machine's cores.
+//
+// OpenBLAS keeps its own threads, which spin (sched_yield) for a while after every
+// multi-threaded call. If our threads ran next to them, three threads would share two cores.
+// So while parallel_for runs, OpenBLAS is held at one thread: every core is ours, and each task's
+// BLAS calls run single-threaded inside it.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace headwise::detail {
+
+// Threads parallel_for uses: one per core (at least 1).
+std::size_t worker_count();
+
+// Runs task(i, worker) for every i in [0, count), handing indices out in order to
+// worker_count() threads (the caller is one of them); `worker` in [0, worker_count()) names the
+// thread, so a task can keep per-thread scratch. The first exception thrown by a task stops the
+// hand-out and is rethrown here once every thread is done.
+void parallel_for(std::size_t count, const std::function<void(std::size_t index, std::size_t worker)>& task);
+
+// y (rows, out) = x (rows, in) . w^T + b, w stored (out, in) row-major and b optional: one BLAS
+// call, or one per core on panels of rows when the product is big enough to be worth it.
+void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
+                 float* y);
+
+// The same on matrices that are blocks of bigger ones: row r of x starts at x + r * ldx, row o of
+// w at w + o * ldw, row r of y at y + r * ldy. With `accumulate`, y += x . w^T (b is not added).
+void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t ldx, const float* w, std::size_t ldw,
+                 std::size_t out, const float* b, bool accumulate, float* y, std::size_t ldy);
+
+}  // namespace headwise::detail

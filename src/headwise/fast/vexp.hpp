@@ -1,0 +1,22 @@
+// headwise/fast/vexp.hpp -- a vectorised exp for softmax rows.
+//
+// std::exp is called one float at a time; softmax over (B, H, N, N) calls it millions of times
+// and spent about half the forward pass there. This is the classic Cephes range reduction and
+// polynomial (relative error ~1e-7, i.e. float precision), written as a plain loop that the
+// compiler vectorises for x86-64-v3 (AVX2 with FMA) and baseline x86-64; with AVX-512, intrinsics
+// and a polynomial of our own fit do it in half the instructions (vexp.cpp). Picked at run time.
+#pragma once
+
+#include <cstddef>
+
+namespace headwise::detail {
+
+// x[i] = exp(x[i] - shift) for i < n; returns the sum of the results.
+// Inputs below about -87 (including -inf, a masked position) give exactly 0.
+float exp_shifted_sum(float* x, std::size_t n, float shift);
+
+// The largest of x[0..n), n > 0 (NaNs are passed over, as std::max_element does, and -inf when
+// every entry is -inf). Sixteen lanes at a time; std::max_element goes one float at a time.
+float row_max(const float* x, std::size_t n);
+
+}  // namespace headwise::detail

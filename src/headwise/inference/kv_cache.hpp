@@ -1,0 +1,167 @@
+// headwise/inference/kv_cache.hpp -- attention at inference time: a key/value cache, and query heads that
+// share key/value heads (multi-query and grouped-query attention).
+//
+// A decoder generates one token at a time. Token t's keys and values never change once computed
+// (the causal mask keeps them from seeing later tokens), so they are kept in a cache and each new
+// token projects only itself, appends its k and v, and attends with one (1, N + 1) row per head.
+//
+// Grouped-query attention (GQA) gives H query heads only H_kv key/value heads, H_kv dividing H:
+//   H_kv = H   multi-head attention (MHA), as in lessons 03-05
+//   H_kv = 1   multi-query attention (MQA): every query head reads the same K and V
+//   otherwise  query head h reads K/V head h / (H / H_kv): groups of H / H_kv neighbouring heads
+// The cache shrinks by H / H_kv, and so does the memory a decode step has to read.
+//
+// Shapes, in PyTorch's order:
+//   x (B, N, d_model)   q (B, H, N, d_head)   k, v and the cache (B, H_kv, N, d_head)
+//   in_proj_weight (H * d_head + 2 * H_kv * d_head, d_model) = [W_q; W_k; W_v], y = x . W^T + b
+#pragma once
+
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/random.hpp"
+#include "headwise/base/tensor.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace headwise {
+
+// H / H_kv, the query heads per key/value head. usage_error when either is 0 or H_kv does not
+// divide H.
+std::size_t query_group(std::size_t heads, std::size_t kv_heads);
+
+// The key/value head that query head h reads when `group` query heads share one.
+constexpr std::size_t kv_head_of(std::size_t h, std::size_t group) { return h / group; }
+
+// (B, H_kv, N, d_head) -> (B, H_kv * group, N, d_head): each head repeated `group` times in place,
+// heads 0, 0, ..., 1, 1, ... (torch.repeat_interleave(kv, group, dim=1)).
+Tensor4 repeat_kv(const Tensor4& kv, std::size_t group);
+
+// softmax(q k^T * scale + mask) v with query head h reading K/V head h / (H / H_kv).
+//   q (B, H, N_q, d_head), k and v (B, H_kv, N_k, d_head) -> (B, H, N_q, d_head)
+// Equal to scaled_dot_product_attention(q, repeat_kv(k, g), repeat_kv(v, g), ...) without the copies;
+// `weights`, if given, receives (B, H, N_q, N_k).
+Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v,
+                                const AttentionOptions& options = {}, Tensor4* weights = nullptr);
+
+// Grouped-query attention's parameters, laid out like nn.MultiheadAttention's with fewer K/V rows.
+struct GroupedQueryAttention {
+    std::size_t heads = 1;     // H, query heads
+    std::size_t kv_heads = 1;  // H_kv, key/value heads
+    Tensor2 in_proj_weight;    // (H * d_head + 2 * H_kv * d_head, d_model): [W_q; W_k; W_v]
+    Tensor1 in_proj_bias;      // (H * d_head + 2 * H_kv * d_head) or empty
+    Tensor2 out_proj_weight;   // (d_model, d_model), W_o
+    Tensor1 out_proj_bias;     // (d_model) or empty
+
+    std::size_t d_model() const { return out_proj_weight.shape()[0]; }
+    std::size_t d_head() const { return d_model() / heads; }
+    std::size_t group() const { return heads / kv_heads; }
+    std::size_t kv_width() const { return kv_heads * d_head(); }  // rows of W_k (and of W_v)
+
+    static GroupedQueryAttention random(std::size_t d_model, std::size_t heads, std::size_t kv_heads, bool bias,
+                                        Random& rng);
+    // H_kv = H: the same module, its weights copied.
+    static GroupedQueryAttention from_multi_head(const MultiHeadAttention& m);
+    // The multi-head module that computes the same function: every K/V head's rows of W_k, W_v
+    // (and biases) repeated for each query head of its group.
+    MultiHeadAttention with_repeated_kv() const;
+
+    // Checks every shape; throws usage_error naming what disagrees.
+    void validate() const;
+
+    // x (B, N, d_model) -> q (B, H, N, d_head); k and v (B, H_kv, N, d_head).
+    Tensor4 project_q(const Tensor3& x) const;
+    Tensor4 project_k(const Tensor3& x) const;
+    Tensor4 project_v(const Tensor3& x) const;
+
+    // query (B, N_q, d_model), key and value (B, N_k, d_model) -> (B, N_q, d_model).
+    Tensor3 forward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                    const AttentionOptions& options = {}, Tensor4* weights = nullptr) const;
+    Tensor3 forward(const Tensor3& x, const AttentionOptions& options = {}, Tensor4* weights = nullptr) const {
+        return forward(x, x, x, options, weights);
+    }
+};
+
+// The keys and values of every token seen so far, (B, H_kv, length, d_head) each, in storage
+// allocated once for `capacity` tokens (the longest context allowed).
+class KVCache {
+public:
+    KVCache(std::size_t batch, std::size_t kv_heads, std::size_t d_head, std::size_t capacity);
+
+    std::size_t batch() const { return k_.shape()[0]; }
+    std::size_t kv_heads() const { return k_.shape()[1]; }
+    std::size_t capacity() const { return k_.shape()[2]; }
+    std::size_t d_head() const { return k_.shape()[3]; }
+    std::size_t length() const { return length_; }
+
+    // Appends k and v (B, H_kv, n, d_head) at positions length() .. length() + n - 1. usage_error
+    // when the shapes do not fit or the cache would grow past its capacity.
+    void append(const Tensor4& k, const Tensor4& v);
+    void clear() { length_ = 0; }
+
+    // Copies of the filled part, (B, H_kv, length, d_head).
+    Tensor4 keys() const;
+    Tensor4 values() const;
+
+    // Bytes the filled part holds at `bytes_per_element` (4 = float32 here, 2 = fp16 in a model).
+    std::uint64_t bytes(std::size_t bytes_per_element = sizeof(float)) const;
+
+    // The storage itself, (B, H_kv, capacity, d_head): rows past length() are garbage.
+    const Tensor4& key_storage() const { return k_; }
+    const Tensor4& value_storage() const { return v_; }
+
+private:
+    Tensor4 k_, v_;
+    std::size_t length_ = 0;
+};
+
+// Runs new tokens x_new (B, n, d_model) through `m` with the cache: projects only them, appends
+// their k and v, and lets new token i (absolute position P + i, P = the length before) attend to
+// cached keys 0 .. P + i. Returns (B, n, d_model); `weights`, if given, gets (B, H, n, P + n).
+Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new,
+                          Tensor4* weights = nullptr);
+
+// The prompt (B, N, d_model) on an empty cache: causal attention over it, its K and V cached.
+Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, Tensor4* weights = nullptr);
+
+// One generated token x_new (B, 1, d_model): a (1, P + 1) row of weights per head. Every cached key
+// lies in the past of the new token, so there is nothing to mask.
+Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights = nullptr);
+
+// ---------------------------------------------------------------------------------------------
+// Counting (a multiply-add = 2 FLOPs; one attention block, all of its heads).
+
+// W_q and W_o are (d_model, d_model); W_k and W_v are (H_kv * d_head, d_model) each.
+std::uint64_t gqa_params(std::size_t d_model, std::size_t heads, std::size_t kv_heads, bool bias);
+
+// FLOPs to produce the output of the token at position p (p tokens before it):
+//   cached:     project one token (2 * d_model * (2 * d_model + 2 * H_kv * d_head)), q . k^T and
+//               weights . v over p + 1 keys (4 * (p + 1) * d_model)
+//   recomputed: the whole causal forward over p + 1 tokens again, as without a cache
+double decode_flops(std::size_t d_model, std::size_t heads, std::size_t kv_heads, std::size_t position, bool cached);
+
+// A published decoder configuration, as its config file gives it.
+struct KvModel {
+    std::string_view name;
+    std::string_view attention;  // "MHA", "MQA" or "GQA"
+    std::size_t layers;
+    std::size_t d_model;
+    std::size_t heads;
+    std::size_t kv_heads;
+    std::size_t d_head;
+    std::size_t bytes_per_element;  // of the cache: 2 = fp16
+    std::size_t trained_context;    // the context it was trained for
+};
+
+// GPT-2 small and XL (MHA), Falcon-7B (MQA), Llama-2-70B, Llama-3-8B, Llama-3-70B, Mistral-7B (GQA).
+std::span<const KvModel> kv_models();
+
+// layers x H_kv x d_head x 2 (K and V) x bytes per element.
+std::uint64_t kv_bytes_per_token(const KvModel& m);
+// For `tokens` tokens of `batch` sequences; usage_error if that does not fit in 64 bits.
+std::uint64_t kv_cache_bytes(const KvModel& m, std::uint64_t tokens, std::uint64_t batch = 1);
+// How many caches of `tokens` tokens fit in `memory` bytes (the weights not counted).
+std::uint64_t caches_that_fit(const KvModel& m, std::uint64_t tokens, std::uint64_t memory);
+
+}  // namespace headwise

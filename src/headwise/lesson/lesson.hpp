@@ -1,0 +1,40 @@
+// headwise/lesson/lesson.hpp -- everything a lesson file includes, in one line, and the lesson runtime.
+#pragma once
+
+#include "headwise/reference/attention.hpp"
+#include "headwise/base/cli.hpp"
+#include "headwise/base/random.hpp"
+#include "headwise/reference/softmax.hpp"
+#include "headwise/base/tensor.hpp"
+#include "headwise/base/trace.hpp"
+
+#include <fmt/format.h>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace headwise::lesson {
+
+// About a few seconds of work on a 2-core laptop: more than any lesson needs at sizes worth
+// printing, little enough that a typo ends in one line instead of a wait.
+inline constexpr double work_limit = 2e11;
+
+// Every lesson's main() ends with `return lesson::run(app, argc, argv, [&] { ...story... });`.
+// This is the one place outside the story that
+//   - parses the flags (a bad one: one line naming it, exit 2; --help: exit 0),
+//   - sets the limits: memory (half of what is free, charged per allocation as it is made) and
+//     work (each library step charges its operations before computing; see limits.hpp),
+//   - turns a usage_error or a refused limit into one line and exit 2, anything else into one
+//     line and exit 1.
+// The story returns the exit code (0, or cli::exit_failure when a check it prints fails).
+int run(CLI::App& app, int argc, char** argv, const std::function<int()>& story);
+
+// Bytes the lesson has allocated and not yet freed (what the memory limit is checked against).
+std::size_t bytes_allocated();
+// run() sets half of the free memory; a test sets its own.
+void set_memory_limit(std::size_t bytes);
+
+}  // namespace headwise::lesson
