@@ -26,7 +26,6 @@ Tensor3 merge_heads(const Tensor4& x);
 // The lower-triangular causal mask as PyTorch spells it: (N, N), true above the diagonal.
 Mask2 causal_mask(std::size_t n);
 
-
 // softmax(q k^T * scale + mask) v for every (batch, head).
 //   q (B, H, N_q, d_head), k and v (B, H, N_k, d_head) -> (B, H, N_q, d_head)
 // If `weights` is given it receives the attention weights (B, H, N_q, N_k).
