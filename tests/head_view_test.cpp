@@ -3,6 +3,8 @@
 // together without leaving a file behind. The page's behaviour in a browser: tests/browser/.
 #include "headwise/io/head_view.hpp"
 
+#include "head_view_page.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -35,16 +37,6 @@ head_view::Data sample() {
     return d;
 }
 
-// The JSON the page carries, cut out of its <script id="headwise-data"> element.
-nlohmann::json page_data(const std::string& page) {
-    const std::string open = R"(<script id="headwise-data" type="application/json">)";
-    const std::size_t start = page.find(open);
-    REQUIRE(start != std::string::npos);
-    const std::size_t from = start + open.size(), to = page.find("</script>", from);
-    REQUIRE(to != std::string::npos);
-    return nlohmann::json::parse(page.substr(from, to - from));
-}
-
 struct TempDir {
     fs::path path;
     TempDir() {
@@ -64,7 +56,7 @@ struct TempDir {
 
 TEST_CASE("head view: the page carries every weight within 5e-6, the tokens, roles and cosines", "[head_view]") {
     const head_view::Data d = sample();
-    const nlohmann::json j = page_data(head_view::render(d));
+    const nlohmann::json j = testing::head_view_data(head_view::render(d));
     CHECK(j.at("tokens") == nlohmann::json(d.tokens));
     CHECK(j.at("title") == "the cat sat");
     CHECK(j.at("boundary") == 0);
@@ -87,7 +79,7 @@ TEST_CASE("head view: optional roles and ablation are null, and the pair's bound
     d.roles.clear();
     d.ablation.clear();
     d.boundary = 2;
-    const nlohmann::json j = page_data(head_view::render(d));
+    const nlohmann::json j = testing::head_view_data(head_view::render(d));
     CHECK(j.at("roles").is_null());
     CHECK(j.at("ablation").is_null());
     CHECK(j.at("boundary") == 2);
@@ -116,7 +108,7 @@ TEST_CASE("head view: a token cannot end the data's script element or break its 
     d.tokens[2] = "quote\" back\\slash\ttab";
     const std::string page = head_view::render(d);
     CHECK_THAT(page, !Contains("</script><script>alert"));
-    const nlohmann::json j = page_data(page);
+    const nlohmann::json j = testing::head_view_data(page);
     CHECK(j["tokens"][1] == d.tokens[1]);
     CHECK(j["tokens"][2] == d.tokens[2]);
 }
