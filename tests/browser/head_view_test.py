@@ -19,6 +19,11 @@ writes the same weights as .npy, and the test checks that what the page shows eq
   - a screenshot (PNG under --out) of the expected size that is not blank
   - the file is under 1 MB, and the page is ready in under 1 s (its own performance.now())
 
+    head_view_test.py screenshot PAGE PNG [--token it] [--layer 3]
+
+takes the picture of a page that the docs show (docs/figures/07_heads.png from lesson 07's
+docs/figures/07_heads.html), with the same browser set-up.
+
 Exit 77 (ctest: skipped) when chromium, chromedriver or python3-selenium is missing
 (scripts/install-deps --ci installs them), or, for `model`, when the model is not cached
 (scripts/fetch-model). Only the standard library besides Selenium: the .npy and the PNG are read by
@@ -149,34 +154,17 @@ def make_page(args):
     return html, shape, flat, facts
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("source", choices=["model", "lesson3"])
-    parser.add_argument("--runner", default="build/src/headwise")
-    parser.add_argument("--lesson", default="build/lessons/03_multi_head")
-    parser.add_argument("--out", default="build/browser")
-    args = parser.parse_args()
-
+def start_browser():
+    """Headless Chromium at WIDTH x HEIGHT that records every error the page raises or logs, or
+    exit 77 when the browser, its driver or Selenium is missing."""
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not driver_path:
         skip("chromium or chromedriver is not installed (scripts/install-deps --ci: chromium chromium-driver)")
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.action_chains import ActionChains
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support.ui import Select, WebDriverWait
     except ImportError:
         skip("python3-selenium is not installed (scripts/install-deps --ci)")
-
-    html, shape, flat, facts = make_page(args)
-    L, H, N, _ = shape
-    size = os.path.getsize(html)
-    check(size < 1_000_000, f"the page is {size} bytes; a 16-token sentence must stay under 1 MB")
-
-    def npy_weight(layer, head, q, k):
-        return flat[((layer * H + head) * N + q) * N + k]
-
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -184,19 +172,77 @@ def main():
         options.add_argument(a)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+    # Every error the page raises or logs is kept, from before its first script runs.
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.__errors = [];
+        window.addEventListener("error", (e) => window.__errors.push(String(e.message)));
+        const original = console.error;
+        console.error = (...a) => { window.__errors.push(a.join(" ")); original(...a); };"""})
+    return driver
+
+
+def open_page(driver, html):
+    """Opens the file from disk; returns the ms the page took to be ready, by its own clock."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.get("file://" + os.path.abspath(html))
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.documentElement.dataset.renderMs !== undefined"))
+    return float(driver.execute_script("return document.documentElement.dataset.renderMs"))
+
+
+def screenshot(args):
+    """The docs' picture of a page: the given layer, every head, the named token hovered."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    driver = start_browser()
     try:
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
-        # Every error the page raises or logs is kept, from before its first script runs.
-        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
-            window.__errors = [];
-            window.addEventListener("error", (e) => window.__errors.push(String(e.message)));
-            const original = console.error;
-            console.error = (...a) => { window.__errors.push(a.join(" ")); original(...a); };"""})
-        driver.get("file://" + html)
-        WebDriverWait(driver, 10).until(
-            lambda d: d.execute_script("return document.documentElement.dataset.renderMs !== undefined"))
-        render_ms = float(driver.execute_script("return document.documentElement.dataset.renderMs"))
+        open_page(driver, args.page)
+        tokens = driver.execute_script("return data.tokens")
+        check(args.token in tokens, f"the page has no token {args.token!r}")
+        Select(driver.find_element(By.ID, "layer")).select_by_value(str(args.layer))
+        q = tokens.index(args.token)
+        ActionChains(driver).move_to_element(driver.find_element(By.ID, f"queries-{q}")).perform()
+        check(driver.save_screenshot(args.png), f"could not write {args.png}")
+        errors = driver.execute_script("return window.__errors")
+        check(not errors, f"console errors: {errors}")
+    finally:
+        driver.quit()
+    print(f"wrote {args.png}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("source", choices=["model", "lesson3", "screenshot"])
+    parser.add_argument("page", nargs="?", help="screenshot: the page")
+    parser.add_argument("png", nargs="?", help="screenshot: the PNG to write")
+    parser.add_argument("--token", default="it", help="screenshot: the query token hovered")
+    parser.add_argument("--layer", type=int, default=0, help="screenshot: the layer shown")
+    parser.add_argument("--runner", default="build/src/headwise")
+    parser.add_argument("--lesson", default="build/lessons/03_multi_head")
+    parser.add_argument("--out", default="build/browser")
+    args = parser.parse_args()
+    if args.source == "screenshot":
+        check(args.page and args.png, "screenshot needs PAGE and PNG")
+        return screenshot(args)
+
+    driver = start_browser()
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    try:
+        html, shape, flat, facts = make_page(args)
+        L, H, N, _ = shape
+        size = os.path.getsize(html)
+        check(size < 1_000_000, f"the page is {size} bytes; a 16-token sentence must stay under 1 MB")
+
+        def npy_weight(layer, head, q, k):
+            return flat[((layer * H + head) * N + q) * N + k]
+
+        render_ms = open_page(driver, html)
 
         def no_errors(when):
             errors = list(driver.execute_script("return window.__errors"))
