@@ -16,11 +16,17 @@
 // Dimension letters: B = batch, N = tokens, H = heads, d_head = d_model / H, M = tokens of the
 // second sequence in cross-attention.
 // Run:  ./headwise run 3      or      build/lessons/03_multi_head --help
+//       build/lessons/03_multi_head --html heads.html   these random heads in the browser, to set
+//       beside a trained model's (`./headwise heads --html`, lesson 07)
 
 #include "headwise/reference/batched.hpp"
 #include "headwise/io/figure.hpp"
+#include "headwise/io/head_view.hpp"
 #include "headwise/io/heatmap.hpp"
+#include "headwise/io/npy.hpp"
 #include "headwise/lesson/lesson.hpp"
+#include "headwise/model/bert.hpp"  // bert::cosine
+#include "headwise/model/head_roles.hpp"
 #include "headwise/reference/params.hpp"
 
 #include <cmath>
@@ -112,8 +118,12 @@ int main(int argc, char** argv) {
     std::string text = "the black cat sat on the mat";
     std::string other = "le chat noir s'assit sur le tapis";
     std::size_t M = 7;
-    std::string figures_dir;
+    std::string figures_dir, html, weights_npy;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
+    app.add_option("--html", html, "also write batch 0's heads as an interactive page (head view, model view)")
+        ->type_name("FILE");
+    app.add_option("--weights", weights_npy, "also write batch 0's weights (H, N, N) float32 as .npy")
+        ->type_name("FILE");
     app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
     app.add_option("--sentence", text, "words that label the tokens in the heat maps")->capture_default_str();
     app.add_option("--cross-seq", M, "length M of the second sequence in the cross-attention step")
@@ -340,6 +350,38 @@ int main(int argc, char** argv) {
             bars.reference_label = fmt::format("uniform maximum ln {} = {:.3f}", N, ln_n);
             bars.format = [](double v) { return fmt::format("{:.2f}", v); };
             figure::save(figure::bar_chart(bars), figures_dir, "03_head_entropy.png");
+        }
+        // -----------------------------------------------------------------------------------------
+        if (!html.empty() || !weights_npy.empty()) {
+            // The page: one layer of H random heads, each with its measured role, and how far y
+            // (batch 0) moves when that head's slice of concat is zeroed -- the cosine to the full y.
+            const Tensor3 w_b0 = xt::view(weights, 0);  // (H, N, N)
+            std::vector<npy::PendingFile> pending;
+            if (!weights_npy.empty()) pending.push_back(npy::stage(weights_npy, w_b0));
+            if (!html.empty()) {
+                head_view::Data page;
+                page.title = fmt::format("lesson 03: {} heads with random weights", H);
+                page.subtitle = fmt::format("B={} N={} d_model={} H={} seed={}; batch 0, tokens labelled by --sentence",
+                                            B, N, d, H, opt.seed);
+                page.tokens = labels;
+                page.weights = {w_b0};
+                page.ablation_label = "cosine between y (batch 0) without that head and the full y";
+                page.roles.emplace_back();
+                page.ablation.emplace_back();
+                const Tensor2 y_b0 = xt::view(y, 0);  // (N, d_model)
+                for (std::size_t h = 0; h < H; ++h) {
+                    page.roles[0].push_back(roles::role(xt::view(w_b0, h), N, labels.front(), labels.back()));
+                    Tensor3 cut = concat;  // (B, N, d_model)
+                    xt::view(cut, xt::all(), xt::all(), xt::range(h * dh, (h + 1) * dh)) = 0.0f;
+                    const Tensor2 y_cut = xt::view(linear(cut, w_o), 0);  // (N, d_model)
+                    page.ablation[0].push_back(bert::cosine(y_cut.data(), y_b0.data(), y_b0.size()));
+                }
+                pending.emplace_back(html, head_view::render(page));
+            }
+            for (auto& p : pending) {
+                p.commit();
+                fmt::print("  wrote {}\n", p.target().string());
+            }
         }
         return cli::exit_ok;
     });

@@ -23,6 +23,7 @@
 
 #include "headwise/model/bert.hpp"
 #include "headwise/io/figure.hpp"
+#include "headwise/io/head_view.hpp"
 #include "headwise/model/head_roles.hpp"
 #include "headwise/io/heatmap.hpp"
 #include "headwise/lesson/lesson.hpp"
@@ -98,7 +99,9 @@ int main(int argc, char** argv) {
     app.add_option("--top", top, "how many of the heads that matter most step 10 names (1-72)")
         ->check(CLI::Range(1, 72))
         ->capture_default_str();
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
+    app.add_option("--save-figures", figures_dir,
+                   "also draw this lesson's pictures (PNG) and its head view page (07_heads.html) into DIR")
+        ->type_name("DIR");
     return lesson::run(app, argc, argv, [&] {
         const auto dir = bert::model_dir();
         bert::require_model(dir);  // without the model: one line on stderr that says how to get it, exit 2
@@ -433,6 +436,29 @@ int main(int argc, char** argv) {
             }
             bars.format = [](double v) { return fmt::format("{:.3f}", v); };
             figure::save(figure::bar_chart(bars), figures_dir, "07_head_ablation.png");
+
+            // The same numbers to explore in a browser, one offline page (headwise/io/head_view.hpp):
+            // every layer's weights as lines between the tokens, the 72 heads as a grid labelled with
+            // their roles (steps 6, 7, 9), and step 10's ablation cosines as its colours.
+            head_view::Data page;
+            page.title = fmt::format("lesson 07: \"{}\"", sentence);
+            page.subtitle = fmt::format(
+                "all-MiniLM-L6-v2, {} layers x {} heads, through the course's forward pass "
+                "(lessons/07_real_model.cpp, step 5)",
+                L, H);
+            page.tokens = tokens;
+            page.ablation_label = "cosine of the embedding without that head to the full one (step 10, mean of 4)";
+            page.roles.assign(L, std::vector<std::string>(H));
+            page.ablation.assign(L, std::vector<double>(H));
+            for (std::size_t l = 0; l < L; ++l) {
+                page.weights.push_back(xt::view(out.attention[l], 0));  // (H, N, N)
+                for (std::size_t h = 0; h < H; ++h)
+                    page.roles[l][h] = roles::role(head_weights(out.attention, l, 0, h), N);
+            }
+            for (const Ranked& r : ablation) page.ablation[r.layer][r.head] = 1.0 - r.value;
+            const std::filesystem::path html = std::filesystem::path(figures_dir) / "07_heads.html";
+            head_view::write(html, page);
+            fmt::print("  page: {} -- open it in a browser (head view, model view, ablation view)\n", html.string());
         }
         return cli::exit_ok;
     });

@@ -229,3 +229,30 @@ TEST_CASE("all-MiniLM-L6-v2: a sentence padded in a batch gets the embedding it 
     CHECK(bert::cosine(&together(0, 0), &alone(0, 0), 384) > 0.999999);
     CHECK(max_abs_diff(Tensor1(xt::view(together, 0)), Tensor1(xt::view(alone, 0))) < 1e-5);
 }
+
+TEST_CASE("all-MiniLM-L6-v2: a pair is [CLS] a [SEP] b [SEP], and b's tokens get token type 1's embedding",
+          "[bert][model]") {
+    const bert::Model& model = testing::model_or_skip_loaded();
+    const bert::Pair p = bert::encode_pair(model, "The cat sat.", "It was tired.");
+    // BertTokenizer(a, b) gives the ids of "a [SEP] b" as one text (a literal [SEP] is one token).
+    CHECK(p.batch.ids == bert::tokenize(model, {"The cat sat. [SEP] It was tired."}).ids);
+    CHECK(p.boundary == 6);
+    CHECK(p.tokens[5] == "[SEP]");
+    CHECK(p.batch.token_types == std::vector<std::vector<std::int32_t>>{{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}});
+    // embed() by hand: word + position + type row t, then the embedding LayerNorm.
+    const std::size_t N = p.tokens.size(), d = model.config.d_model;
+    Tensor3 sum = Tensor3::from_shape({1, N, d});  // (1, N, d_model)
+    for (std::size_t i = 0; i < N; ++i) {
+        const std::size_t t = i < p.boundary ? 0 : 1;
+        for (std::size_t c = 0; c < d; ++c) {
+            sum(0, i, c) = model.word_embeddings(static_cast<std::size_t>(p.batch.ids[0][i]), c) +
+                           model.position_embeddings(i, c) + model.token_type_embeddings(t, c);
+        }
+    }
+    const Tensor3 expected =
+        bert::layer_norm(sum, model.embed_ln_gamma, model.embed_ln_beta, model.config.layer_norm_eps);
+    CHECK(max_abs_diff(bert::embed(model, p.batch), expected) < 1e-6);
+    bert::Batch wrong = p.batch;
+    wrong.token_types[0].pop_back();
+    CHECK_THROWS_WITH(bert::embed(model, wrong), Contains("token types must be (1, 11) like the ids"));
+}

@@ -44,3 +44,18 @@ TEST_CASE("head roles look only at the real tokens, not the padding", "[head_rol
     CHECK_THROWS_WITH(roles::share_on(w, 3, 3), Contains("not one of the 3 real tokens"));
     CHECK_THROWS_WITH(roles::previous_token(w, 5), Contains("1..N tokens"));
 }
+
+TEST_CASE("a head's role is the strongest measure past lesson 07's cut, else its entropy", "[head_roles]") {
+    CHECK(roles::role(shifted(5), 5) == "previous-token");
+    CHECK(roles::role(xt::transpose(shifted(5)), 5) == "next-token");
+    Tensor2 sink = xt::zeros<float>({4, 4});
+    for (std::size_t i = 0; i < 4; ++i) sink(i, 0) = 1.0f;
+    CHECK(roles::role(sink, 4) == "[CLS] sink");
+    CHECK(roles::role(xt::flip(sink, 1), 4) == "[SEP] sink");
+    CHECK(roles::role(sink, 4, "the", "mat") == "the sink");  // the end tokens are named by the caller
+    // Each token on itself: certain rows (entropy 0) but none of the named roles.
+    CHECK(roles::role(xt::eye<float>(4), 4) == "sharp");
+    CHECK(roles::role(xt::ones<float>({4, 4}) / 4.0f, 4) == "broad");
+    Tensor2 half = xt::eye<float>(4) * 0.5f + 0.125f;  // each row: 0.625 on itself, 0.125 on the rest
+    CHECK(roles::role(half, 4) == "mixed");
+}

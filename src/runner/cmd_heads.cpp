@@ -4,6 +4,9 @@
 //
 //   --attention OUT.npy   (L, H, N, N) float32, rows = queries, as `attend --weights` (B dropped)
 //   --embedding OUT.npy   (d_model,) float32, mean over the tokens, L2-normalised
+//   --html OUT.html       the same weights as one interactive page (headwise/io/head_view.hpp):
+//                         head view, model view with each head's role, ablation view
+// --sentence-b makes the input a pair, [CLS] a [SEP] b [SEP] (token types 0 then 1).
 //
 // The model is the one scripts/fetch-model caches (HEADWISE_MODEL_DIR overrides). Like `attend`,
 // it computes, so it links headwise::core (xtensor) in an object library of its own; outputs
@@ -12,6 +15,7 @@
 
 #include "headwise/model/bert.hpp"
 #include "headwise/model/head_roles.hpp"
+#include "headwise/io/head_view.hpp"
 #include "headwise/io/heatmap.hpp"
 #include "headwise/io/npy.hpp"
 
@@ -27,19 +31,54 @@ namespace headwise::runner {
 namespace {
 
 struct HeadsArgs {
-    std::string sentence;
+    std::string sentence, sentence_b;
     std::optional<long long> layer, head;
-    bool tokens_only = false;
-    std::string attention, embedding;
+    bool tokens_only = false, sentence_b_given = false;
+    std::string attention, embedding, html;
 };
 
+bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// The page for `headwise heads --html`: every layer's weights, each head's role, and how far the
+// embedding moves without each head (cosine to the full one: L x H more forward passes).
+head_view::Data page(const bert::Model& model, const bert::Batch& batch, const bert::Outputs& out,
+                     std::vector<std::string> tokens, std::size_t boundary, const std::string& title) {
+    const std::size_t L = model.config.layers, H = model.config.heads, N = batch.seq(), d = model.config.d_model;
+    head_view::Data v;
+    v.title = title;
+    v.subtitle = fmt::format(
+        "all-MiniLM-L6-v2 through the course's forward pass (headwise heads): {} layers x {} heads, "
+        "{} tokens; the same weights as --attention writes",
+        L, H, N);
+    v.tokens = std::move(tokens);
+    v.boundary = boundary;
+    v.ablation_label = "cosine between the sentence embedding without that head and the full one";
+    for (std::size_t l = 0; l < L; ++l) {
+        v.weights.push_back(xt::view(out.attention[l], 0));  // (H, N, N)
+        v.roles.emplace_back();
+        v.ablation.emplace_back();
+        for (std::size_t h = 0; h < H; ++h) {
+            v.roles[l].push_back(roles::role(xt::view(out.attention[l], 0, h), N));
+            bert::ForwardOptions cut;
+            cut.ablate_layer = l;
+            cut.ablate_head = h;
+            const Tensor2 e = bert::forward(model, batch, cut).embedding;  // (1, d_model)
+            v.ablation[l].push_back(bert::cosine(&e(0, 0), &out.embedding(0, 0), d));
+        }
+    }
+    return v;
+}
+
 int heads(const HeadsArgs& a) {
-    if (a.sentence.find_first_not_of(" \t\r\n") == std::string::npos) {
+    if (blank(a.sentence)) {
         throw headwise::usage_error("--sentence is empty: give the text to run, e.g. --sentence \"The cat sat.\"");
+    }
+    if (a.sentence_b_given && blank(a.sentence_b)) {
+        throw headwise::usage_error("--sentence-b is empty: give the second sentence of the pair, or leave it out");
     }
     const auto dir = bert::model_dir();
     bert::require_model(dir);
-    if (a.tokens_only) {  // the tokenizer only: no weights are loaded
+    if (a.tokens_only && !a.sentence_b_given) {  // the tokenizer only: no weights are loaded
         const WordPiece vocab = WordPiece::load(dir / "vocab.txt");
         const auto e = vocab.encode(a.sentence);
         fmt::print("{:>4}  {:<16} {:>6}\n", "pos", "token", "id");
@@ -56,14 +95,28 @@ int heads(const HeadsArgs& a) {
         throw headwise::usage_error(
             fmt::format("--head {} is outside 0..{} (each layer has {} heads)", *a.head, H - 1, H));
     }
-    const auto enc = model.vocab.encode(a.sentence, model.config.max_positions);
-    const bert::Batch batch = bert::make_batch({enc.ids}, model.vocab.pad_id());
+    bert::Pair input;  // one sentence: boundary 0, token types all 0
+    if (a.sentence_b_given) {
+        input = bert::encode_pair(model, a.sentence, a.sentence_b);
+    } else {
+        const auto enc = model.vocab.encode(a.sentence, model.config.max_positions);
+        input.tokens = enc.tokens;
+        input.batch = bert::make_batch({enc.ids}, model.vocab.pad_id());
+    }
+    const bert::Batch& batch = input.batch;
+    const std::vector<std::string>& tokens = input.tokens;
+    if (a.tokens_only) {
+        fmt::print("{:>4}  {:<16} {:>6} {:>5}\n", "pos", "token", "id", "type");
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            fmt::print("{:>4}  {:<16} {:>6} {:>5}\n", i, tokens[i], batch.ids[0][i], batch.token_types[0][i]);
+        return 0;
+    }
     bert::ForwardOptions keep;
     keep.keep_attention = true;
     const bert::Outputs out = bert::forward(model, batch, keep);
     const std::size_t N = batch.seq();
 
-    // Both outputs are staged before anything is printed, so a bad path fails first and alone.
+    // Every output is staged before anything is printed, so a bad path fails first and alone.
     std::vector<npy::PendingFile> pending;
     if (!a.attention.empty()) {
         Tensor4 all = Tensor4::from_shape({L, H, N, N});  // (L, H, N, N)
@@ -74,8 +127,13 @@ int heads(const HeadsArgs& a) {
         const Tensor1 e = xt::view(out.embedding, 0);  // (d_model,)
         pending.push_back(npy::stage(a.embedding, e));
     }
+    if (!a.html.empty()) {
+        const std::string title = a.sentence_b_given ? fmt::format("\"{}\" / \"{}\"", a.sentence, a.sentence_b)
+                                                     : fmt::format("\"{}\"", a.sentence);
+        pending.emplace_back(a.html, head_view::render(page(model, batch, out, tokens, input.boundary, title)));
+    }
 
-    fmt::print("tokens ({}): {}\n", N, fmt::join(enc.tokens, " "));
+    fmt::print("tokens ({}): {}\n", N, fmt::join(tokens, " "));
     auto w = [&](std::size_t l, std::size_t h) { return Tensor2(xt::view(out.attention[l], 0, h)); };  // (N, N)
     fmt::print("\n{:<6} {:>10} {:>10} {:>9} {:>9} {:>14} {:>14}\n", "layer", "on [CLS]", "on [SEP]", "CLS>60%",
                "SEP>60%", "best prev", "best next");
@@ -114,7 +172,7 @@ int heads(const HeadsArgs& a) {
     HeatmapOptions look;
     look.color = ::isatty(1) != 0 && std::getenv("NO_COLOR") == nullptr;
     look.max_size = 24;
-    fmt::print("{}{}\n", heatmap(chosen, enc.tokens, enc.tokens, look), heatmap_legend(look.color));
+    fmt::print("{}{}\n", heatmap(chosen, tokens, tokens, look), heatmap_legend(look.color));
 
     for (auto& p : pending) {
         p.commit();
@@ -133,14 +191,20 @@ void add_heads_command(CLI::App& app, Action& action) {
         "Example:\n"
         "  ./headwise heads --sentence \"The dog could not jump the fence because it was too tired.\" \\\n"
         "                   --layer 0 --head 2 --attention att.npy --embedding emb.npy\n"
+        "  ./headwise heads --sentence \"The cat sat on the mat.\" --sentence-b \"It was tired.\" --html heads.html\n"
         "The model comes from scripts/fetch-model (HEADWISE_MODEL_DIR points at another copy).\n");
     cmd->add_option("--sentence", a->sentence, "the text to run (UTF-8, at most 512 tokens with [CLS] and [SEP])")
         ->required();
+    cmd->add_option("--sentence-b", a->sentence_b,
+                    "a second sentence: the input becomes the pair [CLS] a [SEP] b [SEP]")
+        ->each([a](const std::string&) { a->sentence_b_given = true; });
     cmd->add_option("--layer", a->layer, "the layer whose head is drawn (0-5; default 0)");
     cmd->add_option("--head", a->head, "the head drawn (0-11; default: the layer's sharpest)");
     cmd->add_flag("--tokens", a->tokens_only, "only print the WordPiece tokens and ids");
     cmd->add_option("--attention", a->attention, "write every layer's attention (L, H, N, N) float32 .npy");
     cmd->add_option("--embedding", a->embedding, "write the sentence embedding (d_model,) float32 .npy");
+    cmd->add_option("--html", a->html,
+                    "write an interactive page: head view, model view with roles, ablation view (one offline file)");
     cmd->callback([&action, a] {
         action = [a] {
             try {

@@ -158,6 +158,10 @@ const std::vector<Case> lesson_size_cases{
     {"04_causal_mask", {"--changed-token", "5", "--seq", "5"}, "--changed-token"},
     {"04_causal_mask", {"--changed-token", "7"}, "--changed-token"},
     {"03_multi_head", {"--cross-seq", "99999"}, "--cross-seq"},
+    // The head view page and its .npy (issue 26): a path that cannot be written.
+    {"03_multi_head", {"--html", "{w}/no/such/dir/h.html"}, "h\\.html: cannot write: the directory .* does not exist"},
+    {"03_multi_head", {"--weights", "{w}/no/such/dir/w.npy"}, "w\\.npy: cannot write: the directory .* does not exist"},
+    {"03_multi_head", {"--html", "{w}"}, "is a directory"},
     {"05_parameter_count", {"--context", "99999999999"}, "--context"},
     {"05_parameter_count", {"--batch", "2"}, "--batch"},
     {"01_single_head", {"--seq", "nan"}, "--seq.*nan"},
@@ -263,6 +267,12 @@ const std::vector<Case> model_cases{
      {"heads", "--sentence", "x", "--embedding", "{w}/out/e.npy"},
      "model\\.safetensors: the header claims"},
     {"headwise", {"heads", "--sentence", "x", "--no-such-flag"}, "--no-such-flag"},
+    {"headwise", {"heads", "--sentence", "", "--html", "{w}/out/h.html"}, "--sentence is empty"},
+    {"headwise",
+     {"heads", "--sentence", "x", "--sentence-b", " ", "--html", "{w}/out/h.html"},
+     "--sentence-b is empty"},
+    {"headwise", {"heads", "--sentence", "x", "--sentence-b"}, "--sentence-b"},
+    {"headwise", {"heads", "--sentence", "x", "--html", "{w}/out/h.html"}, "model\\.safetensors: the header claims"},
 };
 
 // attend: the good files are q.npy (1, 2, 4) float32, w_in.npy (12, 4), w_o.npy (4, 4); the

@@ -174,11 +174,37 @@ Batch tokenize(const Model& model, const std::vector<std::string>& texts) {
     return make_batch(ids, model.vocab.pad_id());
 }
 
+Pair encode_pair(const Model& model, const std::string& a, const std::string& b) {
+    const std::size_t most = model.config.max_positions;
+    const auto first = model.vocab.encode(a, most), second = model.vocab.encode(b, most);  // [CLS] ... [SEP] each
+    const std::size_t n = first.ids.size() + second.ids.size() - 1;                        // b's [CLS] dropped
+    if (n > most) {
+        throw usage_error(
+            fmt::format("the pair is {} tokens long with [CLS] and both [SEP]; the model takes at most {}", n, most));
+    }
+    Pair p;
+    p.boundary = first.ids.size();
+    std::vector<std::int32_t> ids = first.ids;
+    ids.insert(ids.end(), second.ids.begin() + 1, second.ids.end());
+    p.tokens = first.tokens;
+    p.tokens.insert(p.tokens.end(), second.tokens.begin() + 1, second.tokens.end());
+    p.batch = make_batch({ids}, model.vocab.pad_id());
+    std::vector<std::int32_t> types(n, 1);
+    std::fill(types.begin(), types.begin() + static_cast<std::ptrdiff_t>(p.boundary), 0);
+    p.batch.token_types = {types};
+    return p;
+}
+
 Tensor3 embed(const Model& model, const Batch& batch) {
     const std::size_t B = batch.size(), N = batch.seq(), d = model.config.d_model;
     if (N > model.config.max_positions) {
         throw usage_error(
             fmt::format("{} tokens are more than the model's {} positions", N, model.config.max_positions));
+    }
+    if (!batch.token_types.empty()) {
+        bool fits = batch.token_types.size() == B;
+        for (std::size_t b = 0; fits && b < B; ++b) fits = batch.token_types[b].size() == N;
+        if (!fits) throw usage_error(fmt::format("token types must be ({}, {}) like the ids", B, N));
     }
     Tensor3 x = Tensor3::from_shape({B, N, d});
     for (std::size_t b = 0; b < B; ++b)
@@ -190,7 +216,11 @@ Tensor3 embed(const Model& model, const Batch& batch) {
             }
             const float* word = model.word_embeddings.data() + static_cast<std::size_t>(id) * d;
             const float* pos = model.position_embeddings.data() + i * d;
-            const float* type = model.token_type_embeddings.data();  // token type 0: one sentence
+            const std::int32_t t = batch.token_types.empty() ? 0 : batch.token_types[b][i];  // 0 or 1 (a pair)
+            if (t < 0 || static_cast<std::size_t>(t) >= model.config.type_vocab_size) {
+                throw usage_error(fmt::format("token type {} is outside 0..{}", t, model.config.type_vocab_size - 1));
+            }
+            const float* type = model.token_type_embeddings.data() + static_cast<std::size_t>(t) * d;
             float* out = x.data() + (b * N + i) * d;
             for (std::size_t c = 0; c < d; ++c) out[c] = word[c] + pos[c] + type[c];
         }

@@ -1,7 +1,8 @@
 // headwise/model/bert.hpp -- a BERT encoder (lesson 07's all-MiniLM-L6-v2) on the library's attention.
 //
 // The forward pass, in PyTorch's (B, N, d_model) order, with Hugging Face's parameter names:
-//   x = LayerNorm(word[id] + position[i] + token_type[0])                    (B, N, d_model)
+//   x = LayerNorm(word[id] + position[i] + token_type[t])                    (B, N, d_model)
+//   (t = 0, or 1 for the second sentence of a pair)
 //   for each of the L layers (post-LayerNorm, as in the original BERT):
 //     a = MultiHeadAttention(x, key_padding_mask)     headwise::MultiHeadAttention, [W_q; W_k; W_v]
 //     x = LayerNorm(x + a)
@@ -87,12 +88,23 @@ struct Model {
 struct Batch {
     std::vector<std::vector<std::int32_t>> ids;  // B rows of N ids
     Mask2 padding;                               // (B, N), true = [PAD]
+    // B rows of N token types (0 = first sentence, 1 = second of a pair); empty = all 0.
+    std::vector<std::vector<std::int32_t>> token_types;
     std::size_t size() const { return ids.size(); }
     std::size_t seq() const { return ids.empty() ? 0 : ids[0].size(); }
 };
 Batch make_batch(const std::vector<std::vector<std::int32_t>>& ids, std::int32_t pad_id);
 // Tokenizes each text (WordPiece::encode) and pads.
 Batch tokenize(const Model& model, const std::vector<std::string>& texts);
+// A pair of sentences as one input, as BertTokenizer(a, b) builds it: [CLS] a [SEP] b [SEP], token
+// type 0 up to and including the first [SEP], 1 after it. `tokens` and `boundary` (the first
+// token of b) are for display. usage_error past the model's positions.
+struct Pair {
+    Batch batch;  // one row
+    std::vector<std::string> tokens;
+    std::size_t boundary = 0;
+};
+Pair encode_pair(const Model& model, const std::string& a, const std::string& b);
 
 struct Outputs {
     Tensor3 last;                    // (B, N, d_model): the last layer

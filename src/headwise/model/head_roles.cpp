@@ -56,4 +56,24 @@ double mean_entropy(const Tensor2& w, std::size_t n) {
     return total / static_cast<double>(n);
 }
 
+std::string role(const Tensor2& w, std::size_t n, std::string_view first, std::string_view last) {
+    struct Candidate {
+        std::string name;
+        double value, cut;
+    };
+    const Candidate candidates[] = {
+        {"previous-token", previous_token(w, n), 0.5},
+        {"next-token", next_token(w, n), 0.5},
+        {fmt::format("{} sink", first), share_on(w, n, 0), 0.6},
+        {fmt::format("{} sink", last), share_on(w, n, n - 1), 0.6},
+    };
+    const Candidate* best = nullptr;
+    for (const Candidate& c : candidates)
+        if (c.value > c.cut && (!best || c.value > best->value)) best = &c;
+    if (best) return best->name;
+    if (n < 2) return "sharp";  // one key: every row is certain
+    const double relative = mean_entropy(w, n) / std::log(static_cast<double>(n));
+    return relative < 0.3 ? "sharp" : relative > 0.85 ? "broad" : "mixed";
+}
+
 }  // namespace headwise::roles

@@ -9,6 +9,8 @@
 #include "headwise/base/tensor.hpp"
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 namespace headwise::roles {
 
@@ -22,5 +24,13 @@ double share_on(const Tensor2& w, std::size_t n, std::size_t key);
 // Mean entropy (nats) of the n query rows over the n real keys: 0 = each query looks at one key,
 // ln n = every query spreads evenly.
 double mean_entropy(const Tensor2& w, std::size_t n);
+
+// The role a head's weights show most clearly, in a few words, from the measures above:
+//   "previous-token" / "next-token"   > 0.5 of the weight on that neighbour (lesson 07's cut)
+//   "<first> sink" / "<last> sink"     > 60% of the attention on key 0 / key n - 1 (lesson 07's cut)
+// the strongest of those when several pass, else by mean entropy relative to ln n:
+//   "sharp" (< 0.3), "broad" (> 0.85), "mixed" between. `first` and `last` name the end tokens
+// ("[CLS]" and "[SEP]" in BERT). The head view labels each head with it.
+std::string role(const Tensor2& w, std::size_t n, std::string_view first = "[CLS]", std::string_view last = "[SEP]");
 
 }  // namespace headwise::roles
