@@ -4,6 +4,13 @@ tests/fixtures/bert/tokenizer.json
     {"cases": [{"text", "tokens", "ids"}]}: BertTokenizer's answer for strings that exercise
     every rule of the basic tokenizer and of WordPiece (no model weights needed to compare).
 
+tests/fixtures/bert/special_casing.json
+    {"cases": [{"text", "words", "tokens", "ids"}]}: the same for letters whose lower case is not
+    one letter for one letter in Unicode's full mapping (final sigma, dotted I, sharp s, title-case
+    digraphs, ligatures, compatibility signs), with the words BertTokenizer's basic step gave
+    before WordPiece (what WordPiece::basic_tokenize must give: no vocabulary needed).
+    `make_fixtures_bert.py --tokenizer-only` rewrites the two tokenizer fixtures and nothing else.
+
 tests/fixtures/bert/<case>/   one directory per forward-pass case (manifest.json lists them):
     attention.npy  (L * B, H, N, N)    layer-major: row l * B + b is layer l of sentence b
     hidden.npy     ((L + 1) * B, N, 384) row l * B + b: the embeddings (l = 0), then each layer
@@ -18,6 +25,7 @@ The forward passes run in float64 (the model's float32 weights widened), stored 
 import json
 import os
 import pathlib
+import sys
 
 import numpy as np
 import torch
@@ -48,6 +56,22 @@ TOKENIZER_CASES = [
     "$100 + 50% = ¿qué?",
 ]
 
+# BertTokenizer lower-cases the text one character at a time before its basic tokenizer runs
+# (PreTrainedTokenizer.tokenize with do_lower_case), so a capital sigma is always "σ", never the
+# final "ς" that str.lower() gives a whole word; these cases pin what it really does.
+SPECIAL_CASING_CASES = [
+    "ΟΔΟΣ",
+    "Σ",
+    "ΣΣ ΟΔΟΣ. Α:Σ ΑΣʼ",
+    "ΌΣΟΣ ΣΑΣ Ὀδυσσεύς",
+    "İstanbul İ I ı",
+    "STRASSE Straße ẞ",
+    "ǅ ǈ ᾼ ᾈ",
+    "Ω K Å",
+    "ﬁ ﬀ ΐ ǰ ŉ",
+    "Ⅻ Ⓐ",
+]
+
 FORWARD_CASES = [
     ("tired", ["The dog could not jump the fence because it was too tired."]),
     ("tall", ["The dog could not jump the fence because it was too tall."]),
@@ -74,6 +98,21 @@ def tokenizer_fixture(tok):
         cases.append({"text": text, "tokens": tok.convert_ids_to_tokens(ids), "ids": ids})
     (OUT / "tokenizer.json").write_text(json.dumps({"cases": cases}, ensure_ascii=False, indent=1) + "\n",
                                         encoding="utf-8")
+
+
+def special_casing_fixture(tok):
+    words = []
+    basic = tok.basic_tokenizer.tokenize
+    tok.basic_tokenizer.tokenize = lambda text, *args, **kwargs: words.append(basic(text, *args, **kwargs)) or words[-1]
+    cases = []
+    for text in SPECIAL_CASING_CASES:
+        words.clear()
+        ids = tok(text)["input_ids"]
+        assert len(words) == 1, "one run of the basic tokenizer per case"
+        cases.append({"text": text, "words": words[0], "tokens": tok.convert_ids_to_tokens(ids), "ids": ids})
+    tok.basic_tokenizer.tokenize = basic
+    (OUT / "special_casing.json").write_text(json.dumps({"cases": cases}, ensure_ascii=False, indent=1) + "\n",
+                                             encoding="utf-8")
 
 
 def forward_fixtures(tok, model):
@@ -150,9 +189,13 @@ def layer_fixture():
 
 def main():
     tok = BertTokenizer(os.path.join(MODEL, "vocab.txt"), do_lower_case=True, clean_up_tokenization_spaces=False)
-    model = BertModel.from_pretrained(MODEL, attn_implementation="eager", add_pooling_layer=False).double().eval()
     OUT.mkdir(parents=True, exist_ok=True)
     tokenizer_fixture(tok)
+    special_casing_fixture(tok)
+    if sys.argv[1:] == ["--tokenizer-only"]:
+        print(f"make-fixtures-bert: wrote {OUT.relative_to(ROOT)}/tokenizer.json and special_casing.json")
+        return
+    model = BertModel.from_pretrained(MODEL, attn_implementation="eager", add_pooling_layer=False).double().eval()
     forward_fixtures(tok, model)
     layer_fixture()
     total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())

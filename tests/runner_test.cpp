@@ -108,12 +108,7 @@ struct Course {
         fs::create_directories(data);
     }
 
-    Env env() const {
-        return {{"HEADWISE_SOURCE_DIR", src.string()},
-                {"HEADWISE_BINARY_DIR", build.string()},
-                {"XDG_DATA_HOME", data.string()},
-                {"HOME", (tmp / "home").string()}};
-    }
+    Env env() const { return sandbox_env(src, build, data, tmp / "home"); }
     Result run(const std::vector<std::string>& args, const std::optional<std::string>& input = std::nullopt) const {
         return run_headwise(args, env(), input);
     }

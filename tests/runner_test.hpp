@@ -87,6 +87,15 @@ struct Result {
 
 using Env = std::map<std::string, std::string>;
 
+// What points the runner at a sandbox: its source and build trees, and a data folder and a home of
+// its own (so nothing of the real user's progress is read or written).
+inline Env sandbox_env(const fs::path& src, const fs::path& build, const fs::path& data, const fs::path& home) {
+    return {{"HEADWISE_SOURCE_DIR", src.string()},
+            {"HEADWISE_BINARY_DIR", build.string()},
+            {"XDG_DATA_HOME", data.string()},
+            {"HOME", home.string()}};
+}
+
 // A started headwise process whose output goes to files in `dir`.
 class Process {
 public:

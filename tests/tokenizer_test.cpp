@@ -1,7 +1,7 @@
 // tests for headwise/model/tokenizer.hpp: each rule of BERT's basic tokenizer and of WordPiece on a
 // small hand-written vocabulary (expected pieces worked out by hand), then the real vocabulary
 // against the ids Hugging Face's BertTokenizer gave for the strings in tests/fixtures/bert/
-// tokenizer.json (skipped, exit 77, when the model is not cached).
+// tokenizer.json and special_casing.json (skipped, exit 77, when the model is not cached).
 #include "headwise/model/tokenizer.hpp"
 
 #include "model_fixtures.hpp"
@@ -98,11 +98,31 @@ TEST_CASE("a vocabulary without [UNK], [CLS], [SEP] or [PAD] is refused", "[toke
     CHECK_THROWS_WITH(WordPiece::load("/nonexistent/vocab.txt"), Contains("cannot read"));
 }
 
-TEST_CASE("tokenizer gives BertTokenizer's ids for every fixture string (real vocabulary)", "[tokenizer][model]") {
+// BertTokenizer lower-cases a text one character at a time, then its basic tokenizer lower-cases
+// each word again: a capital sigma becomes "σ" wherever it stands (the word-final "ς" of Python's
+// str.lower() never arises), "İ" becomes "i" plus a dot above that the accent stripping removes,
+// and "ß" stays. tests/fixtures/bert/special_casing.json holds the words it gave.
+TEST_CASE("tokenizer lower-cases letter by letter as BertTokenizer does: Σ is σ even at a word's end, İ is i, ß stays",
+          "[tokenizer]") {
+    const WordPiece wp = small_vocab();
+    CHECK(wp.basic_tokenize("ΟΔΟΣ") == Words{"οδοσ"});
+    CHECK(wp.basic_tokenize("Σ") == Words{"σ"});
+    const auto cases = testing::read_json(testing::bert_fixtures / "special_casing.json")["cases"];
+    REQUIRE(cases.size() >= 10);
+    for (const auto& c : cases) {
+        INFO(c["text"].get<std::string>());
+        CHECK(wp.basic_tokenize(c["text"].get<std::string>()) == c["words"].get<Words>());
+    }
+}
+
+namespace {
+
+// Every case of a fixture file of BertTokenizer's answers, encoded with the real vocabulary.
+void check_bert_tokenizer_cases(const char* fixture, std::size_t at_least) {
     const auto dir = testing::model_or_skip();
     const WordPiece wp = WordPiece::load(dir / "vocab.txt");
-    const auto cases = testing::read_json(testing::bert_fixtures / "tokenizer.json")["cases"];
-    REQUIRE(cases.size() >= 12);
+    const auto cases = testing::read_json(testing::bert_fixtures / fixture)["cases"];
+    REQUIRE(cases.size() >= at_least);
     for (const auto& c : cases) {
         const auto text = c["text"].get<std::string>();
         INFO(text);
@@ -110,4 +130,15 @@ TEST_CASE("tokenizer gives BertTokenizer's ids for every fixture string (real vo
         CHECK(e.tokens == c["tokens"].get<Words>());
         CHECK(e.ids == c["ids"].get<std::vector<std::int32_t>>());
     }
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer gives BertTokenizer's ids for every fixture string (real vocabulary)", "[tokenizer][model]") {
+    check_bert_tokenizer_cases("tokenizer.json", 12);
+}
+
+TEST_CASE("tokenizer gives BertTokenizer's ids for letters with special casing (real vocabulary)",
+          "[tokenizer][model]") {
+    check_bert_tokenizer_cases("special_casing.json", 10);
 }

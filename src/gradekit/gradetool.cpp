@@ -7,8 +7,9 @@
 //   headwise-gradetool run --id ex01 --source-dir DIR --report FILE --subject FILE... -- GRADER [ARGS...]
 //       runs a grader under the sanitizers and completes its report (exit 0: every test passed)
 //   headwise-gradetool patch SPEC SOLUTION OUT
-//       a learner-style mistake (tests/grade/learner_mistakes/*.mistake): SOLUTION with each
-//       "replace: <text>" of SPEC (found exactly once) replaced by the "with: <text>" after it,
+//       a catalogued or learner-style mistake (tests/grade/mistakes/*.mistake,
+//       tests/grade/learner_mistakes/*.mistake): SOLUTION with each "replace: <text>" of SPEC
+//       (found exactly once) replaced by the "with: <text>" after it,
 //       one line for one line, so line numbers stay those of the solution ("replace#N: <text>":
 //       its N-th occurrence)
 //
@@ -34,32 +35,33 @@ struct usage : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-int stub(const std::vector<std::string>& args) {
-    if (args.size() != 2) throw usage("usage: headwise-gradetool stub SOLUTION STUB");
-    std::ifstream in(args[0], std::ios::binary);
-    if (!in) throw usage(fmt::format("cannot read {}", args[0]));
-    std::ostringstream text;
-    text << in.rdbuf();
-    const std::string out = split_solution(text.str(), args[0]).stub;
-    std::ifstream old_in(args[1], std::ios::binary);
-    std::ostringstream old;
-    if (old_in) old << old_in.rdbuf();
-    if (old_in && old.str() == out) return 0;
-    const fs::path target(args[1]);
-    std::error_code ec;
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    std::ofstream file(target, std::ios::binary | std::ios::trunc);
-    file << out;
-    if (!file) throw std::runtime_error(fmt::format("cannot write {}", args[1]));
-    return 0;
-}
-
 std::string read_all(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw usage(fmt::format("cannot read {}", path));
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+}
+
+// Writes `text` to `path` (making its folder) only when the file's content differs: an unchanged
+// output keeps its time stamp, and what is built from it is not rebuilt.
+void write_if_changed(const std::string& path, const std::string& text) {
+    std::ifstream old_in(path, std::ios::binary);
+    std::ostringstream old;
+    if (old_in) old << old_in.rdbuf();
+    if (old_in && old.str() == text) return;
+    const fs::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    std::ofstream file(target, std::ios::binary | std::ios::trunc);
+    file << text;
+    if (!file) throw std::runtime_error(fmt::format("cannot write {}", path));
+}
+
+int stub(const std::vector<std::string>& args) {
+    if (args.size() != 2) throw usage("usage: headwise-gradetool stub SOLUTION STUB");
+    write_if_changed(args[1], split_solution(read_all(args[0]), args[0]).stub);
+    return 0;
 }
 
 int patch(const std::vector<std::string>& args) {
@@ -96,16 +98,8 @@ int patch(const std::vector<std::string>& args) {
         }
     }
     if (replaced == 0) throw usage(fmt::format("{}: no 'replace:' / 'with:' pair", args[0]));
-    std::ifstream old_in(args[2], std::ios::binary);
-    std::ostringstream old;
-    if (old_in) old << old_in.rdbuf();
-    if (old_in && old.str() == text) return 0;
-    const fs::path target(args[2]);
-    std::error_code ec;
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    std::ofstream out(target, std::ios::binary | std::ios::trunc);
-    out << text;
-    return out ? 0 : 1;
+    write_if_changed(args[2], text);
+    return 0;
 }
 
 int steps(const std::string& command, const std::vector<std::string>& args) {

@@ -3,7 +3,7 @@
 # Every hint quotes only messages the grader really prints: each double-quoted phrase of three
 # words or more in exercises/*/HINTS.md must appear, word for word, in the grader's sources
 # (tests/grade/*.cpp, *.hpp, src/gradekit/*.cpp), in the emulator's (src/emulator/*.cpp: exercise
-# 06's report quotes its launch errors whole) or be a catalogued mistake's name.
+# 06's report quotes its launch errors whole) or be a catalogued mistake's name or explanation.
 cmake_minimum_required(VERSION 3.25)
 
 set(corpus "")
@@ -13,13 +13,10 @@ foreach(f IN LISTS sources)
   file(READ "${f}" text)
   string(APPEND corpus "${text}\n")
 endforeach()
-file(GLOB mistakes "${SOURCE_DIR}/tests/grade/mistakes/*.cpp")
+file(GLOB mistakes "${SOURCE_DIR}/tests/grade/mistakes/*.mistake")
 foreach(f IN LISTS mistakes)
-  get_filename_component(stem "${f}" NAME_WE)
-  string(REGEX REPLACE "^ex[0-9]+_" "" stem "${stem}")
-  string(REPLACE "_" " " stem "${stem}")
-  file(STRINGS "${f}" first LIMIT_COUNT 1)
-  string(APPEND corpus "${stem}\n${first}\n")
+  file(STRINGS "${f}" said REGEX "^(mistake|why|fix): ")  # its name and the two lines the report prints
+  string(APPEND corpus "${said}\n")
 endforeach()
 string(REGEX REPLACE "[ \t\r\n]+" " " corpus "${corpus}")
 

@@ -57,12 +57,7 @@ struct Course {
         fs::permissions(build / "src" / "headwise", fs::perms::owner_all);
         fs::create_directories(data);
     }
-    Env env() const {
-        return {{"HEADWISE_SOURCE_DIR", src.string()},
-                {"HEADWISE_BINARY_DIR", build.string()},
-                {"XDG_DATA_HOME", data.string()},
-                {"HOME", (tmp / "home").string()}};
-    }
+    Env env() const { return sandbox_env(src, build, data, tmp / "home"); }
     // The content of every file under the backup root that is new or changed since the last call.
     // (Reading them all every round made the test quadratic: 25 rounds of 8 MB each, minutes
     // under ASan. An older backup holds an older round's text, so it can never match anyway.)
