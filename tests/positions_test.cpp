@@ -217,3 +217,55 @@ TEST_CASE("ALiBi weights worked by hand: equal scores, one query over two keys",
     CHECK(w(0, 0, 1, 0) == Approx(1.0 / (1.0 + std::exp(s))).epsilon(1e-6));
     CHECK(w(0, 0, 1, 1) == Approx(std::exp(s) / (1.0 + std::exp(s))).epsilon(1e-6));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Parity with PyTorch / transformers (tests/fixtures/positions, scripts/make-fixtures-positions).
+
+namespace {
+
+const std::filesystem::path fixtures = std::filesystem::path(HEADWISE_FIXTURES_DIR) / "positions";
+
+nlohmann::json positions_manifest() {
+    std::ifstream in(fixtures / "manifest.json");
+    return nlohmann::json::parse(in);
+}
+
+Tensor4 load4(const std::filesystem::path& file) { return npy::to_tensor<4>(npy::read(file), file.string()); }
+
+}  // namespace
+
+TEST_CASE("RoPE matches Llama's apply_rotary_pos_emb (half) and the complex-product reference (interleaved)",
+          "[positions][fixtures]") {
+    const auto cases = positions_manifest().at("rope_cases");
+    REQUIRE(cases.size() >= 5);
+    double worst = 0.0;
+    for (const auto& c : cases) {
+        const std::filesystem::path dir = fixtures / c.at("name").get<std::string>();
+        INFO("case " << c.at("name").get<std::string>());
+        const Tensor4 q = load4(dir / "q.npy"), k = load4(dir / "k.npy");  // (B, H, N, d_head)
+        const std::size_t first = c.at("first_position").get<std::size_t>();
+        // The fixture tells the layouts apart: a layout mix-up could not pass.
+        CHECK(max_abs_diff(load4(dir / "q_half.npy"), load4(dir / "q_interleaved.npy")) > 0.1);
+        for (const RopeLayout layout : {RopeLayout::half, RopeLayout::interleaved}) {
+            const Rope rope{c.at("base").get<double>(), layout, c.at("position_scale").get<double>()};
+            const std::string suffix = std::string(layout_name(layout)) + ".npy";
+            const double dq = max_abs_diff(apply_rope(q, rope, first), load4(dir / ("q_" + suffix)));
+            const double dk = max_abs_diff(apply_rope(k, rope, first), load4(dir / ("k_" + suffix)));
+            CHECK(dq <= 1e-6);
+            CHECK(dk <= 1e-6);
+            worst = std::max({worst, dq, dk});
+        }
+    }
+    WARN("largest difference from the PyTorch RoPE fixtures: " << worst);
+}
+
+TEST_CASE("ALiBi slopes match the ALiBi paper's rule as the fixture script computes it", "[positions][fixtures]") {
+    const auto slopes = positions_manifest().at("alibi_slopes");
+    REQUIRE(slopes.size() == 4);
+    for (const auto& [heads, expected] : slopes.items()) {
+        INFO("H = " << heads);
+        const std::vector<double> got = alibi_slopes(std::stoul(heads));
+        REQUIRE(got.size() == expected.size());
+        for (std::size_t h = 0; h < got.size(); ++h) CHECK(got[h] == Approx(expected[h].get<double>()).epsilon(1e-12));
+    }
+}
