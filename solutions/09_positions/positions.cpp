@@ -73,7 +73,8 @@ Tensor3 alibi_bias(std::size_t heads, std::size_t n_q, std::size_t n_k, std::siz
     while (2 * p <= heads) p *= 2;
     std::vector<double> slopes;
     for (std::size_t h = 1; h <= p; ++h) slopes.push_back(std::exp2(-8.0 * double(h) / double(p)));
-    for (std::size_t h = 1; slopes.size() < heads; h += 2) slopes.push_back(std::exp2(-8.0 * double(h) / double(2 * p)));
+    for (std::size_t h = 1; slopes.size() < heads; h += 2)
+        slopes.push_back(std::exp2(-8.0 * double(h) / double(2 * p)));
     Tensor3 bias = Tensor3::from_shape({heads, n_q, n_k});
     for (std::size_t h = 0; h < heads; ++h)
         for (std::size_t i = 0; i < n_q; ++i)

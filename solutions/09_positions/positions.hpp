@@ -43,8 +43,7 @@ Tensor4 apply_rope(const Tensor4& x, std::size_t first_position, double base, La
 // projections, new token i sitting at position cache.length + i. Store k (rotated at its
 // position) and v at those positions of the cache, count them in cache.length, and return q
 // rotated at the same positions, ready to attend over the cache.
-Tensor4 rope_append(RopeCache& cache, const Tensor4& q, const Tensor4& k, const Tensor4& v, double base,
-                    Layout layout);
+Tensor4 rope_append(RopeCache& cache, const Tensor4& q, const Tensor4& k, const Tensor4& v, double base, Layout layout);
 
 // The ALiBi bias (H, N_q, N_k) for causal attention: query i sits at position first_query + i, and
 //   bias(h, i, j) = -slope_h * (first_query + i - j) for keys j <= first_query + i, 0 for the others

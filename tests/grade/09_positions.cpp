@@ -52,16 +52,17 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
             for (std::size_t h = 0; h < x.shape()[1]; ++h)
                 for (std::size_t t = 0; t < x.shape()[2]; ++t)
                     for (std::size_t c = 0; c < d; ++c) {
-                        if (std::abs(y(b, h, t, c) - expected(b, h, t, c)) <= 1e-4 * (1.0 + std::abs(expected(b, h, t, c))))
+                        if (std::abs(y(b, h, t, c) - expected(b, h, t, c)) <=
+                            1e-4 * (1.0 + std::abs(expected(b, h, t, c))))
                             continue;
                         const std::size_t i = layout == Layout::half ? c % (d / 2) : c / 2;
-                        const auto [pa, pb] = rope_pair(i, d, layout == Layout::half ? RopeLayout::half
-                                                                                     : RopeLayout::interleaved);
+                        const auto [pa, pb] =
+                            rope_pair(i, d, layout == Layout::half ? RopeLayout::half : RopeLayout::interleaved);
                         const double xa = x(b, h, t, pa), xb = x(b, h, t, pb), ya = y(b, h, t, pa), yb = y(b, h, t, pb);
                         const std::size_t p = first + t;
                         const double theta = std::pow(base, -2.0 * double(i) / double(d));
-                        const std::string where = fmt::format("{} token {} (position {}), pair {} = dims ({}, {})",
-                                                              tensor, t, p, i, pa, pb);
+                        const std::string where =
+                            fmt::format("{} token {} (position {}), pair {} = dims ({}, {})", tensor, t, p, i, pa, pb);
                         const double nx = std::hypot(xa, xb), ny = std::hypot(ya, yb);
                         if (std::abs(nx - ny) > 1e-3 * (1.0 + nx)) {
                             return fmt::format(
@@ -80,9 +81,10 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
                             why = fmt::format(": the angle of position {}, counted from 0 instead of {}", t, first);
                         else if (std::abs(got) < 1e-6)
                             why = ": not rotated at all";
-                        return fmt::format("{}: rotated by {:.4f} rad, expected position x theta_{} = {} x {:.4g} = "
-                                           "{:.4f} rad (mod 2 pi){}",
-                                           where, got, i, p, theta, want, why);
+                        return fmt::format(
+                            "{}: rotated by {:.4f} rad, expected position x theta_{} = {} x {:.4g} = "
+                            "{:.4f} rad (mod 2 pi){}",
+                            where, got, i, p, theta, want, why);
                     }
         return "";
     };
@@ -161,8 +163,8 @@ struct CacheProblem {
     std::size_t batch, heads, kv_heads, d_head, steps, prompt;
     std::uint64_t seed;
     std::string label() const {
-        return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}: a prompt of {} tokens, then {} one at a time", batch,
-                           heads, kv_heads, d_head, prompt, steps - prompt);
+        return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}: a prompt of {} tokens, then {} one at a time",
+                           batch, heads, kv_heads, d_head, prompt, steps - prompt);
     }
 };
 
@@ -225,13 +227,13 @@ void expect_cache(const CacheProblem& p, double base, Layout layout) {
     const Tensor4 k_padded = xt::concatenate(
         xt::xtuple(k, xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, 2, p.d_head})), 2);
     const bool k_ok = grade::expect<Ex09>(
-        "cache.k after " + label, [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k,
-        "B, H_kv, position, dim", {}, {}, explain_rotation("cache.k", k_padded, 0, base, layout));
+        "cache.k after " + label, [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k, "B, H_kv, position, dim",
+        {}, {}, explain_rotation("cache.k", k_padded, 0, base, layout));
     const bool v_ok = grade::expect<Ex09>(
-        "cache.v after " + label, [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v,
-        "B, H_kv, position, dim", {}, {}, [&](const Tensor4& got) -> std::string {
-            if (got.shape() == expected_v.shape() &&
-                max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
+        "cache.v after " + label, [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v, "B, H_kv, position, dim",
+        {}, {},
+        [&](const Tensor4& got) -> std::string {
+            if (got.shape() == expected_v.shape() && max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
                 return "cache.v holds the values rotated: v carries content and is never rotated";
             return "";
         });

@@ -13,20 +13,20 @@
 namespace headwise::ex09::parts {
 
 struct Wrong {
-    bool layouts_swapped = false;   // half pairs (2i, 2i + 1), interleaved pairs (i, i + d/2)
-    bool theta_i_over_d = false;    // theta_i = base^(-i / d_head): sqrt(base) in place of base
-    bool from_one = false;          // token n at position first_position + n + 1
-    bool v_rotated = false;         // the cache stores v rotated like k
-    bool keys_at_zero = false;      // new keys rotated from position 0, not from cache.length
-    bool query_at_start = false;    // the new queries rotated from position 0, the cache's start
-    bool power_of_two_rule = false; // ALiBi slopes 2^(-8h/H) for every H
+    bool layouts_swapped = false;    // half pairs (2i, 2i + 1), interleaved pairs (i, i + d/2)
+    bool theta_i_over_d = false;     // theta_i = base^(-i / d_head): sqrt(base) in place of base
+    bool from_one = false;           // token n at position first_position + n + 1
+    bool v_rotated = false;          // the cache stores v rotated like k
+    bool keys_at_zero = false;       // new keys rotated from position 0, not from cache.length
+    bool query_at_start = false;     // the new queries rotated from position 0, the cache's start
+    bool power_of_two_rule = false;  // ALiBi slopes 2^(-8h/H) for every H
 };
 
 inline Tensor4 rope(const Tensor4& x, std::size_t first, double base, Layout layout, const Wrong& w) {
     const bool half = (layout == Layout::half) != w.layouts_swapped;
-    return headwise::apply_rope(x, Rope{w.theta_i_over_d ? std::sqrt(base) : base,
-                                        half ? RopeLayout::half : RopeLayout::interleaved},
-                                first + (w.from_one ? 1 : 0));
+    return headwise::apply_rope(
+        x, Rope{w.theta_i_over_d ? std::sqrt(base) : base, half ? RopeLayout::half : RopeLayout::interleaved},
+        first + (w.from_one ? 1 : 0));
 }
 
 inline Tensor4 append(RopeCache& cache, const Tensor4& q, const Tensor4& k, const Tensor4& v, double base,
@@ -56,16 +56,16 @@ inline Tensor3 alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::s
 }  // namespace headwise::ex09::parts
 
 // The three functions of the exercise with the mistake `w` switched on.
-#define HEADWISE_EX09_WITH(w)                                                                                       \
-    namespace headwise::ex09 {                                                                                      \
-    Tensor4 apply_rope(const Tensor4& x, std::size_t first_position, double base, Layout layout) {                  \
-        return parts::rope(x, first_position, base, layout, w);                                                     \
-    }                                                                                                               \
-    Tensor4 rope_append(RopeCache& cache, const Tensor4& q, const Tensor4& k, const Tensor4& v, double base,        \
-                        Layout layout) {                                                                            \
-        return parts::append(cache, q, k, v, base, layout, w);                                                      \
-    }                                                                                                               \
-    Tensor3 alibi_bias(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size_t first_query) {              \
-        return parts::alibi(heads, n_q, n_k, first_query, w);                                                       \
-    }                                                                                                               \
+#define HEADWISE_EX09_WITH(w)                                                                                \
+    namespace headwise::ex09 {                                                                               \
+    Tensor4 apply_rope(const Tensor4& x, std::size_t first_position, double base, Layout layout) {           \
+        return parts::rope(x, first_position, base, layout, w);                                              \
+    }                                                                                                        \
+    Tensor4 rope_append(RopeCache& cache, const Tensor4& q, const Tensor4& k, const Tensor4& v, double base, \
+                        Layout layout) {                                                                     \
+        return parts::append(cache, q, k, v, base, layout, w);                                               \
+    }                                                                                                        \
+    Tensor3 alibi_bias(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size_t first_query) {       \
+        return parts::alibi(heads, n_q, n_k, first_query, w);                                                \
+    }                                                                                                        \
     }
