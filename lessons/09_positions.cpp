@@ -182,6 +182,11 @@ int main(int argc, char** argv) {
         const std::size_t fits = std::min(N, max_positions);
         const Tensor2 rows = xt::view(wpe, xt::range(0, fits), xt::all());  // (N, d_model)
         trace("wpe[0..N)", rows, "N, d_model");
+        if (N > max_positions) {
+            fmt::print(
+                "  this run's {} tokens: positions {}..{} have no row, a model with this table cannot take them\n", N,
+                max_positions, N - 1);
+        }
         const std::size_t longer = max_positions + 4;
         fmt::print(
             "  a sequence of {} tokens needs rows 0..{}: the table ends at row {}. GPT-2 (n_positions = 1024)\n"
