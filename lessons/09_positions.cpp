@@ -216,10 +216,10 @@ int main(int argc, char** argv) {
             "  rotations keep lengths: |q rotated| - |q| = {:.1e}\n",
             std::abs(std::sqrt(double(xt::sum(xt::square(q_rot))())) - std::sqrt(double(xt::sum(xt::square(q))()))));
         // One q vector and one k vector, placed at every position 0..63.
-        const std::size_t span = 64;
+        const std::size_t span = 64, other = std::min<std::size_t>(1, N - 1);  // k of token 1 (0 if N = 1)
         const Tensor4 q1 =
             xt::view(q, xt::range(0, 1), xt::range(0, 1), xt::range(0, 1), xt::all());  // (1, 1, 1, d_head)
-        const Tensor4 k1 = xt::view(k, xt::range(0, 1), xt::range(0, 1), xt::range(1, 2), xt::all());
+        const Tensor4 k1 = xt::view(k, xt::range(0, 1), xt::range(0, 1), xt::range(other, other + 1), xt::all());
         const Tensor4 qs = apply_rope(at_every_position(q1, span), rope);  // (1, 1, 64, d_head)
         const Tensor4 ks = apply_rope(at_every_position(k1, span), rope);
         double worst_shift = 0.0;
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
         fmt::print(
             "  the same q and k at positions (m, n) and (m + t, n + t), t in {{1, 5, 31}}: max |score diff| = {:.1e}\n",
             worst_shift);
-        fmt::print("  the score q_m . k_n by distance m - n (unrotated: {:.3f}):", score(q, 0, k, 1));
+        fmt::print("  the score q_m . k_n by distance m - n (unrotated: {:.3f}):", score(q, 0, k, other));
         for (const std::size_t dist : {0u, 1u, 2u, 4u, 8u, 16u, 32u})
             fmt::print(" {}: {:.3f}", dist, score(qs, dist, ks, 0));
         fmt::print("\n");
