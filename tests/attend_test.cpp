@@ -423,3 +423,110 @@ TEST_CASE("the library's prefill + decode steps match PyTorch's KV-cache decode 
         CHECK(max_abs_diff(y, load<3>(dir / "full.npy")) <= tolerance);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// --rope and --alibi (lesson 09): tests/fixtures/positions/attend_*, written by
+// scripts/make-fixtures-positions (RoPE through transformers' Llama apply_rotary_pos_emb or a
+// complex-product interleaved reference, the ALiBi bias from the paper's slopes, attention in torch).
+
+namespace {
+
+const fs::path positions_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "positions";
+
+nlohmann::json positions_manifest() {
+    std::ifstream in(positions_fixtures / "manifest.json");
+    return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("attend --rope and --alibi match RoPE and ALiBi attention computed in PyTorch", "[attend][positions]") {
+    const auto cases = positions_manifest().at("attend_cases");
+    REQUIRE(cases.size() >= 6);
+    double worst = 0.0;
+    std::set<std::string> kinds;
+    for (const auto& c : cases) {
+        const std::string name = c.at("name").get<std::string>();
+        INFO("case " << name);
+        TempDir out;
+        nlohmann::json as_attend = c;  // attend_args reads the gqa/attend manifests' fields
+        as_attend["average_weights"] = false;
+        std::vector<std::string> args = attend_args(as_attend, out.path, true, positions_fixtures);
+        if (!c.at("kv_heads").is_null()) {
+            args.insert(args.end(), {"--kv-heads", std::to_string(c.at("kv_heads").get<int>())});
+            kinds.insert("kv-heads");
+        }
+        if (!c.at("rope").is_null()) {
+            const auto& rope = c.at("rope");
+            args.insert(args.end(), {"--rope", "--rope-layout", rope.at("layout").get<std::string>(), "--rope-base",
+                                     fmt::format("{}", rope.at("base").get<double>()), "--positions-from",
+                                     std::to_string(rope.at("positions_from").get<int>())});
+            kinds.insert("rope " + rope.at("layout").get<std::string>());
+        }
+        if (c.at("alibi").get<bool>()) {
+            args.push_back("--alibi");
+            kinds.insert(c.at("causal").get<bool>() ? "alibi causal" : "alibi bidirectional");
+        }
+        const Result r = run_headwise(args);
+        INFO("stderr: " << r.err);
+        REQUIRE(r.code == 0);
+        const double dy = max_abs_diff(load<3>(out / "y.npy"), load<3>(positions_fixtures / name / "output.npy"));
+        const double dw = max_abs_diff(load<4>(out / "a.npy"), load<4>(positions_fixtures / name / "weights.npy"));
+        CHECK(dy <= tolerance);
+        CHECK(dw <= tolerance);
+        worst = std::max({worst, dy, dw});
+    }
+    CHECK(kinds ==
+          std::set<std::string>{"kv-heads", "rope half", "rope interleaved", "alibi causal", "alibi bidirectional"});
+    WARN("largest difference from PyTorch over the RoPE/ALiBi attend fixtures: " << worst);
+}
+
+TEST_CASE("attend --rope: the layout and the first position change the result", "[attend][positions]") {
+    Problem p;  // d_model 32, H 4: d_head 8
+    const auto output = [&](const std::vector<std::string>& more) {
+        const Result r = p.run(more);
+        INFO("stderr: " << r.err);
+        REQUIRE(r.code == 0);
+        return load<3>(p.out() / "y.npy");
+    };
+    const Tensor3 plain = output({"--causal"}), half = output({"--causal", "--rope"});
+    const Tensor3 inter = output({"--causal", "--rope", "--rope-layout", "interleaved"});
+    const Tensor3 later = output({"--causal", "--rope", "--positions-from", "50"});
+    CHECK(max_abs_diff(half, plain) > 1e-3);
+    CHECK(max_abs_diff(inter, half) > 1e-3);
+    // Shifting every position by 50 keeps every distance: the same scores, to float rounding.
+    CHECK(max_abs_diff(later, half) < 1e-4);
+}
+
+TEST_CASE("attend refuses bad --rope and --alibi combinations with one line", "[attend][positions][bad input]") {
+    SECTION("an odd d_head with --rope") {
+        Problem p;  // d_model 32 over 32 heads: d_head 1
+        p.extra = {"--heads", "32"};
+        require_refused(p, p.run({"--rope"}),
+                        "--rope rotates pairs of dimensions: d_head = d_model 32 / --heads 32 = 1");
+    }
+    SECTION("a negative base") {
+        Problem p;
+        require_refused(p, p.run({"--rope", "--rope-base", "-5"}), "RoPE base must be a finite number > 1");
+    }
+    SECTION("a zero base") {
+        Problem p;
+        require_refused(p, p.run({"--rope", "--rope-base", "0"}), "RoPE base must be a finite number > 1");
+    }
+    SECTION("--rope-layout without --rope") {
+        Problem p;
+        require_refused(p, p.run({"--rope-layout", "interleaved"}), "--rope-layout requires --rope");
+    }
+    SECTION("--rope-base without --rope") {
+        Problem p;
+        require_refused(p, p.run({"--rope-base", "500000"}), "--rope-base requires --rope");
+    }
+    SECTION("--positions-from without --rope") {
+        Problem p;
+        require_refused(p, p.run({"--alibi", "--positions-from", "3"}), "--positions-from requires --rope");
+    }
+    SECTION("an unknown layout") {
+        Problem p;
+        require_refused(p, p.run({"--rope", "--rope-layout", "diagonal"}), "--rope-layout");
+    }
+}

@@ -152,6 +152,65 @@ TEST_CASE("prefill then one-token decode steps equal the full causal recompute",
     }
 }
 
+TEST_CASE("with RoPE, prefill then decode steps equal the full causal recompute, keys rotated once", "[kv_cache]") {
+    Random rng(31);
+    const std::size_t B = 2, N = 11, prompt = 3, d = 32, H = 4;
+    const Tensor3 x = rng.normal<3>({B, N, d});
+    for (const RopeLayout layout : {RopeLayout::half, RopeLayout::interleaved})
+        for (std::size_t kv_heads : {1u, 2u, 4u}) {
+            const GroupedQueryAttention m = GroupedQueryAttention::random(d, H, kv_heads, true, rng);
+            const Rope rope{10000.0, layout};
+            // Oracle: every token's q and k rotated at its position, then the double-precision reference.
+            AttentionOptions causal;
+            causal.causal = true;
+            const Tensor4 heads_ref = attention_reference(apply_rope(m.project_q(x), rope),
+                                                          repeat_kv(apply_rope(m.project_k(x), rope), H / kv_heads),
+                                                          repeat_kv(m.project_v(x), H / kv_heads), causal);
+            const Tensor3 full_ref = linear(merge_heads(heads_ref), m.out_proj_weight, m.out_proj_bias);
+            const Tensor3 full = forward_with_positions(m, x, x, x, PositionEncoding{rope}, causal);
+            INFO("layout " << layout_name(layout) << ", H_kv = " << kv_heads);
+            CHECK(max_abs_diff(full, full_ref) < 1e-5);
+
+            KVCache cache(B, kv_heads, d / H, N);
+            Tensor3 decoded = Tensor3::from_shape({B, N, d});
+            xt::view(decoded, xt::all(), xt::range(0, prompt), xt::all()) =
+                prefill(m, cache, xt::view(x, xt::all(), xt::range(0, prompt), xt::all()), rope);
+            for (std::size_t t = prompt; t < N; ++t)
+                xt::view(decoded, xt::all(), xt::range(t, t + 1), xt::all()) =
+                    decode_step(m, cache, xt::view(x, xt::all(), xt::range(t, t + 1), xt::all()), rope);
+            CHECK(max_abs_diff(decoded, full) <= 1e-6);
+            // The cache holds the keys rotated at their own positions, v as projected.
+            CHECK(max_abs_diff(cache.keys(), apply_rope(m.project_k(x), rope)) <
+                  1e-5);  // one token vs all: BLAS rounding
+            CHECK(max_abs_diff(cache.values(), m.project_v(x)) < 1e-5);
+        }
+}
+
+TEST_CASE("with RoPE, a cached key rotated at the wrong position breaks the decode", "[kv_cache]") {
+    Random rng(32);
+    const std::size_t B = 1, N = 8, d = 16, H = 2;
+    const Tensor3 x = rng.normal<3>({B, N, d});
+    const GroupedQueryAttention m = GroupedQueryAttention::random(d, H, H, true, rng);
+    const Rope rope;
+    AttentionOptions causal;
+    causal.causal = true;
+    const Tensor3 full = forward_with_positions(m, x, x, x, PositionEncoding{rope}, causal);
+    // A cache whose keys were all rotated at position 0 (i.e. not at all), queries at their own.
+    const Tensor3 last = xt::view(x, xt::all(), xt::range(N - 1, N), xt::all());     // (B, 1, d_model)
+    const Tensor4 q = apply_rope(m.project_q(last), rope, N - 1);                    // (B, H, 1, d_head)
+    const Tensor4 right = apply_rope(m.project_k(x), rope), wrong = m.project_k(x);  // (B, H, N, d_head)
+    const auto output = [&](const Tensor4& k) {
+        return linear(merge_heads(grouped_query_attention(q, k, m.project_v(x))), m.out_proj_weight, m.out_proj_bias);
+    };
+    CHECK(diff_tokens(output(right), 0, full, N - 1, N) <= 1e-6);
+    CHECK(diff_tokens(output(wrong), 0, full, N - 1, N) > 1e-2);
+    // The query rotated at the cache's start (0) instead of its own position breaks it too.
+    const Tensor4 q0 = apply_rope(m.project_q(last), rope, 0);
+    const Tensor3 at_start =
+        linear(merge_heads(grouped_query_attention(q0, right, m.project_v(x))), m.out_proj_weight, m.out_proj_bias);
+    CHECK(diff_tokens(at_start, 0, full, N - 1, N) > 1e-2);
+}
+
 TEST_CASE("several new tokens on a filled cache see the cache and each other causally", "[kv_cache]") {
     Random rng(5);
     const std::size_t B = 2, N = 9, d = 16, H = 4;

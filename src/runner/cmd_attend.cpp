@@ -9,6 +9,9 @@
 //   -> output (B, N_q, d_model); weights (B, H, N_q, N_k), or (B, N_q, N_k) averaged over heads
 //   --kv-heads H_kv: grouped-query attention (headwise/inference/kv_cache.hpp), in_proj_weight
 //   (H * d_head + 2 * H_kv * d_head, d_model) = [W_q; W_k; W_v]; query head h reads K/V head h / (H / H_kv)
+//   --rope [--rope-base B] [--rope-layout half|interleaved] [--positions-from P]: q and k rotated
+//   after the projections, token n at position P + n (headwise/reference/positions.hpp);
+//   --alibi: -slope_h |i - j| added to head h's scores. Both compose with --causal and --kv-heads.
 //
 // Every input is validated before anything is computed (headwise/io/npy.hpp reads the files);
 // outputs are float32 and appear only when everything succeeded (temporary file + rename).
@@ -19,6 +22,7 @@
 #include "headwise/base/cli.hpp"
 #include "headwise/inference/kv_cache.hpp"
 #include "headwise/io/npy.hpp"
+#include "headwise/reference/positions.hpp"
 
 #include <fmt/format.h>
 
@@ -40,6 +44,11 @@ struct AttendArgs {
     long long kv_heads = 0;  // 0: --kv-heads not given, multi-head attention
     bool causal = false;
     bool average_weights = false;
+    bool rope = false;
+    double rope_base = 10000.0;
+    std::string rope_layout = "half";
+    long long positions_from = 0;
+    bool alibi = false;
 };
 
 using Shape = std::vector<std::size_t>;
@@ -202,6 +211,21 @@ int attend(const AttendArgs& a) {
                         "equal groups (H / H_kv would be {:g})",
                         kv_heads, heads, double(heads) / double(kv_heads)));
     }
+    const std::size_t d_head = d_model / heads;
+    PositionEncoding positions;  // --rope, --alibi
+    if (a.rope) {
+        if (d_head % 2 != 0) {
+            throw usage_error(
+                fmt::format("--rope rotates pairs of dimensions: d_head = d_model {} / --heads {} = {} "
+                            "must be even",
+                            d_model, heads, d_head));
+        }
+        positions.rope =
+            Rope{a.rope_base, a.rope_layout == "interleaved" ? RopeLayout::interleaved : RopeLayout::half, 1.0};
+        validate(*positions.rope, d_head);  // the base: "RoPE base must be ..." in the library's words
+        positions.first_position = static_cast<std::size_t>(a.positions_from);
+    }
+    positions.alibi = a.alibi;
     const std::size_t in_rows = d_model + 2 * kv_heads * (d_model / heads);  // 3 * d_model when H_kv = H
     const std::string in_rows_name = grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model";
 
@@ -251,8 +275,13 @@ int attend(const AttendArgs& a) {
             fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", batch, n_q, n_k, d_model));
     }
 
+    if (a.alibi) {  // the (H, N_q, N_k) bias
+        cli::require_memory(cli::checked_product({heads, n_q, n_k, sizeof(float)}, "ALiBi bias") + output_bytes,
+                            fmt::format("the ALiBi bias (H, N_q, N_k) = ({}, {}, {})", heads, n_q, n_k));
+    }
+    const bool with_positions = positions.rope || positions.alibi;
     std::optional<GroupedQueryAttention> gqa;  // the same weights, read with H_kv key/value heads
-    if (grouped)
+    if (grouped || with_positions)
         gqa = GroupedQueryAttention{
             heads, kv_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj_weight, mha.out_proj_bias};
     if (grouped)
@@ -261,8 +290,9 @@ int attend(const AttendArgs& a) {
         require_no_overflow(query, key, value, mha);  // (a ?: between the two would copy mha's weights)
     Tensor4 weights;                                  // (B, H, N_q, N_k), only with --weights
     Tensor4* wanted = want_weights ? &weights : nullptr;
-    const Tensor3 output = grouped ? gqa->forward(query, key, value, options, wanted)
-                                   : mha.forward(query, key, value, options, wanted);  // (B, N_q, d_model)
+    const Tensor3 output = with_positions ? forward_with_positions(*gqa, query, key, value, positions, options, wanted)
+                           : grouped      ? gqa->forward(query, key, value, options, wanted)
+                                          : mha.forward(query, key, value, options, wanted);  // (B, N_q, d_model)
     if (!cli::all_finite(output.data(), output.size()) || !cli::all_finite(weights.data(), weights.size())) {
         throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
     }
@@ -298,6 +328,10 @@ int attend(const AttendArgs& a) {
                    ? fmt::format(", H_kv = {} key/value heads (query head h reads h / {})", kv_heads, heads / kv_heads)
                    : "",
                a.causal ? ", causal" : "", options.key_padding_mask ? ", key padding mask" : "");
+    if (positions.rope)
+        fmt::print("  RoPE     {} pairs, base {:g}, positions {}..{}\n", a.rope_layout, a.rope_base,
+                   positions.first_position, positions.first_position + std::max(n_q, n_k) - 1);
+    if (positions.alibi) fmt::print("  ALiBi    slopes 2^(-8h/H) for H = {}: bias -slope_h |i - j|\n", heads);
     fmt::print("  query    {:<16} [B, N_q, d_model]\n", npy::shape_string(shape_of(query)));
     if (!self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(key)));
     fmt::print("  output   {:<16} [B, N_q, d_model] -> {}\n", npy::shape_string(shape_of(output)), a.output);
@@ -338,6 +372,8 @@ void add_attend_command(CLI::App& app, Action& action) {
         "Grouped-query attention (H_kv key/value heads shared by H query heads, H_kv dividing H): add\n"
         "  --kv-heads H_kv, with in_proj_weight (H*d_head + 2*H_kv*d_head, d_model) = [W_q; W_k; W_v];\n"
         "  query head h reads K/V head h / (H / H_kv) (PyTorch: repeat_interleave K, V over the head axis).\n"
+        "Positions: --rope rotates q and k (half-split pairs as in Hugging Face's Llama, or --rope-layout\n"
+        "  interleaved), token n at position --positions-from + n; --alibi adds -slope_h |i - j| to the scores.\n"
         "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.\n");
     cmd->add_option("--query", a->query, "query (B, N_q, d_model) .npy")->required();
     auto* key = cmd->add_option("--key", a->key, "key (B, N_k, d_model) .npy; omit key and value for self-attention");
@@ -361,6 +397,22 @@ void add_attend_command(CLI::App& app, Action& action) {
     cmd->add_flag("--causal", a->causal, "query i attends to keys 0..i only (attn_mask = triu(ones, 1))");
     cmd->add_option("--key-padding-mask", a->key_padding_mask,
                     "key_padding_mask (B, N_k) bool .npy, True = ignore that key");
+    auto* rope =
+        cmd->add_flag("--rope", a->rope, "rotary position embeddings on q and k (RoPE, after the projections)");
+    cmd->add_option("--rope-base", a->rope_base, "RoPE base (> 1): 10000 as in Llama 2, 500000 as in Llama 3")
+        ->needs(rope)
+        ->capture_default_str();
+    cmd->add_option("--rope-layout", a->rope_layout,
+                    "RoPE pairs: half = (i, i + d_head/2) as in HF Llama/GPT-NeoX, interleaved = (2i, 2i+1) as in "
+                    "RoFormer/GPT-J")
+        ->check(CLI::IsMember({"half", "interleaved"}))
+        ->needs(rope)
+        ->capture_default_str();
+    cmd->add_option("--positions-from", a->positions_from,
+                    "RoPE position of the first token (the tokens before it in a KV cache)")
+        ->check(CLI::Range(0LL, 1LL << 40))
+        ->needs(rope);
+    cmd->add_flag("--alibi", a->alibi, "ALiBi: add -slope_h |i - j| to head h's scores (slopes 2^(-8h/H))");
     cmd->add_option("--output", a->output, "where to write the output (B, N_q, d_model), float32")->required();
     auto* weights = cmd->add_option("--weights", a->weights, "also write the attention weights (B, H, N_q, N_k)");
     cmd->add_flag("--average-weights", a->average_weights, "write weights averaged over heads: (B, N_q, N_k)")

@@ -283,7 +283,11 @@ std::uint64_t KVCache::bytes(std::size_t bytes_per_element) const {
     return 2ull * batch() * kv_heads() * length_ * d_head() * bytes_per_element;
 }
 
-Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights) {
+namespace {
+
+// attend_with_cache with or without RoPE (rope null: none).
+Tensor3 attend_cached(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, const Rope* rope,
+                      Tensor4* weights) {
     m.validate();
     const std::size_t batch = x_new.shape()[0], n = x_new.shape()[1], d = m.d_model(), dh = m.d_head();
     if (cache.batch() != batch || cache.kv_heads() != m.kv_heads || cache.d_head() != dh) {
@@ -301,8 +305,13 @@ Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const 
         throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens",
                                       past, n, cache.capacity()));
     }
-    const Tensor4 q = m.project_q(x_new);                  // (B, H, n, d_head): only the new tokens are projected
-    cache.append(m.project_k(x_new), m.project_v(x_new));  // cache (B, H_kv, past + n, d_head)
+    Tensor4 q = m.project_q(x_new);  // (B, H, n, d_head): only the new tokens are projected
+    Tensor4 k = m.project_k(x_new);  // (B, H_kv, n, d_head)
+    if (rope != nullptr) {           // new token i sits at position past + i: rotated there, once
+        q = apply_rope(q, *rope, past);
+        k = apply_rope(k, *rope, past);
+    }
+    cache.append(k, m.project_v(x_new));  // cache (B, H_kv, past + n, d_head)
     const std::size_t nk = past + n;
 
     // New token i sits at position past + i and sees keys 0 .. past + i. With one new token that is
@@ -330,20 +339,76 @@ Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const 
     return linear(merge_heads(heads_out), m.out_proj_weight, m.out_proj_bias);  // (B, n, d_model)
 }
 
-Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, Tensor4* weights) {
+}  // namespace
+
+Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights) {
+    return attend_cached(m, cache, x_new, nullptr, weights);
+}
+
+Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, const Rope& rope,
+                          Tensor4* weights) {
+    validate(rope, m.d_head());
+    return attend_cached(m, cache, x_new, &rope, weights);
+}
+
+namespace {
+void require_empty(const KVCache& cache) {
     if (cache.length() != 0) {
         throw usage_error(
             fmt::format("prefill needs an empty KV cache; this one already holds {} tokens", cache.length()));
     }
-    return attend_with_cache(m, cache, prompt, weights);
 }
-
-Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights) {
+void require_one_token(const Tensor3& x_new) {
     if (x_new.shape()[1] != 1) {
         throw usage_error(
             fmt::format("decode_step takes one new token, (B, 1, d_model); got {} tokens", x_new.shape()[1]));
     }
+}
+}  // namespace
+
+Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, Tensor4* weights) {
+    require_empty(cache);
+    return attend_with_cache(m, cache, prompt, weights);
+}
+
+Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights) {
+    require_one_token(x_new);
     return attend_with_cache(m, cache, x_new, weights);
+}
+
+Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, const Rope& rope,
+                Tensor4* weights) {
+    require_empty(cache);
+    return attend_with_cache(m, cache, prompt, rope, weights);
+}
+
+Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, const Rope& rope,
+                    Tensor4* weights) {
+    require_one_token(x_new);
+    return attend_with_cache(m, cache, x_new, rope, weights);
+}
+
+Tensor3 forward_with_positions(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key,
+                               const Tensor3& value, const PositionEncoding& positions, const AttentionOptions& options,
+                               Tensor4* weights) {
+    m.validate();
+    Tensor4 q = m.project_q(query);  // (B, H, N_q, d_head)
+    Tensor4 k = m.project_k(key);    // (B, H_kv, N_k, d_head)
+    if (positions.rope) {
+        validate(*positions.rope, m.d_head());
+        q = apply_rope(q, *positions.rope, positions.first_position);
+        k = apply_rope(k, *positions.rope, positions.first_position);
+    }
+    const Tensor4 v = m.project_v(value);  // (B, H_kv, N_k, d_head)
+    Tensor4 heads_out;                     // (B, H, N_q, d_head)
+    if (positions.alibi) {
+        // Positions enter only as distances i - j: the same bias whatever first_position is.
+        const Tensor3 bias = alibi_bias(m.heads, q.shape()[2], k.shape()[2]);  // (H, N_q, N_k)
+        heads_out = attention_with_bias(q, k, v, &bias, options, weights);
+    } else {
+        heads_out = grouped_query_attention(q, k, v, options, weights);
+    }
+    return linear(merge_heads(heads_out), m.out_proj_weight, m.out_proj_bias);  // (B, N_q, d_model)
 }
 
 // ---------------------------------------------------------------------------------------------

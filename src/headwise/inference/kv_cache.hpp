@@ -17,6 +17,7 @@
 #pragma once
 
 #include "headwise/reference/attention.hpp"
+#include "headwise/reference/positions.hpp"
 #include "headwise/base/random.hpp"
 #include "headwise/base/tensor.hpp"
 
@@ -128,6 +129,25 @@ Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& p
 // One generated token x_new (B, 1, d_model): a (1, P + 1) row of weights per head. Every cached key
 // lies in the past of the new token, so there is nothing to mask.
 Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights = nullptr);
+
+// ---------------------------------------------------------------------------------------------
+// Rotary positions with the cache (lesson 09, step 7). A new token's key is rotated once, at its
+// absolute position (the cache's length when it enters), and stored rotated: a cached key is never
+// rotated again. The new token's query is rotated at the same, its own, position. Equal to the
+// full causal forward_with_positions over every token, RoPE from position 0.
+Tensor3 attend_with_cache(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, const Rope& rope,
+                          Tensor4* weights = nullptr);
+Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, const Rope& rope,
+                Tensor4* weights = nullptr);
+Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, const Rope& rope,
+                    Tensor4* weights = nullptr);
+
+// The layer told positions (reference/positions.hpp): q and k rotated (RoPE), the ALiBi bias on the
+// scores, or both. query (B, N_q, d_model), key and value (B, N_k, d_model) -> (B, N_q, d_model);
+// `weights`, if given, receives (B, H, N_q, N_k).
+Tensor3 forward_with_positions(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key,
+                               const Tensor3& value, const PositionEncoding& positions,
+                               const AttentionOptions& options = {}, Tensor4* weights = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Counting (a multiply-add = 2 FLOPs; one attention block, all of its heads).

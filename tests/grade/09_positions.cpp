@@ -1,0 +1,321 @@
+// Grader for exercise 09: RoPE at given positions in both layouts, with a KV cache, and the ALiBi bias.
+//
+// Oracles: a rotation worked out by hand; Hugging Face Llama's apply_rotary_pos_emb (half) and a
+// complex-product reference (interleaved) from tests/fixtures/positions (scripts/make-fixtures-positions);
+// the library's RoPE and ALiBi (src/headwise/reference/positions.hpp, tests/positions_test.cpp);
+// for the cache, the full causal recompute with every token rotated at its own position, in double
+// precision (attention_reference). A wrong rotation is explained by stage: which tensor, which
+// token and position, which pair of dimensions, and the angle it was rotated by.
+#include "09_positions.hpp"
+#include "grade.hpp"
+
+#include "headwise/base/random.hpp"
+#include "headwise/inference/kv_cache.hpp"
+#include "headwise/io/npy.hpp"
+#include "headwise/reference/positions.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numbers>
+
+using namespace headwise;
+using grade::Ex09;
+using rotary::Layout;
+
+namespace {
+
+const char* name_of(Layout layout) { return layout == Layout::half ? "half" : "interleaved"; }
+
+Rope rope_of(double base, Layout layout) {
+    return Rope{base, layout == Layout::half ? RopeLayout::half : RopeLayout::interleaved};
+}
+
+// An angle in (-pi, pi].
+double wrapped(double a) { return std::remainder(a, 2.0 * std::numbers::pi); }
+
+// Explains a wrong rotation of x (B, H, N, d_head), token n at position first + n: the first pair
+// of dimensions (in the expected layout) that differs, and what the subject did to it.
+std::function<std::string(const Tensor4&)> explain_rotation(const std::string& tensor, const Tensor4& x,
+                                                            std::size_t first, double base, Layout layout) {
+    return [=](const Tensor4& y) -> std::string {
+        if (y.shape() != x.shape()) return "";
+        const Tensor4 expected = apply_rope(x, rope_of(base, layout), first);
+        const std::size_t d = x.shape()[3];
+        for (std::size_t b = 0; b < x.shape()[0]; ++b)
+            for (std::size_t h = 0; h < x.shape()[1]; ++h)
+                for (std::size_t t = 0; t < x.shape()[2]; ++t)
+                    for (std::size_t c = 0; c < d; ++c) {
+                        if (std::abs(y(b, h, t, c) - expected(b, h, t, c)) <=
+                            1e-4 * (1.0 + std::abs(expected(b, h, t, c))))
+                            continue;
+                        const std::size_t i = layout == Layout::half ? c % (d / 2) : c / 2;
+                        const auto [pa, pb] =
+                            rope_pair(i, d, layout == Layout::half ? RopeLayout::half : RopeLayout::interleaved);
+                        const double xa = x(b, h, t, pa), xb = x(b, h, t, pb), ya = y(b, h, t, pa), yb = y(b, h, t, pb);
+                        const std::size_t p = first + t;
+                        const double theta = std::pow(base, -2.0 * double(i) / double(d));
+                        const std::string where =
+                            fmt::format("{} token {} (position {}), pair {} = dims ({}, {})", tensor, t, p, i, pa, pb);
+                        const double nx = std::hypot(xa, xb), ny = std::hypot(ya, yb);
+                        if (std::abs(nx - ny) > 1e-3 * (1.0 + nx)) {
+                            return fmt::format(
+                                "{}: not a rotation of the input pair (length {:.4g}, was {:.4g}): are dims {} and {} "
+                                "paired as the {} layout pairs them, each rotated once?",
+                                where, ny, nx, pa, pb, name_of(layout));
+                        }
+                        const double got = std::atan2(xa * yb - xb * ya, xa * ya + xb * yb);
+                        const double want = wrapped(double(p) * theta);
+                        std::string why;
+                        if (std::abs(wrapped(got + want)) < 1e-3 && std::abs(want) > 1e-3)
+                            why = ": the opposite direction (the sign of sin)";
+                        else if (std::abs(wrapped(got - double(p + 1) * theta)) < 1e-3)
+                            why = fmt::format(": the angle of position {}, one too far", p + 1);
+                        else if (std::abs(wrapped(got - double(t) * theta)) < 1e-3 && first != 0)
+                            why = fmt::format(": the angle of position {}, counted from 0 instead of {}", t, first);
+                        else if (std::abs(got) < 1e-6)
+                            why = ": not rotated at all";
+                        return fmt::format(
+                            "{}: rotated by {:.4f} rad, expected position x theta_{} = {} x {:.4g} = "
+                            "{:.4f} rad (mod 2 pi){}",
+                            where, got, i, p, theta, want, why);
+                    }
+        return "";
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 1: apply_rope.
+
+void expect_rope(const std::string& label, const Tensor4& x, std::size_t first, double base, Layout layout,
+                 const Tensor4& expected) {
+    grade::expect<Ex09>(
+        fmt::format("apply_rope(x {}, first_position = {}, base = {:g}, {}), {}", grade::shape_of(x), first, base,
+                    name_of(layout), label),
+        [&](const Ex09& ex) { return ex.apply_rope(x, first, base, layout); }, expected, "B, H, token, dim", {}, {},
+        explain_rotation("x", x, first, base, layout));
+}
+
+const std::filesystem::path fixtures = std::filesystem::path(HEADWISE_FIXTURES_DIR) / "positions";
+
+Tensor4 load4(const std::filesystem::path& file) { return npy::to_tensor<4>(npy::read(file), file.string()); }
+
+// The PyTorch fixtures at position scale 1 (the exercise has no interpolation).
+void expect_fixtures(Layout layout) {
+    std::ifstream in(fixtures / "manifest.json");
+    const auto manifest = nlohmann::json::parse(in);
+    for (const auto& c : manifest.at("rope_cases")) {
+        if (c.at("position_scale").get<double>() != 1.0) continue;
+        const std::filesystem::path dir = fixtures / c.at("name").get<std::string>();
+        const std::string suffix = std::string(name_of(layout)) + ".npy";
+        const std::string source = layout == Layout::half ? "vs Llama's apply_rotary_pos_emb (transformers)"
+                                                          : "vs the complex-product reference";
+        for (const char* t : {"q", "k"}) {
+            expect_rope(source, load4(dir / (std::string(t) + ".npy")), c.at("first_position").get<std::size_t>(),
+                        c.at("base").get<double>(), layout, load4(dir / (std::string(t) + "_" + suffix)));
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("apply_rope: one token at position 1, d_head = 4, base 100, worked by hand", "[ex09][part1]") {
+    // theta_0 = 1, theta_1 = 100^(-1/2) = 0.1; x = (1, 2, 0, 3).
+    const Tensor4 x = {{{{1.0f, 2.0f, 0.0f, 3.0f}}}};  // (1, 1, 1, 4)
+    const double c0 = std::cos(1.0), s0 = std::sin(1.0), c1 = std::cos(0.1), s1 = std::sin(0.1);
+    // half: pairs (0, 2) and (1, 3)
+    const Tensor4 half = {{{{float(c0), float(2 * c1 - 3 * s1), float(s0), float(3 * c1 + 2 * s1)}}}};
+    // interleaved: pairs (0, 1) and (2, 3)
+    const Tensor4 inter = {{{{float(c0 - 2 * s0), float(2 * c0 + s0), float(-3 * s1), float(3 * c1)}}}};
+    expect_rope("worked by hand", x, 1, 100.0, Layout::half, half);
+    expect_rope("worked by hand", x, 1, 100.0, Layout::interleaved, inter);
+}
+
+TEST_CASE("apply_rope: half layout matches Llama's apply_rotary_pos_emb, positions from 0, 37, 3 and 1000",
+          "[ex09][part1]") {
+    expect_fixtures(Layout::half);
+}
+
+TEST_CASE("apply_rope: interleaved layout matches the RoFormer / original Llama complex product", "[ex09][part1]") {
+    expect_fixtures(Layout::interleaved);
+}
+
+TEST_CASE("apply_rope: B = 2, H = 3, 16 tokens, d_head 32, both layouts and bases, vs the library", "[ex09][part1]") {
+    Random rng(91);
+    const Tensor4 x = rng.normal<4>({2, 3, 16, 32});
+    for (const Layout layout : {Layout::half, Layout::interleaved})
+        for (const double base : {10000.0, 500000.0})
+            expect_rope("vs headwise::apply_rope", x, 5, base, layout, apply_rope(x, rope_of(base, layout), 5));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2: rope_append -- the KV cache.
+
+namespace {
+
+struct CacheProblem {
+    std::size_t batch, heads, kv_heads, d_head, steps, prompt;
+    std::uint64_t seed;
+    std::string label() const {
+        return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}: a prompt of {} tokens, then {} one at a time",
+                           batch, heads, kv_heads, d_head, prompt, steps - prompt);
+    }
+};
+
+// What a run of rope_append leaves behind: the cache, and every returned q side by side.
+struct CacheRun {
+    rotary::RopeCache cache;
+    Tensor4 q;  // (B, H, steps, d_head)
+};
+
+CacheRun run_cache(const Ex09& ex, const CacheProblem& p, const Tensor4& q, const Tensor4& k, const Tensor4& v,
+                   double base, Layout layout, std::size_t capacity) {
+    const std::array<std::size_t, 4> shape{p.batch, p.kv_heads, capacity, p.d_head};
+    CacheRun r{{xt::zeros<float>(shape), xt::zeros<float>(shape), 0}, Tensor4::from_shape(q.shape())};
+    std::size_t t = 0;
+    while (t < p.steps) {
+        const std::size_t n = t == 0 ? p.prompt : 1;  // the prompt at once, then one token per step
+        const auto block = [&](const Tensor4& a) -> Tensor4 {
+            return xt::view(a, xt::all(), xt::all(), xt::range(t, t + n), xt::all());
+        };
+        const Tensor4 q_rot = ex.rope_append(r.cache, block(q), block(k), block(v), base, layout);
+        if (q_rot.shape() != block(q).shape()) {
+            r.q = q_rot;  // the report names the shape
+            break;
+        }
+        xt::view(r.q, xt::all(), xt::all(), xt::range(t, t + n), xt::all()) = q_rot;
+        t += n;
+    }
+    return r;
+}
+
+// Every token's output when each query attends over the cache as it stood after its own step,
+// computed from what the subject returned and stored (causal: token t sees keys 0 .. t).
+Tensor4 attend_over(const CacheRun& r, std::size_t steps) {
+    AttentionOptions causal;
+    causal.causal = true;
+    const Tensor4 k = xt::view(r.cache.k, xt::all(), xt::all(), xt::range(0, steps), xt::all());
+    const Tensor4 v = xt::view(r.cache.v, xt::all(), xt::all(), xt::range(0, steps), xt::all());
+    const std::size_t g = r.q.shape()[1] / k.shape()[1];
+    return attention_reference(r.q, repeat_kv(k, g), repeat_kv(v, g), causal);
+}
+
+void expect_cache(const CacheProblem& p, double base, Layout layout) {
+    Random rng(p.seed);
+    const Tensor4 q = rng.normal<4>({p.batch, p.heads, p.steps, p.d_head});
+    const Tensor4 k = rng.normal<4>({p.batch, p.kv_heads, p.steps, p.d_head});
+    const Tensor4 v = rng.normal<4>({p.batch, p.kv_heads, p.steps, p.d_head});
+    const std::size_t capacity = p.steps + 2;  // room to spare: the last two positions stay zero
+    std::map<decltype(Ex09::rope_append), CacheRun> runs;
+    const auto run = [&](const Ex09& ex) -> const CacheRun& {
+        const auto it = runs.find(ex.rope_append);
+        if (it != runs.end()) return it->second;
+        return runs.emplace(ex.rope_append, run_cache(ex, p, q, k, v, base, layout, capacity)).first->second;
+    };
+    const Rope rope = rope_of(base, layout);
+    const std::string label = fmt::format("{}, base {:g}, {} layout", p.label(), base, name_of(layout));
+    Tensor4 expected_k = xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, capacity, p.d_head});
+    Tensor4 expected_v = expected_k;
+    xt::view(expected_k, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = apply_rope(k, rope);
+    xt::view(expected_v, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = v;
+    const Tensor4 k_padded = xt::concatenate(
+        xt::xtuple(k, xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, 2, p.d_head})), 2);
+    const bool k_ok = grade::expect<Ex09>(
+        "cache.k after " + label, [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k, "B, H_kv, position, dim",
+        {}, {}, explain_rotation("cache.k", k_padded, 0, base, layout));
+    const bool v_ok = grade::expect<Ex09>(
+        "cache.v after " + label, [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v, "B, H_kv, position, dim",
+        {}, {},
+        [&](const Tensor4& got) -> std::string {
+            if (got.shape() == expected_v.shape() && max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
+                return "cache.v holds the values rotated: v carries content and is never rotated";
+            return "";
+        });
+    grade::expect<Ex09>(
+        "cache.length after " + label, [&](const Ex09& ex) { return run(ex).cache.length; }, p.steps, "tokens cached");
+    const bool q_ok = grade::expect<Ex09>(
+        "the returned q of every step, " + label, [&](const Ex09& ex) { return run(ex).q; }, apply_rope(q, rope),
+        "B, H, token, dim", {}, {}, explain_rotation("q", q, 0, base, layout));
+    // The attention built on them, vs the full causal recompute with RoPE in double precision.
+    const std::size_t g = p.heads / p.kv_heads;
+    AttentionOptions causal;
+    causal.causal = true;
+    const Tensor4 full =
+        attention_reference(apply_rope(q, rope), repeat_kv(apply_rope(k, rope), g), repeat_kv(v, g), causal);
+    grade::expect<Ex09>(
+        "attention over the cache vs the full causal recompute with RoPE, " + label,
+        [&](const Ex09& ex) {
+            const CacheRun& r = run(ex);
+            if (r.q.shape() != full.shape() || r.cache.length < p.steps) return r.q;
+            return attend_over(r, p.steps);
+        },
+        full, "B, H, token, dim", {}, k_ok && v_ok && q_ok ? "cache.k, cache.v and the returned q" : "");
+}
+
+}  // namespace
+
+TEST_CASE("rope_append: a prompt, then one token at a time, half layout, vs the full recompute", "[ex09][part2]") {
+    expect_cache({2, 4, 2, 8, 10, 4, 1}, 10000.0, Layout::half);
+}
+
+TEST_CASE("rope_append: interleaved layout, multi-query (H_kv = 1), base 500,000", "[ex09][part2]") {
+    expect_cache({2, 4, 1, 16, 9, 3, 2}, 500000.0, Layout::interleaved);
+}
+
+TEST_CASE("rope_append: an empty prompt's first step, then 12 more, H = H_kv", "[ex09][part2]") {
+    expect_cache({3, 2, 2, 8, 13, 1, 3}, 10000.0, Layout::half);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3: alibi_bias.
+
+namespace {
+
+// The library's bias (-slope |i' - j|) with the causal upper triangle set to 0.
+Tensor3 causal_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size_t first_query) {
+    Tensor3 b = alibi_bias(heads, n_q, n_k, first_query);
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < n_q; ++i)
+            for (std::size_t j = first_query + i + 1; j < n_k; ++j) b(h, i, j) = 0.0f;
+    return b;
+}
+
+void expect_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size_t first_query) {
+    const std::vector<double> slopes = alibi_slopes(heads);
+    grade::expect<Ex09>(
+        fmt::format("alibi_bias(H = {}, N_q = {}, N_k = {}, first_query = {})", heads, n_q, n_k, first_query),
+        [&](const Ex09& ex) { return ex.alibi_bias(heads, n_q, n_k, first_query); },
+        causal_alibi(heads, n_q, n_k, first_query), "head, query, key", {}, {},
+        [&](const Tensor3& got) -> std::string {
+            // The slope the subject used per head: bias(h, i, 0) / -(first_query + i) for the last query.
+            if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || first_query + n_q < 2) return "";
+            const double dist = double(first_query + n_q - 1);
+            for (std::size_t h = 0; h < heads; ++h) {
+                const double slope = -double(got(h, n_q - 1, 0)) / dist;
+                if (std::abs(slope - slopes[h]) > 1e-4 * slopes[h])
+                    return fmt::format("head {}'s slope reads {:.6g} (2^{:.3f}), expected {:.6g} (2^{:.3f})", h, slope,
+                                       std::log2(std::abs(slope)), slopes[h], std::log2(slopes[h]));
+            }
+            return "";
+        });
+}
+
+}  // namespace
+
+TEST_CASE("alibi_bias: H = 8, a power of two: slopes 1/2 .. 1/256", "[ex09][part3]") { expect_alibi(8, 6, 6, 0); }
+
+TEST_CASE("alibi_bias: H = 12 and H = 6, not powers of two: the paper's rule", "[ex09][part3]") {
+    expect_alibi(12, 5, 5, 0);
+    expect_alibi(6, 7, 7, 0);
+}
+
+TEST_CASE("alibi_bias: one decode row, the query at position 6 over keys 0..6, and a block at 3", "[ex09][part3]") {
+    expect_alibi(4, 1, 7, 6);
+    expect_alibi(4, 4, 7, 3);
+}
