@@ -63,9 +63,12 @@ struct LaunchConfig {
 };
 LaunchConfig launch_config(Version v, const Problem& p);
 
-// Throws std::invalid_argument naming what is wrong: a size below 1, an index that would not fit
-// in an int, a d_head `v` has no build for, a key_len outside [0, N] (when key_len is given).
+// Throws std::invalid_argument naming what is wrong: a size below 1, a d_head `v` has no build
+// for, a key_len outside [0, N] (when key_len is given), naive's scratch above its limit. Offsets
+// are 64-bit (kernels/offsets.cuh): any N an int holds is fine for versions 2 and up.
 void validate(Version v, const Problem& p, const int* key_len = nullptr);
+// naive's (B, H, N, N) scratch, in floats, at most 2^31 (8 GiB: B = 8, H = 16, N = 4096 fits).
+inline constexpr std::size_t naive_scratch_limit = std::size_t(1) << 31;
 
 // About how many global and shared accesses the emulator makes to run versions 1-5 and the
 // reference once each on `p` (~8 d_head per (query, key) pair for versions 1-3 and the reference,
