@@ -51,6 +51,7 @@ struct WarpShape {
     static constexpr int threads = group * rows / rows_per_thread;      // per block
     static constexpr int column_width = D / group < 4 ? D / group : 4;  // output columns per load
     static constexpr int columns_per_thread = D / group;                // output columns a thread owns
+    static constexpr int min_blocks = D <= 64 ? 5 : 1;
     static constexpr int pad = 4;  // floats after each row of q_t, k_tile, p_t (16-byte aligned)
     static constexpr std::size_t shared_bytes(int k_pad) {  // q_t + k_tile + v_tile + p_t
         return sizeof(float) * (std::size_t(D) * (rows + pad) + std::size_t(cols) * (D + k_pad) +
@@ -95,7 +96,7 @@ __device__ __forceinline__ float group_sum(float x) {
 //   q, k, v, out  (B, H, N, D)
 //   key_len       (B)
 template <int D, int KPad = 4>
-__global__ void attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+__global__ void HEADWISE_LAUNCH_BOUNDS(WarpShape<D>::threads, WarpShape<D>::min_blocks) attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
                                global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     using Shape = WarpShape<D>;
     constexpr int Br = Shape::rows, Bc = Shape::cols, TM = Shape::rows_per_thread, TN = Shape::keys_per_thread;
