@@ -96,8 +96,9 @@ __device__ __forceinline__ float group_sum(float x) {
 //   q, k, v, out  (B, H, N, D)
 //   key_len       (B)
 template <int D, int KPad = 4>
-__global__ void HEADWISE_LAUNCH_BOUNDS(WarpShape<D>::threads, WarpShape<D>::min_blocks) attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                               global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+__global__ void HEADWISE_LAUNCH_BOUNDS(WarpShape<D>::threads, WarpShape<D>::min_blocks)
+    attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                   global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     using Shape = WarpShape<D>;
     constexpr int Br = Shape::rows, Bc = Shape::cols, TM = Shape::rows_per_thread, TN = Shape::keys_per_thread;
     constexpr int CW = Shape::columns_per_thread, W = Shape::column_width, G = Shape::group, P = Shape::pad;
