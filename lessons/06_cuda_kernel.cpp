@@ -9,8 +9,9 @@
 //   src/kernels/naive.cuh        a thread per query row; the row of N scores parked in global memory
 //   src/kernels/online.cuh       a thread per query row; one pass with a running max and sum (no N x N)
 //   src/kernels/tiled.cuh        a block per 64 query rows; K and V staged through __shared__ memory
-//   src/kernels/warp.cuh         a warp per query row at a time: lanes split the keys, then d_head;
-//                                __shfl_xor_sync reductions; a K tile padded against bank conflicts
+//   src/kernels/warp.cuh         the lanes of a warp share rows and keys: each thread a 4 x 4 block
+//                                of S and 4 rows of O in registers, 16-byte loads, 8-lane shuffles,
+//                                a K tile padded against bank conflicts
 //   src/kernels/tensor_core.cuh  wmma 16x16x16 tiles on fp16 inputs (FlashAttention-2's loop),
 //                                the softmax in fp32 between S = Q K^T and O += P V
 //
@@ -22,7 +23,10 @@
 // against src/emulator/, which runs the threads on the CPU (with real barriers) and counts every
 // global-memory load and store. This lesson checks every version against the CPU reference
 // (headwise::attention_reference, double precision) before it times anything; without a GPU it
-// says so and runs the kernels on the emulator.
+// says so and runs the kernels on the emulator. Its last steps show what a real GPU measured
+// (docs/data/gpu-h100-2026-11-24.csv, from scripts/gpu-check) next to what the compiler reports
+// for each kernel (docs/data/kernel_resources_sm90.txt, from scripts/kernel-resources): registers,
+// stack and shared memory, and the occupancy they allow -- the reasons one version beats another.
 //
 // Dimension letters: B = batch, H = heads, N = sequence length, d_head = width of one head.
 // Run:  ./headwise run 6      or      build/lessons/06_cuda_kernel --help
@@ -66,6 +70,18 @@ Errors compare(const Tensor4& out, const Tensor4& ref) {
     return e;
 }
 
+// `text` in lines of at most `width` characters, each after `indent`.
+std::string wrapped(const std::string& text, const std::string& indent, std::size_t width = 100) {
+    std::string out, line;
+    std::istringstream words(text);
+    for (std::string word; words >> word;) {
+        if (!line.empty() && line.size() + 1 + word.size() > width) out += indent + line + "\n", line.clear();
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) out += indent + line + "\n";
+    return out;
+}
+
 std::string dims3(const std::array<unsigned, 3>& d) { return fmt::format("({}, {}, {})", d[0], d[1], d[2]); }
 
 std::string mebibytes(double bytes) {
@@ -89,7 +105,7 @@ const char* what_it_does(Version v) {
         case Version::tiled:
             return "tiled: one block per 64 query rows, K/V tiles in shared memory";
         case Version::warp:
-            return "warp: a warp per query row at a time, lanes split keys then d_head, shuffles";
+            return "warp: register tiling, each thread 4 rows x 4 keys of S and 4 rows of O, shuffles in 8 lanes";
         case Version::tensor_core:
             return "tensor cores: wmma 16x16x16 on fp16 inputs, fp32 softmax in between";
     }
@@ -109,7 +125,10 @@ bool within_fp16_bound(const Tensor4& out, const Tensor4& ref, const Tensor4& q,
 struct GpuRow {
     std::string gpu, version, dtype, note;
     int seq = 0;
+    bool causal = false;
     double median_ms = 0.0, tflops = 0.0;
+    int registers = -1;  // as cudaFuncGetAttributes reported in that run (-1: none)
+    long long shared_bytes = -1, local_bytes = -1;
 };
 struct GpuResults {
     std::string provenance;  // the file's first line: which GPU, driver, CUDA, date
@@ -151,8 +170,13 @@ GpuResults read_gpu_results(const std::filesystem::path& file) {
         row.gpu = cell("gpu"), row.version = cell("version"), row.dtype = cell("dtype"), row.note = cell("note");
         try {
             row.seq = std::stoi(cell("seq"));
+            row.causal = cell("causal") == "1";
             if (!cell("median_ms").empty())
                 row.median_ms = std::stod(cell("median_ms")), row.tflops = std::stod(cell("tflops"));
+            if (!cell("registers").empty()) {
+                row.registers = std::stoi(cell("registers"));
+                row.shared_bytes = std::stoll(cell("shared_bytes")), row.local_bytes = std::stoll(cell("local_bytes"));
+            }
         } catch (const std::exception&) {
             throw usage_error(fmt::format("{}: a malformed row: {}", file.string(), line));
         }
@@ -160,6 +184,100 @@ GpuResults read_gpu_results(const std::filesystem::path& file) {
     }
     if (header.empty()) throw usage_error(fmt::format("{} has no header line", file.string()));
     return r;
+}
+
+// What ptxas reports for one kernel (scripts/kernel-resources writes the file; nvcc is not needed
+// to read it): registers per thread, stack bytes per thread, static shared memory per block.
+struct Resources {
+    int registers = 0, stack = 0;
+    long long shared_bytes = 0;
+};
+struct ResourceFile {
+    std::string provenance;                               // its first line: nvcc, arch, commit, date
+    std::map<std::pair<std::string, int>, Resources> of;  // (version, d_head; naive: 0)
+};
+
+ResourceFile read_resources(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw usage_error(fmt::format("cannot read {}", file.string()));
+    ResourceFile r;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line.rfind("version ", 0) == 0) continue;
+        if (line[0] == '#') {
+            if (r.provenance.empty()) r.provenance = line.substr(line.find_first_not_of("# "));
+            continue;
+        }
+        std::istringstream cells(line);
+        std::string version;
+        int d_head = 0, spill_stores = 0, spill_loads = 0;
+        Resources k;
+        if (!(cells >> version >> d_head >> k.registers >> k.stack >> spill_stores >> spill_loads >> k.shared_bytes))
+            throw usage_error(fmt::format("{}: a malformed line: {}", file.string(), line));
+        r.of[{version, d_head}] = k;
+    }
+    return r;
+}
+
+// How many blocks of a kernel one H100 SM (sm_90) holds at once, and which resource runs out
+// first. Per SM: 65536 registers, handed to warps in units of 256 (8 per thread); 228 KiB of
+// shared memory, 1 KiB of it reserved per block; at most 64 warps and 32 blocks. Occupancy is the
+// share of the 64 warp slots filled: the more warps, the more a scheduler can pick from while
+// others wait for memory.
+struct Occupancy {
+    int blocks = 0, warps = 0;
+    double share = 0.0;
+    std::string limit;
+};
+Occupancy occupancy_sm90(int registers, long long shared_bytes, int threads) {
+    const int warps = (threads + 31) / 32;
+    const int regs_per_warp = (std::max(registers, 1) * 32 + 255) / 256 * 256;
+    const std::array<std::pair<int, const char*>, 4> limits{{{65536 / (regs_per_warp * warps), "regs"},
+                                                             {int(233472 / (shared_bytes + 1024)), "smem"},
+                                                             {64 / warps, "warps"},
+                                                             {32, "blocks"}}};
+    const auto least = *std::min_element(limits.begin(), limits.end());
+    return {least.first, least.first * warps, least.first * warps / 64.0, least.second};
+}
+
+// Why version v is faster or slower than the one before it: what this source does, from its code
+// and the compiler's report ...
+std::string reason_now(Version v) {
+    switch (v) {
+        case Version::naive:
+            return "the N x N scores make three trips through global memory";
+        case Version::online:
+            return "one pass, no scratch; but each thread reads every K and V row from global memory itself";
+        case Version::tiled:
+            return "K and V read once per block of 64 rows, through shared memory; a row's scores 4 at a time in "
+                   "registers (an array indexed up to a run-time bound would live on the stack)";
+        case Version::warp:
+            return "register tiling: a thread computes 4 x 4 scores from 8 loaded floats (version 3: one load per "
+                   "multiply-add), 16-byte loads, no bank conflicts in the inner loops";
+        case Version::tensor_core:
+            return "wmma: S and P V on tensor cores, the softmax through shared memory between them; a row's running "
+                   "max and sum held by one lane";
+        default:
+            return "see its .cuh file";
+    }
+}
+
+// ... and what the measured kernel did differently, shown when its resources differ from this
+// source's (the kernel changed after the run).
+std::string reason_then(Version v) {
+    switch (v) {
+        case Version::naive:
+            return "measured kernel: 32-bit offsets (64-bit now, a few more registers, the same traffic)";
+        case Version::tiled:
+            return "measured kernel: its 64 scores in s[Bc], indexed up to a run-time bound, lived on the stack: "
+                   "256 B of local memory per thread, a round trip through L1 for every score";
+        case Version::warp:
+            return "measured kernel: a warp on one query row at a time, lanes splitting keys then d_head -- one "
+                   "shared-memory load per multiply-add and 152 registers, half as fast as version 3";
+        case Version::tensor_core:
+            return "measured kernel: all 16 rows' running max and sum in every lane, 170 registers: 2 blocks per SM";
+        default:
+            return "measured kernel: an earlier version of the same file";
+    }
 }
 
 }  // namespace
@@ -176,11 +294,17 @@ int main(int argc, char** argv) {
     std::string schedule_name = "fibers";
     int warmup = 3, repeats = 20;
     std::string figures_dir;
-    std::string gpu_results = HEADWISE_SOURCE_DIR "/docs/figures/gpu/06_gpu_timings.csv";
+    std::string gpu_results = HEADWISE_SOURCE_DIR "/docs/data/gpu-h100-2026-11-24.csv";
+    std::string resources_file = HEADWISE_SOURCE_DIR "/docs/data/kernel_resources_sm90.txt";
     cli::add_lesson_options(app, opt, "batch,seq,heads,seed");
     app.add_option("--gpu-results", gpu_results,
-                   "the CSV scripts/gpu-check wrote on a GPU machine; shown in the last step when the file exists")
+                   "the CSV scripts/gpu-check wrote on a GPU machine (default: the committed H100 run); shown in "
+                   "the last steps when the file exists")
         ->type_name("CSV")
+        ->capture_default_str();
+    app.add_option("--kernel-resources", resources_file,
+                   "ptxas's registers, stack and shared memory per kernel (scripts/kernel-resources writes it)")
+        ->type_name("FILE")
         ->capture_default_str();
     app.add_option("--save-figures", figures_dir, "also draw the traffic chart (PNG) into DIR")->type_name("DIR");
     app.add_option("--d-head", d_head, "width of one head; the register-array kernels exist for 8, 16, 32, 64, 128")
@@ -285,12 +409,15 @@ int main(int argc, char** argv) {
             }
             if (version == Version::warp) {
                 fmt::print(
-                    "          4 warps of 32 lanes own {} query rows; shared: q_tile ({}, {}), k_tile (32, {} + 1 "
-                    "padding column), v_tile (32, {})\n",
-                    cfg.rows_per_block, cfg.rows_per_block, D, D, D);
+                    "          {} threads own {} query rows, 4 each, in row groups of 8 threads; shared: q^T ({}, {} + "
+                    "4), "
+                    "k_tile (keys, {} + 4 padding floats), v_tile, P^T\n",
+                    cfg.block[0], cfg.rows_per_block, D, cfg.rows_per_block, D);
                 fmt::print(
-                    "          per row and tile: lane j scores key j; max and sum over the warp by __shfl_xor_sync "
-                    "(5 steps each); p_j broadcast by __shfl_sync; lane L adds columns L, L+32, ...\n");
+                    "          per tile: thread x of a group scores keys x, x+8, .. of its 4 rows (16 FMAs per 8 "
+                    "loaded "
+                    "floats); row max over the group by __shfl_xor_sync (3 steps); O (4, {}) += P V\n",
+                    D / 8);
             }
             if (version == Version::tensor_core) {
                 fmt::print(
@@ -356,11 +483,14 @@ int main(int argc, char** argv) {
             const emulator::SharedTraffic& padded = traffic[Version::warp].shared;
             fmt::print(
                 "  Banks: 32 banks of 4-byte words; a warp's request takes one pass (wavefront) per distinct word\n"
-                "  in its busiest bank. In the warp kernel's score loop the 32 lanes read column c of 32 key rows:\n"
-                "    k_tile (32, {})     {:>12} requests, {:>12} wavefronts, {:>12} conflicts (all lanes in bank c)\n"
-                "    k_tile (32, {} + 1) {:>12} requests, {:>12} wavefronts, {:>12} conflicts (row j's word in bank j "
-                "+ c)\n",
-                D, unpadded.shared.requests, unpadded.shared.wavefronts, unpadded.shared.conflicts(), D,
+                "  in its busiest bank. In the warp kernel's score loop the 8 lanes of a row group read column c of\n"
+                "  key rows x, x + 8, ..: with rows of {} floats those words share one bank.\n"
+                "    k_tile (keys, {})     {:>12} requests, {:>12} wavefronts, {:>12} conflicts (8 lanes in bank c)\n"
+                "    k_tile (keys, {} + 4) {:>12} requests, {:>12} wavefronts, {:>12} conflicts (key x's word in bank "
+                "c + 4x)\n"
+                "  The padded layout's remaining conflicts are the writes of P (16 per thread and tile, 4 lanes per\n"
+                "  bank), few next to the reads. The emulator counts a 16-byte load as four 4-byte reads.\n",
+                D, D, unpadded.shared.requests, unpadded.shared.wavefronts, unpadded.shared.conflicts(), D,
                 padded.requests, padded.wavefronts, padded.conflicts());
         }
         if (traffic.count(Version::tensor_core) > 0) {
@@ -417,25 +547,101 @@ int main(int argc, char** argv) {
         }
 
         // -----------------------------------------------------------------------------------------
-        trace.section(fmt::format("step {}: figures from a real GPU (scripts/gpu-check)", step++));
+        trace.section(
+            fmt::format("step {}: the ladder on a real GPU, and what the compiler says about each rung", step++));
         if (!std::filesystem::exists(gpu_results)) {
             fmt::print(
                 "  no GPU figures yet: run scripts/gpu-check on a machine with an NVIDIA GPU; it writes\n"
-                "  {} and this step shows it.\n",
-                gpu_results);
+                "  docs/figures/gpu/06_gpu_timings.csv, and --gpu-results FILE shows it here.\n");
             return cli::exit_ok;
         }
         const GpuResults gpu = read_gpu_results(gpu_results);
-        fmt::print("  GPU figures from {}\n  ({})\n", gpu_results, gpu.provenance);
+        fmt::print("  measured: {}\n  ({})\n", gpu_results, gpu.provenance);
+        const bool have_resources = std::filesystem::exists(resources_file);
+        const ResourceFile resources = have_resources ? read_resources(resources_file) : ResourceFile{};
+        if (have_resources)
+            fmt::print("  compiler: {}\n  ({})\n", resources_file, resources.provenance);
+        else
+            fmt::print("  ({} is missing: scripts/kernel-resources writes it where nvcc is installed)\n",
+                       resources_file);
+        int n_ref = 0;  // N = 4096 if measured (the goals' size), else the largest N in the file
+        for (const GpuRow& r : gpu.rows)
+            if (r.median_ms > 0.0 && (n_ref != 4096) && (r.seq == 4096 || r.seq > n_ref)) n_ref = r.seq;
+        auto measured = [&](const std::string& version, bool is_causal) -> const GpuRow* {
+            for (const GpuRow& r : gpu.rows)
+                if (r.version == version && r.seq == n_ref && r.causal == is_causal && r.median_ms > 0.0) return &r;
+            return nullptr;
+        };
+        kernels::Problem bench;  // the size gpu-check times: B=8, H=16, d_head=64
+        bench.batch = 8, bench.heads = 16, bench.seq = n_ref > 0 ? n_ref : 4096, bench.d_head = 64;
+        fmt::print(
+            "  N={}, B=8, H=16, d_head=64, non-causal. Occupancy: warps an H100 SM holds / 64, from registers and\n"
+            "  shared memory per block (65536 registers, 228 KiB; the smallest limit is named).\n",
+            bench.seq);
+        fmt::print("    {:<12} {:<5} {:>9} {:>8} {:>7} | {:^31} | {:^37}\n", "version", "dtype", "median ms", "TFLOP/s",
+                   "x prev", "in that run: regs, local, occ.", "this source: regs, stack, occ.");
+        const GpuRow* previous = nullptr;
+        bool any_changed = false;
+        for (Version version : kernels::versions) {
+            const std::string name(kernels::name(version));
+            const GpuRow* row = measured(name, false);
+            const int threads = int(kernels::launch_config(version, bench).block[0]);
+            std::string then = "-", now = "-";
+            bool changed = false;
+            const auto found = resources.of.find({name, version == Version::naive ? 0 : 64});
+            if (row != nullptr && row->registers >= 0) {
+                const Occupancy o = occupancy_sm90(row->registers, row->shared_bytes, threads);
+                then = fmt::format("{:>3} {:>4} B {:>6.2f}% ({})", row->registers, row->local_bytes, 100.0 * o.share,
+                                   o.limit);
+            }
+            if (found != resources.of.end()) {
+                const Resources& k = found->second;
+                const Occupancy o = occupancy_sm90(k.registers, k.shared_bytes, threads);
+                now = fmt::format("{:>3} {:>4} B {:>6.2f}% {:>2} blocks ({})", k.registers, k.stack, 100.0 * o.share,
+                                  o.blocks, o.limit);
+                changed = row != nullptr && row->registers >= 0 &&
+                          (row->registers != k.registers || row->local_bytes != k.stack ||
+                           row->shared_bytes != k.shared_bytes);
+            }
+            any_changed = any_changed || changed;
+            if (row == nullptr) {
+                fmt::print("    {:<12} {:<5} {:>9} {:>8} {:>7} | {:<31} | {:<37}\n", name,
+                           kernels::sixteen_bit(version) ? "fp16" : "fp32", "-", "-", "-", "not in this run", now);
+            } else {
+                fmt::print("    {:<12} {:<5} {:>9.3f} {:>8.2f} {:>7} | {:<31} | {:<37}{}\n", name, row->dtype,
+                           row->median_ms, row->tflops,
+                           previous != nullptr ? fmt::format("{:.2f}x", previous->median_ms / row->median_ms) : "",
+                           then, now, changed ? " *" : "");
+            }
+            fmt::print("{}", wrapped(reason_now(version), "        "));
+            if (changed) fmt::print("{}", wrapped(reason_then(version), "        "));
+            if (row != nullptr) previous = row;
+        }
+        for (const char* library : {"torch_sdpa_flash", "torch_sdpa"}) {
+            for (const GpuRow& r : gpu.rows)
+                if (r.version == library && r.seq == n_ref && !r.causal && r.median_ms > 0.0)
+                    fmt::print("    {:<18} {:<5} {:>9.3f} {:>8.2f}   {}\n", r.version, r.dtype, r.median_ms, r.tflops,
+                               r.note);
+        }
+        if (any_changed) {
+            fmt::print(
+                "  * this source's registers, stack or shared memory differ from the measured kernel's: the kernel\n"
+                "    changed after that run, and its figures above are the old kernel's. Its own await the next\n"
+                "    scripts/gpu-check run on a GPU; the occupancy beside it is what the compiler's report "
+                "predicts.\n");
+        }
+
+        fmt::print("\n  every row of the file:\n");
         fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {}\n", "version", "dtype", "N", "median ms", "TFLOP/s",
                    "measured on");
         for (const GpuRow& r : gpu.rows) {
+            const std::string n = fmt::format("{}{}", r.seq, r.causal ? "c" : "");
             if (r.median_ms > 0.0) {
-                fmt::print("    {:<18} {:<5} {:>6} {:>11.3f} {:>9.2f}   {}\n", r.version, r.dtype, r.seq, r.median_ms,
+                fmt::print("    {:<18} {:<5} {:>6} {:>11.3f} {:>9.2f}   {}\n", r.version, r.dtype, n, r.median_ms,
                            r.tflops, r.gpu);
             } else {
-                fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {} ({})\n", r.version, r.dtype, r.seq, "-", "-",
-                           r.gpu, r.note);
+                fmt::print("    {:<18} {:<5} {:>6} {:>11} {:>9}   {} ({})\n", r.version, r.dtype, n, "-", "-", r.gpu,
+                           r.note);
             }
         }
         if (!figures_dir.empty() && !gpu.rows.empty()) {
@@ -444,7 +650,7 @@ int main(int argc, char** argv) {
             plot.width = 1200;
             std::map<std::string, figure::Series> series;
             for (const GpuRow& r : gpu.rows) {
-                if (r.median_ms <= 0.0) continue;
+                if (r.median_ms <= 0.0 || r.causal) continue;
                 figure::Series& line = series[r.version + " " + r.dtype];
                 line.name = r.version + " " + r.dtype;
                 line.x.push_back(r.seq), line.y.push_back(r.tflops);

@@ -1,6 +1,7 @@
 // The attention kernels (src/kernels), run on the CPU emulator and checked against
 // headwise::attention_reference (plain loops in double precision): an independent oracle.
 #include "kernels/attention_kernels.hpp"
+#include "kernels/offsets.cuh"
 
 #include "headwise/reference/attention.hpp"
 #include "headwise/base/random.hpp"
@@ -236,10 +237,14 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
     // owning Br = 64 query rows, key tiles of Bc = 32 rows. Derived from the loops:
     //   global, per block: 128 loads of key_len (every thread), rows*D of q, 2*D per key row of
     //     each tile below block_end; rows*D stores. (tensor_core: q, k, v are 2 bytes, out 4.)
-    //   shared, warp: Br*D query writes; per tile 2*D per key row; per (row, tile) with c visible
-    //     keys: c*D reads of q_tile and of k_tile (scores), c*D of v_tile (one column per lane).
-    //     Padded, every request is one wavefront. Unpadded, the c lanes of a score read hit one
-    //     bank: c - 1 extra wavefronts, D times per (row, tile).
+    //   shared, warp (thread: 4 rows x 4 keys of S, 4 rows x D/8 columns of O; the emulator
+    //     counts a 16-byte load as four 4-byte reads): Br*D query writes (transposed); per tile
+    //     2*Bc*D key/value writes (zeros past the tile's rows), per thread 4*D query reads and
+    //     4*D key reads (scores), 16 writes of P, and per key row of the tile 4 reads of P and
+    //     D/8 of V. Padded, the only conflicts are P's writes: the 32 lanes write 4 rows of P
+    //     whose words fall in 8 banks, 4 each: 3 extra wavefronts for each of a warp's 16 writes.
+    //     Unpadded, the 8 lanes of a row group reading key rows x, x + 8, .. (rows of 32 floats)
+    //     hit one bank with 8 different words: 7 extra wavefronts on each of the 4*D key reads.
     //   shared, tensor_core (wmma loads and stores are not counted): Br*D query writes; per tile
     //     2*Bc*D key/value writes (zeros past the end), and per warp: a score read per visible
     //     key of each of its 16 rows, 16*32 P writes, 16 rescale writes, per 16 columns of O
@@ -255,7 +260,7 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
         return causal ? std::min(i + 1, len) : len;
     };
     std::uint64_t loads = 0, stores = 0, tc_load_bytes = 0;
-    std::uint64_t warp_accesses = 0, unpadded_conflicts = 0, tc_accesses = 0;
+    std::uint64_t warp_accesses = 0, warp_conflicts = 0, unpadded_conflicts = 0, tc_accesses = 0;
     for (int b = 0; b < 2; ++b) {
         for (std::uint64_t q0 = 0; q0 < N; q0 += Br) {
             const std::uint64_t rows = std::min(Br, N - q0);
@@ -268,13 +273,13 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
                 const std::uint64_t tile_rows = std::min(Bc, block_end - k0);
                 loads += H * 2 * D * tile_rows;
                 tc_load_bytes += H * 2 * 2 * D * tile_rows;
-                warp_accesses += H * 2 * D * tile_rows;
+                warp_accesses += H * (2 * Bc * D + 128 * (4 * D + 4 * D + 16 + tile_rows * (4 + D / 8)));
+                warp_conflicts += H * 4 * 16 * 3;
+                unpadded_conflicts += H * 4 * (16 * 3 + 4 * D * 7);
                 tc_accesses += H * 2 * Bc * D;
                 for (std::uint64_t r = 0; r < Br; ++r) {
                     const std::uint64_t end = end_of(q0 + r, b);
                     const std::uint64_t visible = end > k0 ? std::min(Bc, end - k0) : 0;
-                    warp_accesses += H * 3 * visible * D;
-                    if (visible > 0) unpadded_conflicts += H * D * (visible - 1);
                     tc_accesses += H * visible;
                 }
                 tc_accesses += H * 4 * (16 * 32 + 16 + (D / 16) * 512);  // per warp, 4 warps
@@ -295,7 +300,7 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
     CHECK(tc.traffic.load_bytes == tc_load_bytes);
     CHECK(tc.traffic.store_bytes == 4 * stores);
     CHECK(warp.shared.accesses == warp_accesses);
-    CHECK(warp.shared.conflicts() == 0);
+    CHECK(warp.shared.conflicts() == warp_conflicts);
     CHECK(unpadded.shared.accesses == warp_accesses);
     CHECK(unpadded.shared.conflicts() == unpadded_conflicts);
     CHECK(tc.shared.accesses == tc_accesses);
@@ -327,9 +332,16 @@ TEST_CASE("kernels: launch configurations follow each version's layout", "[kerne
     p.d_head = 128;
     CHECK(kernels::launch_config(Version::tiled, p).shared_bytes == 2u * 32 * 128 * 4);  // 32-row tiles
     const auto warp = kernels::launch_config(Version::warp, p);
-    CHECK(warp.grid == std::array<unsigned, 3>{7, 3, 2});  // 4 warps x 4 rows = 16 rows per block at d_head 128
-    CHECK(warp.block == std::array<unsigned, 3>{128, 1, 1});
-    CHECK(warp.shared_bytes == 4u * (16 * 128 + 32 * 129 + 32 * 128));  // q, padded k, v tiles
+    CHECK(warp.grid == std::array<unsigned, 3>{4, 3, 2});  // 64 threads x 4 rows / 8 = 32 rows at d_head 128
+    CHECK(warp.block == std::array<unsigned, 3>{64, 1, 1});
+    CHECK(warp.shared_bytes == 4u * (128 * 36 + 16 * 132 + 16 * 128 + 16 * 36));  // q^T, padded k, v, P^T
+    CHECK(warp.shared_bytes <= 48u * 1024);
+    p.d_head = 64;
+    const auto warp64 = kernels::launch_config(Version::warp, p);
+    CHECK(warp64.grid == std::array<unsigned, 3>{2, 3, 2});  // 128 threads x 4 rows / 8 = 64 rows
+    CHECK(warp64.block == std::array<unsigned, 3>{128, 1, 1});
+    CHECK(warp64.shared_bytes == 4u * (64 * 68 + 32 * 68 + 32 * 64 + 32 * 68));
+    p.d_head = 128;
     const auto tc = kernels::launch_config(Version::tensor_core, p);
     CHECK(tc.grid == std::array<unsigned, 3>{4, 3, 2});  // 2 warps of 16 rows at d_head 128
     CHECK(tc.block == std::array<unsigned, 3>{64, 1, 1});
@@ -347,4 +359,49 @@ TEST_CASE("kernels: problems without a compiled kernel are refused, naive takes 
     Case bad = make_case(2, 1, 20, 8, false);
     bad.key_len = {20, 21};
     CHECK_THROWS_WITH(run(Version::tiled, bad), Catch::Contains("key_len[1] = 21 is outside [0, N = 20]"));
+}
+
+TEST_CASE("kernels: every version at d_head 128 and at N = 1000 with padded keys", "[kernels]") {
+    // d_head 128 has its own shapes (smaller blocks and tiles in tiled and warp); N = 1000 is
+    // 16 tiles of warp's 32 keys with a partial 16th (1000 = 31 * 32 + 8), padding at 611 keys.
+    const bool causal = GENERATE(false, true);
+    Case wide = make_case(2, 2, 100, 128, causal, 128);
+    wide.key_len = {100, 57};
+    Case is_long = make_case(2, 2, 1000, 16, causal, 1000);
+    is_long.key_len = {1000, 611};
+    for (const Case* c : {&wide, &is_long}) {
+        for (Version v : kernels::versions) {
+            if (sanitized && c->p.seq > 100 && (v == Version::warp || v == Version::tensor_core)) continue;
+            INFO(describe(v, c->p));
+            CHECK(excess(v, *c, run(v, *c)) == 0.0);
+        }
+    }
+}
+
+TEST_CASE("kernels: element offsets are 64-bit past 2^31 elements", "[kernels]") {
+    // The last element of a (64, 32, 32768, 128) tensor is element 64*32*32768*128 - 1 = 2^33 - 1:
+    // in 32-bit int arithmetic the same product wraps around to -1.
+    const std::size_t row = kernels::head_row(63, 31, 32, 32768);
+    CHECK(row == std::size_t(2047) * 32768);
+    CHECK(kernels::at(row + 32767, 128, 127) == (std::size_t(1) << 33) - 1);
+    kernels::AttentionArgs a{64, 32, 32768, 128, 1.0f, false};
+    CHECK(kernels::head_row(1, 0, a) == 32u * 32768);
+}
+
+TEST_CASE("kernels: N = 32768 is accepted by versions 2 and up, naive's scratch has a limit", "[kernels]") {
+    Problem p;
+    p.batch = 8, p.heads = 16, p.seq = 32768, p.d_head = 128;
+    for (Version v : kernels::versions) {
+        if (v == Version::naive) continue;
+        INFO(kernels::name(v));
+        CHECK_NOTHROW(kernels::launch_config(v, p));
+    }
+    p.d_head = 64;
+    CHECK(kernels::launch_config(Version::warp, p).grid == std::array<unsigned, 3>{512, 16, 8});
+    // naive at B = 8, H = 16: N = 4096 is exactly 2^31 floats of scratch (allowed), 4097 is not.
+    p.seq = 4096;
+    CHECK_NOTHROW(kernels::launch_config(Version::naive, p));
+    p.seq = 4097;
+    CHECK_THROWS_WITH(kernels::launch_config(Version::naive, p),
+                      Catch::Contains("naive kernel's (B, H, N, N) score scratch would be 8196 MiB"));
 }

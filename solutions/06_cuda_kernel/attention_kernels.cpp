@@ -1,5 +1,5 @@
 // Exercise 06 -- attention as CUDA kernels: online softmax (part 1), tiled (part 2, stretch), and
-// the warp reductions of lesson 06's version 4 (part 3, optional).
+// the warp reductions of lesson 06's versions 4 and 5 (part 3, optional).
 //
 // Read lesson 06 first (./headwise run 6, lessons/06_cuda_kernel.cpp, src/kernels/*.cuh).
 // Grade with:  ./headwise grade 6    (or: ctest --preset grade -L ex06)
@@ -141,7 +141,7 @@ __device__ float warp_sum(float x) {
     return x;
     // STUB
     // TODO(ex06): part 3 (optional). Five butterfly steps, offsets 16, 8, 4, 2, 1, all 32 lanes
-    // taking part in each (mask 0xffffffff). (lesson 06, step 6; src/kernels/warp.cuh)
+    // taking part in each (mask 0xffffffff). (lesson 06, step 6; src/kernels/warp_reduce.cuh)
     (void)x;
     not_implemented_yet();
     // END SOLUTION

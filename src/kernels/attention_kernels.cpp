@@ -63,8 +63,10 @@ void validate(Version v, const Problem& p, const int* key_len) {
         throw std::invalid_argument("attention kernels: every size must be at least 1");
     if (p.heads > 65535 || p.batch > 65535)
         throw std::invalid_argument("attention kernels: at most 65535 heads and 65535 sequences (grid y and z)");
-    if (std::size_t(p.seq) * std::size_t(p.seq) > std::size_t(std::numeric_limits<int>::max()) / std::size_t(p.d_head))
-        throw std::invalid_argument("attention kernels: N * N * d_head must fit in a 32-bit int index");
+    if (v == Version::naive && scores_elements(p) > naive_scratch_limit)
+        throw std::invalid_argument("the naive kernel's (B, H, N, N) score scratch would be " +
+                                    std::to_string(scores_elements(p) * sizeof(float) >> 20) +
+                                    " MiB, above its limit of 8192 MiB (versions 2 and up need no scratch)");
     if (!supports(v, p.d_head))
         throw std::invalid_argument("the " + std::string(name(v)) + " kernel has no build for d_head " +
                                     std::to_string(p.d_head) +
@@ -130,7 +132,7 @@ LaunchConfig launch_config(Version v, const Problem& p) {
                 using Shape = WarpShape<decltype(d)::value>;
                 return {{blocks_for(p.seq, Shape::rows), H, B},
                         {Shape::threads, 1, 1},
-                        Shape::shared_bytes(1),
+                        Shape::shared_bytes(Shape::pad),
                         0,
                         Shape::rows};
             });

@@ -3,7 +3,7 @@
 //   naive        naive.cuh        one thread per query row, 3 passes, N x N scratch in global memory
 //   online       online.cuh       one thread per query row, 1 pass, running max / normaliser / output
 //   tiled        tiled.cuh        one block per 64 query rows, K/V tiles in shared memory (flash-style)
-//   warp         warp.cuh         a warp per query row at a time: lanes split keys and d_head, shuffles
+//   warp         warp.cuh         register tiling: a thread owns 4 rows x 4 keys of S and 4 rows of O
 //   tensor_core  tensor_core.cuh  wmma 16x16x16 tiles, fp16 (or bf16) inputs, fp32 softmax and output
 //
 // Every buffer is fp32 (or int for key_len), contiguous, in PyTorch's order (tensor_core rounds
@@ -63,9 +63,12 @@ struct LaunchConfig {
 };
 LaunchConfig launch_config(Version v, const Problem& p);
 
-// Throws std::invalid_argument naming what is wrong: a size below 1, an index that would not fit
-// in an int, a d_head `v` has no build for, a key_len outside [0, N] (when key_len is given).
+// Throws std::invalid_argument naming what is wrong: a size below 1, a d_head `v` has no build
+// for, a key_len outside [0, N] (when key_len is given), naive's scratch above its limit. Offsets
+// are 64-bit (kernels/offsets.cuh): any N an int holds is fine for versions 2 and up.
 void validate(Version v, const Problem& p, const int* key_len = nullptr);
+// naive's (B, H, N, N) scratch, in floats, at most 2^31 (8 GiB: B = 8, H = 16, N = 4096 fits).
+inline constexpr std::size_t naive_scratch_limit = std::size_t(1) << 31;
 
 // About how many global and shared accesses the emulator makes to run versions 1-5 and the
 // reference once each on `p` (~8 d_head per (query, key) pair for versions 1-3 and the reference,
@@ -82,7 +85,7 @@ std::size_t scores_elements(const Problem& p);
 // q, k or v as tensor_core reads it: every element rounded to fp16 (or bf16) and back to float.
 std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16 = false);
 
-// The warp kernel with its K tile unpadded (32-way bank conflicts), for the lesson and the tests.
+// The warp kernel with its K tile unpadded (8-way bank conflicts), for the lesson and the tests.
 emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out);
 
 // Runs `v` on the CPU emulator: out (B, H, N, d_head) is written, global-memory traffic counted.

@@ -9,6 +9,7 @@
 // it work for any d_head and makes it slow: the counted traffic is the point of comparison.
 #pragma once
 
+#include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 
 namespace headwise::kernels {
@@ -30,19 +31,19 @@ __global__ void attention_naive(global_ptr<const float> q, global_ptr<const floa
     if (i >= a.seq) return;  // the last block's spare threads
 
     const int N = a.seq, D = a.d_head;
-    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;                  // first row of (b, h)
-    const global_ptr<const float> q_i = slice(q, (head + i) * D, D);                           // (d_head)
-    const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, d_head)
-    const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, d_head)
-    const global_ptr<float> scores = slice(scratch, (head + i) * N, N);                        // (N), this row
-    const global_ptr<float> out_i = slice(out, (head + i) * D, D);                             // (d_head)
+    const std::size_t head = head_row(b, h, a);                            // first row of (b, h)
+    const global_ptr<const float> q_i = slice(q, at(head + i, D), D);      // (d_head)
+    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, d_head)
+    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, d_head)
+    const global_ptr<float> scores = slice(scratch, at(head + i, N), N);   // (N), this row
+    const global_ptr<float> out_i = slice(out, at(head + i, D), D);        // (d_head)
     const int end = key_end(i, key_len[b], a.causal);
 
     // pass 1: scores and their maximum
     float m = -INFINITY;
     for (int j = 0; j < end; ++j) {
         float s = 0.0f;
-        for (int c = 0; c < D; ++c) s += q_i[c] * k_bh[j * D + c];
+        for (int c = 0; c < D; ++c) s += q_i[c] * k_bh[at(j, D, c)];
         s *= a.scale;
         scores[j] = s;
         m = fmaxf(m, s);
@@ -57,7 +58,7 @@ __global__ void attention_naive(global_ptr<const float> q, global_ptr<const floa
     // pass 3: the weighted sum of the values, one output column at a time
     for (int c = 0; c < D; ++c) {
         float acc = 0.0f;
-        for (int j = 0; j < end; ++j) acc += scores[j] * v_bh[j * D + c];
+        for (int j = 0; j < end; ++j) acc += scores[j] * v_bh[at(j, D, c)];
         out_i[c] = end > 0 ? acc / l : 0.0f;  // a fully masked row is zeros, never 0/0
     }
 }

@@ -10,6 +10,7 @@
 // compile time: the kernel is a template over D = d_head (instantiated for 8, 16, 32, 64, 128).
 #pragma once
 
+#include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 
 namespace headwise::kernels {
@@ -30,11 +31,11 @@ __global__ void attention_online(global_ptr<const float> q, global_ptr<const flo
     if (i >= a.seq) return;
 
     const int N = a.seq;
-    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
-    const global_ptr<const float> q_row = slice(q, (head + i) * D, D);                         // (D), row i
-    const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<float> out_i = slice(out, (head + i) * D, D);                             // (D)
+    const std::size_t head = head_row(b, h, a);
+    const global_ptr<const float> q_row = slice(q, at(head + i, D), D);    // (D), row i
+    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<float> out_i = slice(out, at(head + i, D), D);        // (D)
     const int end = key_end(i, key_len[b], a.causal);
 
     float q_i[D];  // (D), this thread's query, scaled once here instead of every score later
@@ -47,12 +48,12 @@ __global__ void attention_online(global_ptr<const float> q, global_ptr<const flo
 
     for (int j = 0; j < end; ++j) {
         float s = 0.0f;
-        for (int c = 0; c < D; ++c) s += q_i[c] * k_bh[j * D + c];
+        for (int c = 0; c < D; ++c) s += q_i[c] * k_bh[at(j, D, c)];
         const float m_new = fmaxf(m, s);
         const float rescale = expf(m - m_new);  // exp(-inf) = 0 on the first key
         const float p = expf(s - m_new);
         l = l * rescale + p;
-        for (int c = 0; c < D; ++c) acc[c] = acc[c] * rescale + p * v_bh[j * D + c];
+        for (int c = 0; c < D; ++c) acc[c] = acc[c] * rescale + p * v_bh[at(j, D, c)];
         m = m_new;
     }
     for (int c = 0; c < D; ++c) out_i[c] = end > 0 ? acc[c] / l : 0.0f;

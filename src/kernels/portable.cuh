@@ -33,6 +33,8 @@ struct shared_tile {
 }  // namespace headwise::kernels
 
 #define HEADWISE_UNROLL _Pragma("unroll")
+// At most `threads` per block, and few enough registers for `blocks` blocks on one SM.
+#define HEADWISE_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 
 #else
 
@@ -45,6 +47,7 @@ using emulator::slice;
 }  // namespace headwise::kernels
 
 #define HEADWISE_UNROLL
+#define HEADWISE_LAUNCH_BOUNDS(threads, blocks)
 
 #endif
 

@@ -29,6 +29,7 @@
 //   For N(0, 1) inputs at d_head = 64 that is about 0.05; the errors measured are ~1e-3.
 #pragma once
 
+#include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 #include "kernels/warp_reduce.cuh"
 
@@ -39,11 +40,12 @@ struct TensorCoreShape {
     static_assert(D % 16 == 0, "wmma tiles are 16 wide: d_head must be a multiple of 16");
     static constexpr int warps = D <= 64 ? 4 : 2;  // per block (2 at d_head 128 to stay within 48 KiB)
     static constexpr int threads = 32 * warps;
-    static constexpr int rows = 16 * warps;  // Br: query rows per block, 16 per warp
-    static constexpr int cols = 32;          // Bc: keys per tile, one per lane in the softmax
-    static constexpr int ld_in = D + 8;      // row stride of the 16-bit Q, K, V tiles (+16 bytes)
-    static constexpr int ld_s = cols + 16;   // row stride of the float score tile
-    static constexpr int ld_p = cols + 8;    // row stride of the 16-bit P tile
+    static constexpr int min_blocks = D <= 64 ? 3 : 1;  // 3 x 4 warps per SM: at most 168 registers
+    static constexpr int rows = 16 * warps;             // Br: query rows per block, 16 per warp
+    static constexpr int cols = 32;                     // Bc: keys per tile, one per lane in the softmax
+    static constexpr int ld_in = D + 8;                 // row stride of the 16-bit Q, K, V tiles (+16 bytes)
+    static constexpr int ld_s = cols + 16;              // row stride of the float score tile
+    static constexpr int ld_p = cols + 8;               // row stride of the 16-bit P tile
     static constexpr std::size_t shared_bytes = 2 * std::size_t(rows + 2 * cols) * ld_in +
                                                 4 * std::size_t(rows) * ld_s + 2 * std::size_t(rows) * ld_p +
                                                 4 * std::size_t(warps) * 16;
@@ -55,8 +57,9 @@ struct TensorCoreShape {
 //   key_len  (B)
 //   out      (B, H, N, D), fp32
 template <int D, class T>
-__global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v,
-                                      global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+__global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreShape<D>::min_blocks)
+    attention_tensor_core(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v,
+                          global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     namespace wmma = nvcuda::wmma;
     using Shape = TensorCoreShape<D>;
     constexpr int Br = Shape::rows, Bc = Shape::cols, LI = Shape::ld_in, LS = Shape::ld_s, LP = Shape::ld_p;
@@ -75,10 +78,10 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
     const int q0 = static_cast<int>(blockIdx.x) * Br;
     const int h = static_cast<int>(blockIdx.y);
     const int b = static_cast<int>(blockIdx.z);
-    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
-    const global_ptr<const T> q_bh = slice(q, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<const T> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<const T> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const std::size_t head = head_row(b, h, a);
+    const global_ptr<const T> q_bh = slice(q, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<const T> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<const T> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
     const int n_keys = key_len[b];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
     const T zero = T(0.0f);
@@ -86,7 +89,7 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
     for (int e = t; e < Br * D; e += Shape::threads) {  // rows past N are zeros
         const int r = e / D, c = e % D;
         T x = zero;
-        if (q0 + r < N) x = q_bh[(q0 + r) * D + c];
+        if (q0 + r < N) x = q_bh[at(q0 + r, D, c)];
         q_tile(r, c) = x;
     }
     __syncthreads();
@@ -98,15 +101,15 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
         wmma::load_matrix_sync(q_frag[n], q_tile.ptr(r0, 16 * n), LI);
         wmma::fill_fragment(o_frag[n], 0.0f);
     }
-    float m[16], l[16];  // per row of the warp, the same in every lane
-    HEADWISE_UNROLL
-    for (int r = 0; r < 16; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+    // Row (lane % 16)'s running maximum and normaliser: lane r hands them to the warp with a
+    // shuffle when row r's turn comes (16 values in every lane would cost 30 more registers).
+    float m_lane = -INFINITY, l_lane = 0.0f;
 
     for (int k0 = 0; k0 < block_end; k0 += Bc) {
         for (int e = t; e < Bc * D; e += Shape::threads) {  // keys past the block's end are zeros
             const int r = e / D, c = e % D;
             T kx = zero, vx = zero;
-            if (k0 + r < block_end) kx = k_bh[(k0 + r) * D + c], vx = v_bh[(k0 + r) * D + c];
+            if (k0 + r < block_end) kx = k_bh[at(k0 + r, D, c)], vx = v_bh[at(k0 + r, D, c)];
             k_tile(r, c) = kx;
             v_tile(r, c) = vx;
         }
@@ -133,12 +136,13 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
             const int i = q0 + r0 + r;
             const int end = i < N ? key_end(i, n_keys, a.causal) : 0;
             const float s = k0 + lane < end ? s_tile(r0 + r, lane) * a.scale : -INFINITY;
-            const float m_new = fmaxf(m[r], warp_max(s));
+            const float m_old = __shfl_sync(0xffffffffu, m_lane, r), l_old = __shfl_sync(0xffffffffu, l_lane, r);
+            const float m_new = fmaxf(m_old, warp_max(s));
             const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
             const float p = expf(s - m_safe);                        // 0 for a masked key
-            const float rescale = expf(m[r] - m_safe);
-            l[r] = l[r] * rescale + warp_sum(p);
-            m[r] = m_new;
+            const float rescale = expf(m_old - m_safe);
+            const float l_new = l_old * rescale + warp_sum(p);
+            if (lane % 16 == r) m_lane = m_new, l_lane = l_new;
             p_tile(r0 + r, lane) = T(p);
             if (lane == 0) row_tile(warp, r) = rescale;
         }
@@ -166,9 +170,7 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
     }
 
     // out = O / l, a row with no visible key gives zeros.
-    HEADWISE_UNROLL
-    for (int r = 0; r < 16; ++r)
-        if (lane == 0) row_tile(warp, r) = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    if (lane < 16) row_tile(warp, lane) = l_lane > 0.0f ? 1.0f / l_lane : 0.0f;
     __syncwarp();
     HEADWISE_UNROLL
     for (int n = 0; n < D / 16; ++n) {
@@ -176,7 +178,7 @@ __global__ void attention_tensor_core(global_ptr<const T> q, global_ptr<const T>
         __syncwarp();
         for (int e = lane; e < 256; e += 32) {
             const int r = e / 16, c = e % 16, i = q0 + r0 + r;
-            if (i < N) out[(head + i) * D + 16 * n + c] = s_tile(r0 + r, c) * row_tile(warp, r);
+            if (i < N) out[at(head + i, D, 16 * n + c)] = s_tile(r0 + r, c) * row_tile(warp, r);
         }
         __syncwarp();
     }

@@ -9,11 +9,13 @@
 //
 // The loop order is FlashAttention-2's: queries outside (one block each, all in parallel), keys
 // inside; the running maximum, normaliser and unnormalised output stay in registers, get rescaled
-// once per tile (not once per key) and are divided by the normaliser only at the very end.
+// at most once per chunk of 4 keys, only when the maximum grows (rarely, after the first keys of
+// a row), and are divided by the normaliser only at the very end.
 // With the causal mask, a tile whose first key lies beyond the block's last query row is masked
 // for every row in the block: those tiles are never loaded.
 #pragma once
 
+#include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 
 namespace headwise::kernels {
@@ -22,6 +24,10 @@ template <int D>
 struct TiledShape {
     static constexpr int rows = 64;                 // Br: query rows per block = threads per block
     static constexpr int cols = D <= 64 ? 64 : 32;  // Bc: key rows per tile (2 tiles stay at 32 KiB)
+    static constexpr int chunk = 4;                 // Bs: scores held in registers at once
+    // 6 blocks of 64 threads per SM: at most 168 registers each (65536 per SM). At d_head 128 the
+    // query row and the output alone are 256 floats: no bound helps, the rest spills.
+    static constexpr int min_blocks = D <= 64 ? 6 : 1;
     static constexpr std::size_t shared_bytes = 2 * sizeof(float) * cols * D;  // k_tile + v_tile
 };
 
@@ -29,10 +35,12 @@ struct TiledShape {
 //   q, k, v, out  (B, H, N, D)
 //   key_len       (B)
 template <int D>
-__global__ void attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                                global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+__global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_blocks)
+    attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                    global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     constexpr int Br = TiledShape<D>::rows;
     constexpr int Bc = TiledShape<D>::cols;
+    constexpr int Bs = TiledShape<D>::chunk;
     __shared__ float k_tile[Bc][D];  // (Bc, D): key rows k0 .. k0 + Bc - 1
     __shared__ float v_tile[Bc][D];  // (Bc, D): the matching value rows
     static_assert(sizeof(k_tile) + sizeof(v_tile) == TiledShape<D>::shared_bytes);
@@ -44,9 +52,9 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     const int b = static_cast<int>(blockIdx.z);
     const bool has_row = i < N;  // the last block may have spare threads: they still help load tiles
 
-    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
-    const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const std::size_t head = head_row(b, h, a);
+    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
     const int n_keys = key_len[b];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);  // keys any row here may see
     const int end = has_row ? key_end(i, n_keys, a.causal) : 0;             // keys this row may see
@@ -56,7 +64,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     float m = -INFINITY, l = 0.0f;
     for (int c = 0; c < D; ++c) q_i[c] = 0.0f, acc[c] = 0.0f;
     if (has_row) {
-        const global_ptr<const float> q_row = slice(q, (head + i) * D, D);  // (D), row i
+        const global_ptr<const float> q_row = slice(q, at(head + i, D), D);  // (D), row i
         for (int c = 0; c < D; ++c) q_i[c] = q_row[c] * a.scale;
     }
 
@@ -66,30 +74,43 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
         for (int e = static_cast<int>(threadIdx.x); e < Bc * D; e += Br) {
             const int r = e / D, c = e % D;
             if (k0 + r < block_end) {
-                k_tile[r][c] = k_bh[(k0 + r) * D + c];
-                v_tile[r][c] = v_bh[(k0 + r) * D + c];
+                k_tile[r][c] = k_bh[at(k0 + r, D, c)];
+                v_tile[r][c] = v_bh[at(k0 + r, D, c)];
             }
         }
         __syncthreads();  // the whole tile is in shared memory before anyone reads it
 
-        const int cols = imin(Bc, end - k0);  // this row's visible keys in the tile (<= 0: none)
-        if (cols > 0) {
-            float s[Bc];  // (Bc), this row's scores against the tile
-            float m_tile = -INFINITY;
-            for (int j = 0; j < cols; ++j) {
-                float dot = 0.0f;
-                for (int c = 0; c < D; ++c) dot += q_i[c] * k_tile[j][c];
-                s[j] = dot;
-                m_tile = fmaxf(m_tile, dot);
+        // This row's visible keys in the tile (<= 0: none), scored Bs at a time. The scores of a
+        // chunk live in registers only if every index into s is known when compiling: the chunk
+        // loop is unrolled and a key past `cols` is masked, not skipped. (Written with a loop
+        // bound of `cols`, s[j] needs a run-time index: the compiler puts s on the stack, in
+        // local memory, and every score makes a round trip through the L1 cache.)
+        const int cols = imin(Bc, end - k0);
+        for (int j0 = 0; j0 < cols; j0 += Bs) {
+            float s[Bs];  // (Bs), this row's scores against keys k0 + j0 ..
+            float m_chunk = -INFINITY;
+            HEADWISE_UNROLL
+            for (int jj = 0; jj < Bs; ++jj) {
+                float dot = -INFINITY;
+                if (j0 + jj < cols) {
+                    dot = 0.0f;
+                    for (int c = 0; c < D; ++c) dot += q_i[c] * k_tile[j0 + jj][c];
+                }
+                s[jj] = dot;
+                m_chunk = fmaxf(m_chunk, dot);
             }
-            const float m_new = fmaxf(m, m_tile);
-            const float rescale = expf(m - m_new);  // once per tile; 0 on the first one
-            l *= rescale;
-            for (int c = 0; c < D; ++c) acc[c] *= rescale;
-            for (int j = 0; j < cols; ++j) {
-                const float p = expf(s[j] - m_new);
+            const float m_new = fmaxf(m, m_chunk);      // finite: the chunk has a visible key
+            if (m_new > m) {                            // rarely, after the first keys of a row
+                const float rescale = expf(m - m_new);  // 0 on the first chunk
+                l *= rescale;
+                for (int c = 0; c < D; ++c) acc[c] *= rescale;
+            }
+            HEADWISE_UNROLL
+            for (int jj = 0; jj < Bs; ++jj) {
+                if (j0 + jj >= cols) continue;  // a masked key (its row of v_tile may be stale)
+                const float p = expf(s[jj] - m_new);
                 l += p;
-                for (int c = 0; c < D; ++c) acc[c] += p * v_tile[j][c];
+                for (int c = 0; c < D; ++c) acc[c] += p * v_tile[j0 + jj][c];
             }
             m = m_new;
         }
@@ -97,7 +118,7 @@ __global__ void attention_tiled(global_ptr<const float> q, global_ptr<const floa
     }
 
     if (has_row) {
-        const global_ptr<float> out_i = slice(out, (head + i) * D, D);  // (D)
+        const global_ptr<float> out_i = slice(out, at(head + i, D), D);  // (D)
         for (int c = 0; c < D; ++c) out_i[c] = end > 0 ? acc[c] / l : 0.0f;
     }
 }

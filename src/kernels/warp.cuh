@@ -1,148 +1,236 @@
-// kernels/warp.cuh -- version 4: warp-cooperative online attention.
+// kernels/warp.cuh -- version 4: the lanes of a warp share rows and keys, each a small block in registers.
 //
-// Versions 1-3 give every query row to one thread, which then does all D multiply-adds of every
-// score alone. A GPU schedules threads in warps of 32 that issue together, so here the unit of
-// work is the warp: warp w of a block owns rows_per_warp query rows, and its 32 lanes share the
-// work of each row two ways:
+// Version 3 gives each thread one query row. For every multiply-add it reads one word of K or V
+// from shared memory: as many shared-memory loads as FMAs, and the FMA units wait on the loads.
+// The cure is the one every fast matrix product uses: let each thread own a small *block* of the
+// result, so that one value it loads is used several times from a register.
 //
-//   scores   lanes split the keys: lane j computes s_j = q_i . k_j for key k0 + j of the tile
-//            (Bc = 32 keys, one per lane). The row maximum and the sum of exponentials are then
-//            warp reductions: five __shfl_xor_sync butterfly steps each (warp_reduce.cuh).
-//   output   lanes split d_head: lane L owns output columns L, L + 32, ... For each key j the
-//            weight p_j is broadcast from lane j with __shfl_sync, and every lane adds p_j v_j[c]
-//            for its own columns.
+// A block of 128 threads owns Br = 64 query rows and walks the keys in tiles of Bc = 32. Thread t
+// belongs to row group g = t / 8 (rows 4g .. 4g + 3 of the block) and is lane x = t % 8 of the
+// 8 threads that share those rows:
 //
-// The running maximum, normaliser and rescaling are version 3's, once per tile. K and V tiles go
-// through shared memory as in version 3, and so do the block's queries (every lane needs all of
-// its row's q for a dot product: it reads them as broadcasts, one word for the whole warp).
+//   scores   S (4 rows x 4 keys) per thread: keys x, x + 8, x + 16, x + 24 of the tile. For each
+//            d_head column it loads 4 query values and 4 key values and does 16 multiply-adds
+//            (version 3: 1 load per multiply-add).
+//   softmax  the row maximum over the tile is a reduction over the 8 threads of the row group:
+//            three __shfl_xor_sync steps. Each thread keeps its own part of the normaliser l and
+//            adds the 8 parts only at the end.
+//   output   O (4 rows x d_head / 8 columns) per thread. P goes through shared memory (the
+//            thread needs the weights of all 32 keys of its rows, it computed 4); then for each
+//            key it loads 4 weights and d_head / 8 values for 4 * d_head / 8 multiply-adds.
 //
-// Bank conflicts. Shared memory serves a warp's request from 32 banks of 4-byte words; two lanes
-// wanting different words of one bank wait for each other. In the score loop all lanes read
-// column c of *different* key rows: with rows of D floats (D a multiple of 32) those words are
-// D apart, all in bank c % 32 -- a 32-way conflict on every read. One padding float per row
-// (k_tile is (Bc, D + 1)) moves row j's word to bank (j + c) % 32: all different, conflict-free.
-// v_tile needs no padding (lanes read consecutive columns of one row), nor does q_tile (every lane
-// reads the same word). KPad = 0 is the unpadded layout, kept for the lesson and the tests.
+// Loads are 16 bytes wide on a GPU (4 floats, LDS.128: load4 below): in the score loop a thread
+// issues 8 loads per 64 multiply-adds, in the output loop 1 + d_head / 32 per 4 d_head / 8. The
+// query tile and P are stored transposed, (d_head, Br) and (Bc, Br), so a thread's 4 rows are 4
+// consecutive words; K is stored as rows padded by 4 floats, (Bc, d_head + 4).
+//
+// Bank conflicts. Shared memory serves a warp from 32 banks of 4-byte words. In the score loop
+// the 8 lanes of a row group read column c of keys x, x + 8, ...: with rows of d_head floats
+// (a multiple of 32) those words all sit in bank c % 32, an 8-way conflict on every read. Four
+// padding floats per row move key x's word to bank (c + 4 x) % 32: 8 different banks (and, read 4
+// floats at a time, 8 different 16-byte slots). KPad = 0 is the unpadded layout, kept for the
+// lesson and the tests.
+//
+// The running maximum, normaliser and rescaling are version 3's, once per tile, now per thread
+// for its 4 rows. With d_head 128, 64 rows would not fit the 48 KiB of static shared memory: the
+// block is 64 threads owning 32 rows, with tiles of 16 keys (2 per thread).
 #pragma once
 
+#include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
-#include "kernels/warp_reduce.cuh"
 
 namespace headwise::kernels {
 
 template <int D>
 struct WarpShape {
-    static constexpr int warps = 4;                         // per block
-    static constexpr int threads = 32 * warps;              // per block
-    static constexpr int rows_per_warp = D <= 64 ? 16 : 4;  // query rows owned by one warp
-    static constexpr int rows = warps * rows_per_warp;      // Br: query rows per block
-    static constexpr int cols = 32;                         // Bc: keys per tile, one per lane
-    static constexpr int columns_per_lane = (D + 31) / 32;  // output columns a lane owns
-    static constexpr std::size_t shared_bytes(int k_pad) {  // q_tile + k_tile + v_tile
-        return sizeof(float) * (std::size_t(rows) * D + std::size_t(cols) * (D + k_pad) + std::size_t(cols) * D);
+    static constexpr int group = 8;                                     // threads sharing a group of rows
+    static constexpr int rows_per_thread = 4;                           // TM
+    static constexpr int rows = D <= 64 ? 64 : 32;                      // Br: query rows per block
+    static constexpr int cols = D <= 64 ? 32 : 16;                      // Bc: keys per tile
+    static constexpr int keys_per_thread = cols / group;                // TN: keys x, x + 8, ...
+    static constexpr int threads = group * rows / rows_per_thread;      // per block
+    static constexpr int column_width = D / group < 4 ? D / group : 4;  // output columns per load
+    static constexpr int columns_per_thread = D / group;                // output columns a thread owns
+    static constexpr int min_blocks = D <= 64 ? 5 : 1;
+    static constexpr int pad = 4;  // floats after each row of q_t, k_tile, p_t (16-byte aligned)
+    static constexpr std::size_t shared_bytes(int k_pad) {  // q_t + k_tile + v_tile + p_t
+        return sizeof(float) * (std::size_t(D) * (rows + pad) + std::size_t(cols) * (D + k_pad) +
+                                std::size_t(cols) * D + std::size_t(cols) * (rows + pad));
+    }
+    // Output column of the thread's u-th column for lane x: groups of column_width consecutive
+    // columns, the 8 lanes side by side, so that 8 lanes read 8 * column_width consecutive words.
+    __host__ __device__ static constexpr int column(int x, int u) {
+        return (u / column_width) * (group * column_width) + x * column_width + u % column_width;
     }
 };
 
-// grid (ceil(N / Br), H, B), block (128): warp w of block (bx, h, b) owns query rows
-// bx * Br + w * rows_per_warp .. + rows_per_warp - 1.
+// Four consecutive floats of row r of a shared tile, from column c (a multiple of 4 in a row
+// whose length is a multiple of 4): one 16-byte load on a GPU; on the emulator four counted
+// 4-byte reads, attributed to the caller's line (each call site is its own warp request).
+#ifdef __CUDACC__
+template <class Tile>
+__device__ __forceinline__ void load4(Tile& tile, int r, int c, float (&x)[4]) {
+    const float4 f = *reinterpret_cast<const float4*>(tile.ptr(r, c));
+    x[0] = f.x, x[1] = f.y, x[2] = f.z, x[3] = f.w;
+}
+#else
+template <class Tile>
+void load4(Tile& tile, int r, int c, float (&x)[4], std::source_location where = std::source_location::current()) {
+    for (int u = 0; u < 4; ++u) x[u] = tile(r, c + u, where);
+}
+#endif
+
+// The largest and the sum of x over the 8 lanes of a row group (lanes that differ in their low
+// three bits): three butterfly steps, the result in every lane of the group.
+__device__ __forceinline__ float group_max(float x) {
+    for (int offset = 4; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+    return x;
+}
+__device__ __forceinline__ float group_sum(float x) {
+    for (int offset = 4; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+    return x;
+}
+
+// grid (ceil(N / Br), H, B), block (threads): thread t of block (bx, h, b) owns query rows
+// bx * Br + 4 (t / 8) .. + 3, keys t % 8 + 8 jj of each tile, output columns column(t % 8, u).
 //   q, k, v, out  (B, H, N, D)
 //   key_len       (B)
-template <int D, int KPad = 1>
-__global__ void attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                               global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+template <int D, int KPad = 4>
+__global__ void HEADWISE_LAUNCH_BOUNDS(WarpShape<D>::threads, WarpShape<D>::min_blocks)
+    attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                   global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     using Shape = WarpShape<D>;
-    constexpr int Br = Shape::rows, Bc = Shape::cols, RW = Shape::rows_per_warp, CL = Shape::columns_per_lane;
-    constexpr unsigned all_lanes = 0xffffffffu;
-    __shared__ shared_tile<float, Br, D> q_tile;         // (Br, D): the block's query rows, pre-scaled
+    constexpr int Br = Shape::rows, Bc = Shape::cols, TM = Shape::rows_per_thread, TN = Shape::keys_per_thread;
+    constexpr int CW = Shape::columns_per_thread, W = Shape::column_width, G = Shape::group, P = Shape::pad;
+    static_assert(D % 4 == 0 && (D + KPad) % 4 == 0 && TM == 4, "16-byte loads of 4 floats");
+    __shared__ shared_tile<float, D, Br + P> q_t;        // (D, Br): the block's queries, transposed, pre-scaled
     __shared__ shared_tile<float, Bc, D + KPad> k_tile;  // (Bc, D) + KPad padding columns
     __shared__ shared_tile<float, Bc, D> v_tile;         // (Bc, D)
+    __shared__ shared_tile<float, Bc, Br + P> p_t;       // (Bc, Br): the weights P, transposed
 
     const int t = static_cast<int>(threadIdx.x);
-    const int warp = t / 32, lane = t % 32;
+    const int x = t % G, r0 = TM * (t / G);  // lane in the row group, first of the thread's rows
     const int N = a.seq;
     const int q0 = static_cast<int>(blockIdx.x) * Br;  // the block's first query row
     const int h = static_cast<int>(blockIdx.y);
     const int b = static_cast<int>(blockIdx.z);
-    const std::size_t head = (static_cast<std::size_t>(b) * a.heads + h) * N;
-    const global_ptr<const float> q_bh = slice(q, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<const float> k_bh = slice(k, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
-    const global_ptr<const float> v_bh = slice(v, head * D, static_cast<std::size_t>(N) * D);  // (N, D)
+    const std::size_t head = head_row(b, h, a);
+    const global_ptr<const float> q_bh = slice(q, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
+    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
     const int n_keys = key_len[b];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);  // keys any row here may see
 
-    // The block's queries, copied by all threads (consecutive threads, consecutive floats). Rows
-    // past N are zeros: they are never used for an output.
+    // The block's queries, transposed: consecutive threads take consecutive rows of one column,
+    // so their stores fill consecutive words. Rows past N are zeros, never used for an output.
     for (int e = t; e < Br * D; e += Shape::threads) {
-        const int r = e / D, c = e % D;
-        float x = 0.0f;
-        if (q0 + r < N) x = q_bh[(q0 + r) * D + c] * a.scale;
-        q_tile(r, c) = x;
+        const int r = e % Br, c = e / Br;
+        float qx = 0.0f;
+        if (q0 + r < N) qx = q_bh[at(q0 + r, D, c)] * a.scale;
+        q_t(c, r) = qx;
     }
 
-    float m[RW], l[RW], acc[RW][CL];  // per row of this warp: running max, normaliser, output columns
+    int end[TM];                      // per row of the thread: keys it may see (0 for a row past N)
+    float m[TM], l[TM], acc[TM][CW];  // running max, this thread's part of the normaliser, output
     HEADWISE_UNROLL
-    for (int rr = 0; rr < RW; ++rr) {
-        m[rr] = -INFINITY, l[rr] = 0.0f;
+    for (int ii = 0; ii < TM; ++ii) {
+        const int i = q0 + r0 + ii;
+        end[ii] = i < N ? key_end(i, n_keys, a.causal) : 0;
+        m[ii] = -INFINITY, l[ii] = 0.0f;
         HEADWISE_UNROLL
-        for (int u = 0; u < CL; ++u) acc[rr][u] = 0.0f;
+        for (int u = 0; u < CW; ++u) acc[ii][u] = 0.0f;
     }
 
     for (int k0 = 0; k0 < block_end; k0 += Bc) {
-        for (int e = t; e < Bc * D; e += Shape::threads) {
+        const int tile_rows = imin(Bc, block_end - k0);     // key rows of this tile anyone may see
+        for (int e = t; e < Bc * D; e += Shape::threads) {  // rows past them are zeros
             const int r = e / D, c = e % D;
-            if (k0 + r < block_end) {
-                k_tile(r, c) = k_bh[(k0 + r) * D + c];
-                v_tile(r, c) = v_bh[(k0 + r) * D + c];
-            }
+            float kx = 0.0f, vx = 0.0f;
+            if (r < tile_rows) kx = k_bh[at(k0 + r, D, c)], vx = v_bh[at(k0 + r, D, c)];
+            k_tile(r, c) = kx;
+            v_tile(r, c) = vx;
         }
         __syncthreads();  // the tile (and, the first time, the queries) are complete
 
+        // S = Q K^T for the thread's 4 rows and 4 keys, 4 columns of d_head at a time.
+        float s[TM][TN];
         HEADWISE_UNROLL
-        for (int rr = 0; rr < RW; ++rr) {
-            const int r = warp * RW + rr, i = q0 + r;
-            const int end = i < N ? key_end(i, n_keys, a.causal) : 0;
-            const int cols = imin(Bc, end - k0);  // this row's visible keys in the tile
-            if (cols <= 0) continue;              // the same in every lane: the warp stays together
-
-            // Lanes split the keys: lane j scores key k0 + j.
-            float s = -INFINITY;
-            if (lane < cols) {
-                float dot = 0.0f;
-                for (int c = 0; c < D; ++c) dot += q_tile(r, c) * k_tile(lane, c);
-                s = dot;
-            }
-            const float m_new = fmaxf(m[rr], warp_max(s));  // every lane gets the row's maximum
-            const float p = lane < cols ? expf(s - m_new) : 0.0f;
-            const float rescale = expf(m[rr] - m_new);  // 0 on the row's first tile
-            l[rr] = l[rr] * rescale + warp_sum(p);
+        for (int ii = 0; ii < TM; ++ii) {
             HEADWISE_UNROLL
-            for (int u = 0; u < CL; ++u) acc[rr][u] *= rescale;
-
-            // Lanes split d_head: lane L owns columns L, L + 32, ...; p_j comes from lane j.
-            for (int j = 0; j < cols; ++j) {
-                const float p_j = __shfl_sync(all_lanes, p, j);
+            for (int jj = 0; jj < TN; ++jj) s[ii][jj] = 0.0f;
+        }
+        for (int c0 = 0; c0 < D; c0 += 4) {
+            float kx[TN][4];
+            HEADWISE_UNROLL
+            for (int jj = 0; jj < TN; ++jj) load4(k_tile, x + G * jj, c0, kx[jj]);
+            HEADWISE_UNROLL
+            for (int cc = 0; cc < 4; ++cc) {
+                float qx[TM];
+                load4(q_t, c0 + cc, r0, qx);
                 HEADWISE_UNROLL
-                for (int u = 0; u < CL; ++u) {
-                    const int c = lane + 32 * u;
-                    if (c < D) acc[rr][u] += p_j * v_tile(j, c);
+                for (int ii = 0; ii < TM; ++ii) {
+                    HEADWISE_UNROLL
+                    for (int jj = 0; jj < TN; ++jj) s[ii][jj] += qx[ii] * kx[jj][cc];
                 }
             }
-            m[rr] = m_new;
         }
-        __syncthreads();  // every warp is done with the tile before the next one overwrites it
+
+        // Online softmax, per row: the tile's maximum over the row group, then the weights.
+        HEADWISE_UNROLL
+        for (int ii = 0; ii < TM; ++ii) {
+            float m_tile = -INFINITY;
+            HEADWISE_UNROLL
+            for (int jj = 0; jj < TN; ++jj) {
+                if (k0 + x + G * jj >= end[ii]) s[ii][jj] = -INFINITY;  // masked: causal or padding
+                m_tile = fmaxf(m_tile, s[ii][jj]);
+            }
+            const float m_new = fmaxf(m[ii], group_max(m_tile));
+            const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
+            const float rescale = expf(m[ii] - m_safe);              // 0 on the row's first tile
+            l[ii] *= rescale;
+            HEADWISE_UNROLL
+            for (int u = 0; u < CW; ++u) acc[ii][u] *= rescale;
+            HEADWISE_UNROLL
+            for (int jj = 0; jj < TN; ++jj) {
+                const float p = expf(s[ii][jj] - m_safe);  // 0 for a masked key
+                l[ii] += p;
+                p_t(x + G * jj, r0 + ii) = p;
+            }
+            m[ii] = m_new;
+        }
+        __syncwarp();  // P's rows of this group are written by the 8 lanes of one warp
+
+        // O += P V: per key, 4 weights and CW values make 4 * CW multiply-adds.
+        for (int j = 0; j < tile_rows; ++j) {
+            float pj[TM];
+            load4(p_t, j, r0, pj);
+            HEADWISE_UNROLL
+            for (int u0 = 0; u0 < CW; u0 += W) {
+                float vx[4];
+                if constexpr (W == 4) {
+                    load4(v_tile, j, Shape::column(x, u0), vx);
+                } else {
+                    HEADWISE_UNROLL
+                    for (int w = 0; w < W; ++w) vx[w] = v_tile(j, Shape::column(x, u0 + w));
+                }
+                HEADWISE_UNROLL
+                for (int ii = 0; ii < TM; ++ii) {
+                    HEADWISE_UNROLL
+                    for (int w = 0; w < W; ++w) acc[ii][u0 + w] += pj[ii] * vx[w];
+                }
+            }
+        }
+        __syncthreads();  // every thread is done with the tiles before the next ones overwrite them
     }
 
     HEADWISE_UNROLL
-    for (int rr = 0; rr < RW; ++rr) {
-        const int i = q0 + warp * RW + rr;
+    for (int ii = 0; ii < TM; ++ii) {
+        const float l_row = group_sum(l[ii]);  // the 8 parts of the normaliser
+        const int i = q0 + r0 + ii;
         if (i >= N) continue;
-        const int end = key_end(i, n_keys, a.causal);
-        const global_ptr<float> out_i = slice(out, (head + i) * D, D);  // (D)
+        const global_ptr<float> out_i = slice(out, at(head + i, D), D);  // (D)
         HEADWISE_UNROLL
-        for (int u = 0; u < CL; ++u) {
-            const int c = lane + 32 * u;  // consecutive lanes, consecutive columns: coalesced
-            if (c < D) out_i[c] = end > 0 ? acc[rr][u] / l[rr] : 0.0f;
-        }
+        for (int u = 0; u < CW; ++u) out_i[Shape::column(x, u)] = end[ii] > 0 ? acc[ii][u] / l_row : 0.0f;
     }
 }
 

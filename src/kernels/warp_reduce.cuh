@@ -1,4 +1,5 @@
-// kernels/warp_reduce.cuh -- reductions over the 32 lanes of a warp, for versions 4 and 5.
+// kernels/warp_reduce.cuh -- reductions over the 32 lanes of a warp, for version 5 (version 4
+// reduces over the 8 lanes of a row group: group_max and group_sum in warp.cuh).
 #pragma once
 
 #include "kernels/portable.cuh"

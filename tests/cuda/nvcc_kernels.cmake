@@ -14,7 +14,7 @@ endif()
 set(missing "")
 set(kernels "15attention_naiveE")
 foreach(d 8 16 32 64 128)
-  list(APPEND kernels "16attention_onlineILi${d}EE" "15attention_tiledILi${d}EE" "14attention_warpILi${d}ELi1EEE")
+  list(APPEND kernels "16attention_onlineILi${d}EE" "15attention_tiledILi${d}EE" "14attention_warpILi${d}ELi4EEE")
 endforeach()
 foreach(d 16 32 64 128)  # wmma: fp16 tensor cores, d_head a multiple of 16
   list(APPEND kernels "21attention_tensor_coreILi${d}E6__halfEE")

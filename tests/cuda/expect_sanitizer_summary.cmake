@@ -1,0 +1,21 @@
+# cmake -DSCRIPT=scripts/gpu-check -DCASES="tool|file|rc|line;..." -P expect_sanitizer_summary.cmake
+# Each case: `gpu-check --parse-sanitizer tool file` must exit rc and print exactly line. No GPU.
+set(failures "")
+foreach(case IN LISTS CASES)
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 tool)
+  list(GET fields 1 file)
+  list(GET fields 2 want_rc)
+  list(GET fields 3 want_line)
+  execute_process(COMMAND ${SCRIPT} --parse-sanitizer ${tool} ${file}
+    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
+  string(STRIP "${out}" out)
+  if(NOT rc EQUAL want_rc OR NOT out STREQUAL want_line)
+    string(APPEND failures "\n  ${tool} ${file}: expected exit ${want_rc} and '${want_line}', got exit ${rc} and '${out}' ${err}")
+  endif()
+endforeach()
+if(failures)
+  message(FATAL_ERROR "gpu-check read a sanitizer summary wrongly:${failures}")
+endif()
+list(LENGTH CASES count)
+message(STATUS "gpu-check read ${count} sanitizer logs as expected")
