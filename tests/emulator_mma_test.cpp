@@ -106,9 +106,12 @@ __global__ void ldmatrix_from_swizzled(global_ptr<float> out) {
     __shared__ shared_tile<__half, 32, 64> tile;
     const int t = int(threadIdx.x);
     const auto stored = [](int r, int chunk) {
-        if constexpr (S == Swizzle::none) return chunk;
-        else if constexpr (S == Swizzle::right) return headwise::kernels::swizzle<8>(r, chunk);
-        else return chunk ^ (r / 2 % 8);  // a mistake: rows 2i and 2i + 1 share a chunk
+        if constexpr (S == Swizzle::none)
+            return chunk;
+        else if constexpr (S == Swizzle::right)
+            return headwise::kernels::swizzle<8>(r, chunk);
+        else
+            return chunk ^ (r / 2 % 8);  // a mistake: rows 2i and 2i + 1 share a chunk
     };
     for (int e = t; e < 32 * 64; e += 32) tile(e / 64, e % 64) = __half(float(e));
     __syncthreads();
@@ -173,7 +176,8 @@ TEST_CASE("emulator mma: the layout functions give each tile element to exactly 
     int a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
     for (int lane = 0; lane < 32; ++lane) {
         for (int i = 0; i < 8; ++i) ++a[mma_a(lane, i).row][mma_a(lane, i).col];
-        for (int i = 0; i < 4; ++i) ++b[mma_b(lane, i).row][mma_b(lane, i).col], ++c[mma_c(lane, i).row][mma_c(lane, i).col];
+        for (int i = 0; i < 4; ++i)
+            ++b[mma_b(lane, i).row][mma_b(lane, i).col], ++c[mma_c(lane, i).row][mma_c(lane, i).col];
     }
     for (int r = 0; r < 16; ++r)
         for (int col = 0; col < 16; ++col) CHECK(a[r][col] == 1);

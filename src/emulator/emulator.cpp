@@ -650,11 +650,13 @@ public:
         throw launch_error(std::string(call.name) + " at " + site(call.where) +
                            ": warp collectives run under the fiber schedules only (fibers, fibers_reversed)");
     }
-    detail::WarpScratch& scratch() override { throw launch_error("wmma runs under the fiber schedules only"); }
+    detail::WarpScratch& scratch() override {
+        throw launch_error("wmma, mma.sync and ldmatrix run under the fiber schedules only");
+    }
     void shared(const std::source_location&, std::uint32_t) override {}  // banks are counted under fibers only
     void shared_request(const std::uint32_t*, unsigned, unsigned) override {}
     detail::AsyncState& async() override { return async_; }
-    Moment now() override { return {}; }                                 // and races checked
+    Moment now() override { return {}; }  // and races checked
     std::string thread_name(std::uint32_t) override { return "?"; }
 
 private:
@@ -800,10 +802,10 @@ namespace {
 void check_not_pending(const SharedWord& word, const Worker::Moment& now, const char* verb, int r, int c,
                        const std::source_location& where) {
     if (word.async_block == 0 || word.async_block != now.epoch >> 32) return;
-    throw launch_error("shared memory race in block " + str(blockIdx) + ": thread " + tl_worker->thread_name(now.thread) +
-                       " " + verb + " element (" + std::to_string(r) + ", " + std::to_string(c) +
-                       ") of a shared tile at " + site(where) + ", which a cp.async issued by thread " +
-                       tl_worker->thread_name(word.async_thread) + " at " +
+    throw launch_error("shared memory race in block " + str(blockIdx) + ": thread " +
+                       tl_worker->thread_name(now.thread) + " " + verb + " element (" + std::to_string(r) + ", " +
+                       std::to_string(c) + ") of a shared tile at " + site(where) +
+                       ", which a cp.async issued by thread " + tl_worker->thread_name(word.async_thread) + " at " +
                        at_line(word.async_file, word.async_line) +
                        " may still be copying into: no cp.async.wait_group covering its group has run yet (and a "
                        "__syncthreads() after it, for the other threads)");

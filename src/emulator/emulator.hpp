@@ -87,6 +87,7 @@ inline thread_local dim3 gridDim{1, 1, 1};
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __shared__ static
+#define __launch_bounds__(...)  // a register budget for nvcc; nothing to do on a CPU
 
 namespace headwise::emulator::detail {
 void sync_block();  // the barrier itself, in emulator.cpp

@@ -27,7 +27,9 @@ constexpr int group(int lane) { return lane / 4; }
 constexpr int quad(int lane) { return lane % 4; }
 
 // Element i (0..7) of the A fragment of `lane`, in the (16, 16) A tile.
-constexpr Element mma_a(int lane, int i) { return {group(lane) + 8 * (i / 2 % 2), 2 * quad(lane) + i % 2 + 8 * (i / 4)}; }
+constexpr Element mma_a(int lane, int i) {
+    return {group(lane) + 8 * (i / 2 % 2), 2 * quad(lane) + i % 2 + 8 * (i / 4)};
+}
 // Element i (0..3) of the B fragment of `lane`, in the (16, 8) B tile (row = k, col = n).
 constexpr Element mma_b(int lane, int i) { return {2 * quad(lane) + i % 2 + 8 * (i / 2), group(lane)}; }
 // Element i (0..3) of the C (and D) fragment of `lane`, in the (16, 8) accumulator tile.

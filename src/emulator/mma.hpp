@@ -51,8 +51,10 @@ namespace detail {
 template <class T>
 float sixteen_to_float(std::uint16_t bits) {
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "16-bit inputs: __half or bf16");
-    if constexpr (std::is_same_v<T, __half>) return half_bits_to_float(bits);
-    else return bfloat16_bits_to_float(bits);
+    if constexpr (std::is_same_v<T, __half>)
+        return half_bits_to_float(bits);
+    else
+        return bfloat16_bits_to_float(bits);
 }
 
 // Half i (0 = low) of a register of two 16-bit values.
@@ -109,7 +111,7 @@ void ldmatrix(std::uint32_t (&d)[Count], shared_tile<T, Rows, Cols>& tile, int r
     static_assert(Count == 1 || Count == 2 || Count == 4, "ldmatrix loads 1, 2 or 4 matrices");
     static_assert(sizeof(T) == 2, "ldmatrix .b16 loads 16-bit elements");
     using namespace detail;
-    const char* what = Count == 1 ? (Trans ? "ldmatrix.x1.trans" : "ldmatrix.x1")
+    const char* what = Count == 1   ? (Trans ? "ldmatrix.x1.trans" : "ldmatrix.x1")
                        : Count == 2 ? (Trans ? "ldmatrix.x2.trans" : "ldmatrix.x2")
                                     : (Trans ? "ldmatrix.x4.trans" : "ldmatrix.x4");
     const unsigned lane = lane_id();
@@ -117,9 +119,10 @@ void ldmatrix(std::uint32_t (&d)[Count], shared_tile<T, Rows, Cols>& tile, int r
     if (gives_row) {
         if (r < 0 || r >= Rows || c < 0 || c + 8 > Cols) shared_out_of_bounds(r, c + 7, Rows, Cols, where);
         if ((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) % 16 != 0)
-            bad_primitive(what, "the row address of (" + std::to_string(r) + ", " + std::to_string(c) +
-                                    ") is not 16-byte aligned",
-                          where);
+            bad_primitive(
+                what,
+                "the row address of (" + std::to_string(r) + ", " + std::to_string(c) + ") is not 16-byte aligned",
+                where);
     }
     WarpScratch& s = warp_scratch(where);
     s.in[lane][0] = std::uint32_t(r), s.in[lane][1] = std::uint32_t(c);
@@ -162,9 +165,10 @@ void cp_async_16(shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<cons
     constexpr int count = int(16 / sizeof(T));
     if (r < 0 || r >= Rows || c < 0 || c + count > Cols) shared_out_of_bounds(r, c + count - 1, Rows, Cols, where);
     if ((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) % 16 != 0)
-        bad_primitive("cp.async", "the shared destination (" + std::to_string(r) + ", " + std::to_string(c) +
-                                      ") is not 16-byte aligned",
-                      where);
+        bad_primitive(
+            "cp.async",
+            "the shared destination (" + std::to_string(r) + ", " + std::to_string(c) + ") is not 16-byte aligned",
+            where);
     AsyncState& state = async_state();
     if (state.pending == int(sizeof(state.copies) / sizeof(state.copies[0])))
         bad_primitive("cp.async", "more than 64 copies of one thread are pending (is a cp.async.wait_group missing?)",
@@ -202,8 +206,10 @@ void cp_async_wait(std::source_location where = std::source_location::current())
     int kept = 0;
     for (int n = 0; n < state.pending; ++n) {
         const detail::AsyncCopy& copy = state.copies[n];
-        if (copy.group >= 0 && copy.group < state.committed - N) detail::async_complete(copy, where);
-        else state.copies[kept++] = copy;
+        if (copy.group >= 0 && copy.group < state.committed - N)
+            detail::async_complete(copy, where);
+        else
+            state.copies[kept++] = copy;
     }
     state.pending = kept;
 }

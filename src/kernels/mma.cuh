@@ -15,6 +15,8 @@
 //   cp_async_16(tile, r, c, src, offset, valid)
 //                                        16 bytes from global src[offset ..] into tile(r, c ..),
 //                                        asynchronously; zeros when !valid
+//   load_16(tile, r, c, src, offset, valid)
+//                                        the same copy made by the thread itself, through registers
 //   cp_async_commit(), cp_async_wait<N>()
 //                                        close a group of copies; wait for all but the newest N
 //   swizzle<ChunksPerRow>(r, chunk)      where 16-byte chunk `chunk` of row r is stored
@@ -113,6 +115,14 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// 16 bytes from src[offset ..] into tile(r, c ..), through registers (zeros when !valid).
+template <class T, class Tile>
+__device__ __forceinline__ void load_16(Tile& tile, int r, int c, const T* src, std::size_t offset, bool valid) {
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (valid) x = *reinterpret_cast<const uint4*>(src + offset);
+    *reinterpret_cast<uint4*>(tile.ptr(r, c)) = x;
+}
+
 // The raw bits of a 16-bit float.
 __device__ __forceinline__ std::uint32_t bits_of(__half x) { return __half_as_ushort(x); }
 __device__ __forceinline__ std::uint32_t bits_of(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
@@ -127,6 +137,14 @@ using emulator::cp_async_commit;
 using emulator::cp_async_wait;
 using emulator::ldmatrix;
 using emulator::mma_m16n8k16;
+
+// The emulator's load_16: element by element through the tile (bounds, banks and races checked).
+template <class T, int Rows, int Cols>
+void load_16(emulator::shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<const T> src, std::size_t offset,
+             bool valid, std::source_location where = std::source_location::current()) {
+    for (int e = 0; e < int(16 / sizeof(T)); ++e)
+        tile(r, c + e, where) = valid ? static_cast<T>(src[std::ptrdiff_t(offset) + e]) : T(0.0f);
+}
 
 inline std::uint32_t bits_of(__half x) { return x.bits; }
 inline std::uint32_t bits_of(__nv_bfloat16 x) { return x.bits; }
