@@ -388,22 +388,22 @@ TEST_CASE("kernels: the 16-bit bounds on version 6 are tight enough to catch one
 TEST_CASE("kernels: version 7's swizzled tiles give ldmatrix 0 bank conflicts, causal tiles are skipped",
           "[kernels][mma]") {
     // cp.async writes are not in the bank count, so what version 7 counts is its ldmatrix
-    // requests: Q once per warp, then per tile and warp D / 16 x Bc / 16 for K and Bc / 16 x D / 16
-    // for V, each x4 = 4 requests.
+    // requests. d_head 64: blocks of 64 rows (4 warps x 16), key tiles of Bc = 32. Q once per
+    // warp: D / 16 ldmatrix_x4 = 16 requests. Per tile a warp attends: K, (D / 16) x (Bc / 16)
+    // ldmatrix_x4; V, (Bc / 16) x (D / 16): 8 + 8 calls, 64 requests.
     const bool causal = GENERATE(false, true);
     const Case c = make_case(1, 1, 256, 64, causal);
     emulator::LaunchStats s;
     run(Version::pipelined, c, emulator::default_schedule(), &s);
     CHECK(s.shared.conflicts() == 0);
-    // 4 query blocks of 64 rows, key tiles of 64: 4 x 4 = 16 tiles, causal 1 + 2 + 3 + 4 = 10;
-    // two barriers per tile.
-    CHECK(s.barriers == (causal ? 2u * 10 : 2u * 16));
-    // Per warp and tile with something to see: (64 / 16) K ldmatrix_x4 x (64 / 16) ... = 16 + 16.
-    std::uint64_t requests = 4 * 4 * 4 * 4;  // Q: blocks x warps x (D / 16) x 4 matrices
+    // 4 query blocks, 8 key tiles each; causal, block b loads tiles 0 .. 2b + 1: 2 + 4 + 6 + 8 = 20.
+    // Two barriers per tile.
+    CHECK(s.barriers == (causal ? 2u * 20 : 2u * 32));
+    std::uint64_t requests = 4 * 4 * 16;  // Q: blocks x warps x 16
     for (int block = 0; block < 4; ++block)
-        for (int tile = 0; tile <= (causal ? block : 3); ++tile)
-            for (int warp = 0; warp < 4; ++warp)
-                if (!causal || 64 * tile <= 64 * block + 16 * warp + 15) requests += 4 * (16 + 16);
+        for (int tile = 0; tile < (causal ? 2 * block + 2 : 8); ++tile)
+            for (int warp = 0; warp < 4; ++warp)  // causal: a warp skips tiles entirely above its rows
+                if (!causal || 32 * tile <= 64 * block + 16 * warp + 15) requests += 64;
     CHECK(s.shared.requests == requests);
 }
 
@@ -415,6 +415,6 @@ TEST_CASE("kernels: versions 6 and 7 refuse other d_heads and fit 48 KiB of shar
     const auto cfg = kernels::launch_config(Version::pipelined, p);
     CHECK(cfg.grid == std::array<unsigned, 3>{2, 3, 2});
     CHECK(cfg.block == std::array<unsigned, 3>{128, 1, 1});
-    CHECK(cfg.shared_bytes == 2u * (64 + 4 * 32) * 128);  // Q, two stages of K and V
+    CHECK(cfg.shared_bytes == 2u * (64 + 4 * 16) * 128);  // Q, two stages of K and V (16 keys at d_head 128)
     CHECK(cfg.shared_bytes <= 48u * 1024);
 }

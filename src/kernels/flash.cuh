@@ -22,8 +22,11 @@
 // (chunk c of row r stored at c ^ (r % 8)): the same 0 bank conflicts without the padding, which
 // is what lets two stages of K and V fit in 48 KiB at d_head 128.
 //
-// Both: 4 warps x 16 query rows = 64 rows per block; key tiles of Bc = 64 (32 at d_head 128, to
-// keep S and O in registers); d_head 64 or 128 (multiples of 64: the swizzle permutes 8 chunks).
+// Both: 4 warps x 16 query rows = 64 rows per block; key tiles of Bc = 32 keys (16 at d_head
+// 128); d_head 64 or 128 (multiples of 64: the swizzle permutes 8 chunks). Within 128 registers
+// per thread, unspilled, so that 4 blocks (16 warps, 25% of an sm_90 SM) fit: S (16, Bc) takes
+// Bc / 2 registers, O (16, D) D / 2, Q D / 4 -- at d_head 128 Q is read from shared memory again
+// for each tile instead, and the tile is 16 keys (ptxas -v: 128 registers, no spill, both d_heads).
 // Causal: key tiles past the block's last row are never loaded, a warp skips tiles entirely above
 // its rows, and only tiles that cross the diagonal (or the padding) pay for the mask.
 // Offsets into q, k, v, out are 64-bit: N x N x d_head may exceed 2^31.
@@ -43,7 +46,7 @@ struct FlashShape {
     static constexpr int warps = 4;
     static constexpr int threads = 32 * warps;
     static constexpr int rows = 16 * warps;         // Br: query rows per block
-    static constexpr int cols = D <= 64 ? 64 : 32;  // Bc: keys per tile
+    static constexpr int cols = D <= 64 ? 32 : 16;  // Bc: keys per tile (16 at d_head 128: registers)
     static constexpr int padded = D + 8;            // version 6's row stride, in elements
     static constexpr int chunks = D / 8;            // 16-byte chunks per row
     // Static shared memory per block, 16-bit elements.
@@ -63,33 +66,51 @@ struct Swizzled {
 // What one warp knows about its 16 query rows while it walks the key tiles.
 template <int D>
 struct WarpRows {
-    std::uint32_t q[D / 16][4];  // Q (16, D) as A fragments, 16 columns each
-    float o[D / 8][4];           // O (16, D), unnormalised: (16, 8) accumulators
-    float m[2];                  // running max of rows g and g + 8 (log2 units), quad-uniform
-    float l[2];                  // running sum of this lane's weights of rows g and g + 8
-    int end[2];                  // keys [0, end) visible to rows g and g + 8
+    // At d_head 128, O alone takes 64 registers: Q stays in shared memory and is read again for
+    // every tile, which keeps the kernel within 128 registers (4 blocks, 25% occupancy) unspilled.
+    static constexpr bool q_in_registers = D <= 64;
+    std::uint32_t q[q_in_registers ? D / 16 : 1][4];  // Q (16, D) as A fragments, 16 columns each
+    float o[D / 8][4];                                // O (16, D), unnormalised: (16, 8) accumulators
+    float m[2];                                       // running max of rows g and g + 8 (log2 units), quad-uniform
+    float l[2];                                       // running sum of this lane's weights of rows g and g + 8
+    int end[2];                                       // keys [0, end) visible to rows g and g + 8
 };
 
-// Q (16, D) of the warp's rows r0 .. r0 + 15 of q_tile into A fragments.
+// Columns 16 kk .. 16 kk + 15 of Q (16, D), the warp's rows r0 .. r0 + 15 of q_tile, as an A fragment.
+template <class Layout, class Tile>
+__device__ __forceinline__ void load_q_slice(std::uint32_t (&q)[4], Tile& q_tile, int r0, int kk, int lane) {
+    const int m = lane / 8, r = r0 + 8 * (m % 2) + lane % 8;  // lanes 8m..8m+7: rows of matrix m
+    ldmatrix_x4(q, q_tile, r, Layout::col(r, 16 * kk + 8 * (m / 2)));
+}
+
+// Q's A fragments into registers, where they stay (d_head 64).
 template <int D, class Layout, class Tile>
 __device__ __forceinline__ void load_q_fragments(WarpRows<D>& w, Tile& q_tile, int r0, int lane) {
-    const int m = lane / 8, r = r0 + 8 * (m % 2) + lane % 8;  // lanes 8m..8m+7: rows of matrix m
-    HEADWISE_UNROLL
-    for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(w.q[kk], q_tile, r, Layout::col(r, 16 * kk + 8 * (m / 2)));
+    if constexpr (WarpRows<D>::q_in_registers) {
+        HEADWISE_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk) load_q_slice<Layout>(w.q[kk], q_tile, r0, kk, lane);
+    }
 }
 
 // One key tile, keys k0 .. k0 + Bc - 1, rows kr .. kr + Bc - 1 of k_tile and v_tile: S = Q K^T,
 // the online softmax on S's registers, O += P V. `masked`: some key of the tile is past some
 // row's end. scale2 = scale * log2(e): exp(x scale - m) = exp2(x scale2 - m'), m' in log2 units.
-template <int D, int Bc, class T, class Layout, class KTile, class VTile>
-__device__ __forceinline__ void attend_tile(WarpRows<D>& w, KTile& k_tile, VTile& v_tile, int kr, int k0, bool masked,
-                                            float scale2, int lane) {
+template <int D, int Bc, class T, class Layout, class QTile, class KTile, class VTile>
+__device__ __forceinline__ void attend_tile(WarpRows<D>& w, QTile& q_tile, int r0, KTile& k_tile, VTile& v_tile, int kr,
+                                            int k0, bool masked, float scale2, int lane) {
     const int qd = lane % 4, m = lane / 8;
     float s[Bc / 8][4];  // S (16, Bc): (16, 8) accumulators
     HEADWISE_UNROLL
     for (int n = 0; n < Bc / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
     HEADWISE_UNROLL
     for (int kk = 0; kk < D / 16; ++kk) {
+        std::uint32_t q[4];  // Q's columns 16 kk ..: kept since the first tile, or read again
+        if constexpr (WarpRows<D>::q_in_registers) {
+            HEADWISE_UNROLL
+            for (int i = 0; i < 4; ++i) q[i] = w.q[kk][i];
+        } else {
+            load_q_slice<Layout>(q, q_tile, r0, kk, lane);
+        }
         HEADWISE_UNROLL
         for (int n = 0; n < Bc / 8; n += 2) {
             // Matrices: keys 8n.. at d 16kk and 16kk + 8, then keys 8(n + 1).. at the same d.
@@ -97,8 +118,8 @@ __device__ __forceinline__ void attend_tile(WarpRows<D>& w, KTile& k_tile, VTile
             std::uint32_t kb[4];
             ldmatrix_x4(kb, k_tile, r, Layout::col(r, 16 * kk + 8 * (m % 2)));
             const std::uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
-            mma_m16n8k16<T>(s[n], w.q[kk], b0, s[n]);
-            mma_m16n8k16<T>(s[n + 1], w.q[kk], b1, s[n + 1]);
+            mma_m16n8k16<T>(s[n], q, b0, s[n]);
+            mma_m16n8k16<T>(s[n + 1], q, b1, s[n + 1]);
         }
     }
 
@@ -187,7 +208,7 @@ __device__ __forceinline__ void write_rows(WarpRows<D>& w, global_ptr<float> out
 // grid (ceil(N / 64), H, B), block 128: warp w of block (bx, h, b) owns query rows bx * 64 + 16 w ..
 //   q, k, v  (B, H, N, D), T = __half or __nv_bfloat16;  key_len (B);  out (B, H, N, D), fp32
 template <int D, class T>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, 4)
     attention_mma(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v, global_ptr<const int> key_len,
                   global_ptr<float> out, AttentionArgs a) {
     using Shape = FlashShape<D>;
@@ -227,7 +248,8 @@ __global__ void __launch_bounds__(128)
         }
         __syncthreads();
         if (!a.causal || k0 <= warp_last)  // a tile entirely above the warp's rows: nothing to see
-            attend_tile<D, Bc, T, Padded>(w, k_tile, v_tile, 0, k0, k0 + Bc > warp_min_end, scale2, lane);
+            attend_tile<D, Bc, T, Padded>(w, q_tile, 16 * warp, k_tile, v_tile, 0, k0, k0 + Bc > warp_min_end, scale2,
+                                          lane);
         __syncthreads();  // the tiles are free for the next ones
     }
     write_rows(w, out, head, row, N, lane);
@@ -235,7 +257,7 @@ __global__ void __launch_bounds__(128)
 
 // Version 7: version 6 with K/V tiles double-buffered through cp.async into swizzled tiles.
 template <int D, class T>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, 4)
     attention_pipelined(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v,
                         global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     using Shape = FlashShape<D>;
@@ -293,7 +315,8 @@ __global__ void __launch_bounds__(128)
         if (tile == 0) load_q_fragments<D, Layout>(w, q_tile, 16 * warp, lane);
         const int k0 = tile * Bc;
         if (!a.causal || k0 <= warp_last)
-            attend_tile<D, Bc, T, Layout>(w, k_tile, v_tile, (tile % 2) * Bc, k0, k0 + Bc > warp_min_end, scale2, lane);
+            attend_tile<D, Bc, T, Layout>(w, q_tile, 16 * warp, k_tile, v_tile, (tile % 2) * Bc, k0,
+                                          k0 + Bc > warp_min_end, scale2, lane);
         __syncthreads();  // this stage is free for tile + 2
     }
     write_rows(w, out, head, row, N, lane);
