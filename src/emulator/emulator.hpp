@@ -45,7 +45,7 @@
 // counted (a wmma fragment's layout is the hardware's secret). ldmatrix is counted as the hardware
 // serves it (a request per 8 x 8 matrix: 8 rows of 16 bytes) and race-checked; cp.async writes
 // are race-checked (reading a destination before the cp.async.wait_group that covers it is an
-// error naming both lines) but not counted.
+// error naming both lines) but not counted, nor are kernels/mma.cuh's 16-byte load_16 copies.
 //
 // What it does not model: caches (the traffic counted is what the kernel *asks* global memory
 // for, before any L1/L2 would serve it), timing, dynamic shared memory, 8- and 16-byte shared

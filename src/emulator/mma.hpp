@@ -26,8 +26,8 @@
 // fp32 rounding of a 16-term sum). ldmatrix is counted in the bank model as one request per 8 x 8
 // matrix (8 rows of 16 bytes, as the hardware serves it) and each lane's row is race-checked.
 //
-// cp.async: the 16 bytes are read from global memory at the call (one 16-byte load in the traffic
-// count), and land in shared memory only when the issuing thread runs a cp.async.wait_group that
+// cp.async: the 16 bytes are read from global memory at the call (counted as its 16 / sizeof(T)
+// element loads), and land in shared memory only when the issuing thread runs a cp.async.wait_group that
 // covers the copy's group. Until then the destination is pending: any read or write of it -- by
 // any thread, the issuing one included -- stops the launch naming both lines. After the wait the
 // elements count as written by that thread at the wait: other threads need a __syncthreads()
@@ -184,7 +184,7 @@ void cp_async_16(shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<cons
         if (reinterpret_cast<std::uintptr_t>(src.get() + offset) % 16 != 0)
             bad_primitive("cp.async", "the global source is not 16-byte aligned", where);
         std::memcpy(copy.data, src.get() + offset, 16);
-        ++traffic.loads;
+        traffic.loads += std::uint64_t(count);  // element loads, as everywhere else in the count
         traffic.load_bytes += 16;
     }
     async_issue(copy.words, count, r, c, where);

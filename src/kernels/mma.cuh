@@ -138,12 +138,19 @@ using emulator::cp_async_wait;
 using emulator::ldmatrix;
 using emulator::mma_m16n8k16;
 
-// The emulator's load_16: element by element through the tile (bounds, banks and races checked).
+// The emulator's load_16: element by element, bounds- and race-checked. Not in the bank count,
+// like cp.async: a GPU serves a 16-byte store per 8 lanes, which the 4-byte model would misread.
 template <class T, int Rows, int Cols>
 void load_16(emulator::shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<const T> src, std::size_t offset,
              bool valid, std::source_location where = std::source_location::current()) {
-    for (int e = 0; e < int(16 / sizeof(T)); ++e)
-        tile(r, c + e, where) = valid ? static_cast<T>(src[std::ptrdiff_t(offset) + e]) : T(0.0f);
+    constexpr int count = int(16 / sizeof(T));
+    if (r < 0 || r >= Rows || c < 0 || c + count > Cols)
+        emulator::detail::shared_out_of_bounds(r, c + count - 1, Rows, Cols, where);
+    for (int e = 0; e < count; ++e) {
+        const T x = valid ? static_cast<T>(src[std::ptrdiff_t(offset) + e]) : T(0.0f);
+        emulator::detail::shared_write(tile.words[r][c + e], r, c + e, where);
+        tile.data[r][c + e] = x;
+    }
 }
 
 inline std::uint32_t bits_of(__half x) { return x.bits; }
