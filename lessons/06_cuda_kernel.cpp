@@ -4,7 +4,7 @@
 // On a GPU, attention is one kernel launch: a grid of blocks of threads, each thread computing
 // part of the output. How the work is cut decides how often each byte of Q, K and V travels
 // from global memory (big, slow) to the cores -- and that, not arithmetic, is what limits it.
-// Five versions, each in its own file beside this one's output:
+// Seven versions, each in its own file beside this one's output:
 //
 //   src/kernels/naive.cuh        a thread per query row; the row of N scores parked in global memory
 //   src/kernels/online.cuh       a thread per query row; one pass with a running max and sum (no N x N)
@@ -16,9 +16,11 @@
 //   src/kernels/flash.cuh        6 mma: mma.sync m16n8k16 + ldmatrix, Q, S, P and O in registers;
 //                                7 pipelined: the same, K/V double-buffered by cp.async, swizzled
 //
-// Versions 4 and 5 continue this lesson rather than start a new one: same problem, same loop
+// Versions 4 to 7 continue this lesson rather than start a new one: same problem, same loop
 // (version 3's), same traffic table -- what changes is who does the arithmetic (a warp together,
-// then the tensor cores), and the lesson measures what that costs and saves on the same inputs.
+// then the tensor cores through wmma, then through mma.sync with everything in registers, then
+// with the next tiles copied while this one is multiplied), and the lesson measures what that
+// costs and saves on the same inputs.
 //
 // The .cuh files are plain CUDA. nvcc compiles them for the GPU; g++ compiles the very same text
 // against src/emulator/, which runs the threads on the CPU (with real barriers) and counts every
