@@ -92,24 +92,29 @@ int main(int argc, char** argv) {
             const std::vector<int> key_len(std::size_t(B), N);
             const kernels::Inputs in{q.data(), k.data(), v.data(), key_len.data()};
             const double flops = 4.0 * D * double(N) * double(N) * B * H;
-            for (Version version : kernels::versions) {
-                const char* dtype = kernels::sixteen_bit(version) ? "fp16" : "fp32";
-                if (version == Version::naive && N > max_naive_n) {
-                    out << fmt::format("{},{},{},{},{},{},{},0,,,,,,,skipped: the N x N scratch would be {:.1f} GB\n",
-                                       gpu, kernels::name(version), dtype, B, H, N, D,
-                                       4.0 * B * H * double(N) * double(N) / 1e9);
-                    continue;
+            for (Version version : kernels::versions)
+                for (bool bf16 : {false, true}) {  // bf16: version 7 (pipelined) only, its second row
+                    if (bf16 && version != Version::pipelined) continue;
+                    p.bf16 = bf16;
+                    const char* dtype = bf16 ? "bf16" : kernels::sixteen_bit(version) ? "fp16" : "fp32";
+                    if (version == Version::naive && N > max_naive_n) {
+                        out << fmt::format(
+                            "{},{},{},{},{},{},{},0,,,,,,,skipped: the N x N scratch would be {:.1f} GB\n", gpu,
+                            kernels::name(version), dtype, B, H, N, D, 4.0 * B * H * double(N) * double(N) / 1e9);
+                        continue;
+                    }
+                    const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
+                    const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
+                    out << fmt::format("{},{},{},{},{},{},{},0,{:.4f},{:.4f},{:.3f},{},{},{},\n", gpu,
+                                       kernels::name(version), dtype, B, H, N, D, t.median_ms, t.min_ms, tflops,
+                                       t.registers, t.shared_bytes, t.local_bytes);
+                    fmt::print(
+                        "{:<11} {} N={:<5} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B "
+                        "local)\n",
+                        kernels::name(version), dtype, N, t.median_ms, tflops, t.registers, t.shared_bytes,
+                        t.local_bytes);
+                    out.flush();
                 }
-                const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
-                const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
-                out << fmt::format("{},{},{},{},{},{},{},0,{:.4f},{:.4f},{:.3f},{},{},{},\n", gpu,
-                                   kernels::name(version), dtype, B, H, N, D, t.median_ms, t.min_ms, tflops,
-                                   t.registers, t.shared_bytes, t.local_bytes);
-                fmt::print(
-                    "{:<11} {} N={:<5} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B local)\n",
-                    kernels::name(version), dtype, N, t.median_ms, tflops, t.registers, t.shared_bytes, t.local_bytes);
-                out.flush();
-            }
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpu_bench: %s\n", e.what());
