@@ -418,3 +418,14 @@ TEST_CASE("kernels: versions 6 and 7 refuse other d_heads and fit 48 KiB of shar
     CHECK(cfg.shared_bytes == 2u * (64 + 4 * 16) * 128);  // Q, two stages of K and V (16 keys at d_head 128)
     CHECK(cfg.shared_bytes <= 48u * 1024);
 }
+
+TEST_CASE("kernels: version 7 without cp.async.wait_group is stopped at the first read of a tile in flight",
+          "[kernels][mma][race]") {
+    const Case c = make_case(1, 1, 100, 64, false);
+    Tensor4 out = Tensor4::from_shape(c.q.shape());
+    // The first tile read is Q's, by ldmatrix in load_q_slice; the copy was issued in the kernel.
+    CHECK_THROWS_WITH(kernels::emulate_pipelined_without_wait(
+                          c.p, {c.q.data(), c.k.data(), c.v.data(), c.key_len.data()}, out.data()),
+                      Catch::Contains("shared memory race") && Catch::Contains("of a shared tile at flash.cuh:") &&
+                          Catch::Contains("no cp.async.wait_group covering its group has run yet"));
+}

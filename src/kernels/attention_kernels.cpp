@@ -228,6 +228,25 @@ emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, 
     });
 }
 
+emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inputs& in, float* out) {
+    validate(Version::pipelined, p, in.key_len);
+    const LaunchConfig cfg = launch_config(Version::pipelined, p);
+    const std::size_t n = qkv_elements(p);
+    const std::vector<__half> q(in.q, in.q + n), k(in.k, in.k + n), v(in.v, in.v + n);
+    return with_d_head(p.d_head, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        if constexpr (D % 64 == 0) {
+            return emulator::launch(dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0]),
+                                    attention_pipelined<D, __half, false>, global_ptr<const __half>(q.data(), n),
+                                    global_ptr<const __half>(k.data(), n), global_ptr<const __half>(v.data(), n),
+                                    global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
+                                    args(p));
+        } else {
+            return emulator::LaunchStats{};  // validate() refused this d_head already
+        }
+    });
+}
+
 emulator::LaunchStats launch_on_emulator(Version v, const Problem& p, const Inputs& in, float* out,
                                          emulator::Schedule schedule, AttentionKernel kernel) {
     validate(v, p, in.key_len);

@@ -92,6 +92,10 @@ std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16 =
 // The warp kernel with its K tile unpadded (32-way bank conflicts), for the lesson and the tests.
 emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out);
 
+// Version 7 without its cp.async.wait_group: the emulator stops it at the first read of a tile a
+// copy may still be writing (throws emulator::launch_error naming both lines). fp16, d_head 64 or 128.
+emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inputs& in, float* out);
+
 // Runs `v` on the CPU emulator: out (B, H, N, d_head) is written, global-memory traffic counted.
 // Throws emulator::launch_error if the kernel misbehaves, std::invalid_argument for an
 // unsupported problem.

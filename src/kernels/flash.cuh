@@ -256,7 +256,9 @@ __global__ void __launch_bounds__(128, 4)
 }
 
 // Version 7: version 6 with K/V tiles double-buffered through cp.async into swizzled tiles.
-template <int D, class T>
+// Waits = false drops the cp.async.wait_group before each tile: the mistake the emulator reports
+// (a read of a tile some copy may still be writing), for the tests and the lesson.
+template <int D, class T, bool Waits = true>
 __global__ void __launch_bounds__(128, 4)
     attention_pipelined(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v,
                         global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
@@ -307,9 +309,9 @@ __global__ void __launch_bounds__(128, 4)
         if (tile + 1 < n_tiles) {  // the next tile's copies fly while this one is multiplied
             fetch(tile + 1);
             cp_async_commit();
-            cp_async_wait<1>();  // every group but the newest: this tile has landed
+            if constexpr (Waits) cp_async_wait<1>();  // every group but the newest: this tile has landed
         } else {
-            cp_async_wait<0>();
+            if constexpr (Waits) cp_async_wait<0>();
         }
         __syncthreads();  // ... for every thread's copies
         if (tile == 0) load_q_fragments<D, Layout>(w, q_tile, 16 * warp, lane);

@@ -123,6 +123,28 @@ __device__ __forceinline__ void load_16(Tile& tile, int r, int c, const T* src, 
     *reinterpret_cast<uint4*>(tile.ptr(r, c)) = x;
 }
 
+// The shapes by name.
+template <class Tile>
+__device__ __forceinline__ void ldmatrix_x1(std::uint32_t (&d)[1], Tile& tile, int r, int c) {
+    ldmatrix<1, false>(d, tile, r, c);
+}
+template <class Tile>
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&d)[2], Tile& tile, int r, int c) {
+    ldmatrix<2, false>(d, tile, r, c);
+}
+template <class Tile>
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
+    ldmatrix<4, false>(d, tile, r, c);
+}
+template <class Tile>
+__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&d)[2], Tile& tile, int r, int c) {
+    ldmatrix<2, true>(d, tile, r, c);
+}
+template <class Tile>
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
+    ldmatrix<4, true>(d, tile, r, c);
+}
+
 // The raw bits of a 16-bit float.
 __device__ __forceinline__ std::uint32_t bits_of(__half x) { return __half_as_ushort(x); }
 __device__ __forceinline__ std::uint32_t bits_of(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
@@ -136,6 +158,11 @@ using emulator::cp_async_16;
 using emulator::cp_async_commit;
 using emulator::cp_async_wait;
 using emulator::ldmatrix;
+using emulator::ldmatrix_x1;
+using emulator::ldmatrix_x2;
+using emulator::ldmatrix_x2_trans;
+using emulator::ldmatrix_x4;
+using emulator::ldmatrix_x4_trans;
 using emulator::mma_m16n8k16;
 
 // The emulator's load_16: element by element, bounds- and race-checked. Not in the bank count,
@@ -160,27 +187,6 @@ inline std::uint32_t bits_of(__nv_bfloat16 x) { return x.bits; }
 #endif
 
 namespace headwise::kernels {
-
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x1(std::uint32_t (&d)[1], Tile& tile, int r, int c) {
-    ldmatrix<1, false>(d, tile, r, c);
-}
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&d)[2], Tile& tile, int r, int c) {
-    ldmatrix<2, false>(d, tile, r, c);
-}
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
-    ldmatrix<4, false>(d, tile, r, c);
-}
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&d)[2], Tile& tile, int r, int c) {
-    ldmatrix<2, true>(d, tile, r, c);
-}
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
-    ldmatrix<4, true>(d, tile, r, c);
-}
 
 // Two floats rounded to T (round to nearest even) in one register, x in the low half: the
 // operand layout of mma_m16n8k16, element i in half i % 2.
