@@ -158,24 +158,9 @@ void ldmatrix(std::uint32_t (&d)[Count], shared_tile<T, Rows, Cols>& tile, int r
 
 // The shapes by name (kernels/mma.cuh), the call site passed on so errors name the kernel's line.
 template <class Tile>
-void ldmatrix_x1(std::uint32_t (&d)[1], Tile& tile, int r, int c,
-                 std::source_location where = std::source_location::current()) {
-    ldmatrix<1, false>(d, tile, r, c, where);
-}
-template <class Tile>
-void ldmatrix_x2(std::uint32_t (&d)[2], Tile& tile, int r, int c,
-                 std::source_location where = std::source_location::current()) {
-    ldmatrix<2, false>(d, tile, r, c, where);
-}
-template <class Tile>
 void ldmatrix_x4(std::uint32_t (&d)[4], Tile& tile, int r, int c,
                  std::source_location where = std::source_location::current()) {
     ldmatrix<4, false>(d, tile, r, c, where);
-}
-template <class Tile>
-void ldmatrix_x2_trans(std::uint32_t (&d)[2], Tile& tile, int r, int c,
-                       std::source_location where = std::source_location::current()) {
-    ldmatrix<2, true>(d, tile, r, c, where);
 }
 template <class Tile>
 void ldmatrix_x4_trans(std::uint32_t (&d)[4], Tile& tile, int r, int c,

@@ -9,7 +9,7 @@
 //
 //   mma_m16n8k16<T>(d, a, b, c)          d = A B + C on a warp: A (16, 16), B (16, 8) in 16 bits
 //                                        (T = __half or __nv_bfloat16), C, D (16, 8) in fp32
-//   ldmatrix_x{1,2,4}[_trans](d, tile, r, c)
+//   ldmatrix<Count, Trans>(d, tile, r, c), ldmatrix_x4[_trans](d, tile, r, c)
 //                                        1, 2 or 4 8x8 16-bit matrices from shared memory; lanes
 //                                        8 m .. 8 m + 7 give matrix m's rows as tile(r, c .. c + 7)
 //   cp_async_16(tile, r, c, src, offset, valid)
@@ -125,20 +125,8 @@ __device__ __forceinline__ void load_16(Tile& tile, int r, int c, const T* src, 
 
 // The shapes by name.
 template <class Tile>
-__device__ __forceinline__ void ldmatrix_x1(std::uint32_t (&d)[1], Tile& tile, int r, int c) {
-    ldmatrix<1, false>(d, tile, r, c);
-}
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&d)[2], Tile& tile, int r, int c) {
-    ldmatrix<2, false>(d, tile, r, c);
-}
-template <class Tile>
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
     ldmatrix<4, false>(d, tile, r, c);
-}
-template <class Tile>
-__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&d)[2], Tile& tile, int r, int c) {
-    ldmatrix<2, true>(d, tile, r, c);
 }
 template <class Tile>
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
@@ -158,9 +146,6 @@ using emulator::cp_async_16;
 using emulator::cp_async_commit;
 using emulator::cp_async_wait;
 using emulator::ldmatrix;
-using emulator::ldmatrix_x1;
-using emulator::ldmatrix_x2;
-using emulator::ldmatrix_x2_trans;
 using emulator::ldmatrix_x4;
 using emulator::ldmatrix_x4_trans;
 using emulator::mma_m16n8k16;
