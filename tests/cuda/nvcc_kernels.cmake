@@ -20,8 +20,8 @@ foreach(d 16 32 64 128)  # wmma: fp16 tensor cores, d_head a multiple of 16
   list(APPEND kernels "21attention_tensor_coreILi${d}E6__halfEE")
 endforeach()
 foreach(d 64 128)  # mma.sync: versions 6 and 7, d_head 64 and 128; 7 in fp16 and bf16
-  list(APPEND kernels "13attention_mmaILi${d}E6__halfEE" "19attention_pipelinedILi${d}E6__halfEE"
-    "19attention_pipelinedILi${d}E13__nv_bfloat16EE")
+  list(APPEND kernels "13attention_mmaILi${d}E6__halfEE" "19attention_pipelinedILi${d}E6__halfLb1EEE"
+    "19attention_pipelinedILi${d}E13__nv_bfloat16Lb1EEE")
 endforeach()
 foreach(k IN LISTS kernels)
   if(NOT symbols MATCHES "__device_stub__ZN8headwise7kernels${k}")
