@@ -4,7 +4,7 @@
 // On a GPU, attention is one kernel launch: a grid of blocks of threads, each thread computing
 // part of the output. How the work is cut decides how often each byte of Q, K and V travels
 // from global memory (big, slow) to the cores -- and that, not arithmetic, is what limits it.
-// Five versions, each in its own file beside this one's output:
+// Seven versions, each in its own file beside this one's output:
 //
 //   src/kernels/naive.cuh        a thread per query row; the row of N scores parked in global memory
 //   src/kernels/online.cuh       a thread per query row; one pass with a running max and sum (no N x N)
@@ -14,10 +14,14 @@
 //                                a K tile padded against bank conflicts
 //   src/kernels/tensor_core.cuh  wmma 16x16x16 tiles on fp16 inputs (FlashAttention-2's loop),
 //                                the softmax in fp32 between S = Q K^T and O += P V
+//   src/kernels/flash.cuh        6 mma: mma.sync m16n8k16 + ldmatrix, Q, S, P and O in registers;
+//                                7 pipelined: the same, K/V double-buffered by cp.async, swizzled
 //
-// Versions 4 and 5 continue this lesson rather than start a new one: same problem, same loop
+// Versions 4 to 7 continue this lesson rather than start a new one: same problem, same loop
 // (version 3's), same traffic table -- what changes is who does the arithmetic (a warp together,
-// then the tensor cores), and the lesson measures what that costs and saves on the same inputs.
+// then the tensor cores through wmma, then through mma.sync with everything in registers, then
+// with the next tiles copied while this one is multiplied), and the lesson measures what that
+// costs and saves on the same inputs.
 //
 // The .cuh files are plain CUDA. nvcc compiles them for the GPU; g++ compiles the very same text
 // against src/emulator/, which runs the threads on the CPU (with real barriers) and counts every
@@ -31,6 +35,7 @@
 // Dimension letters: B = batch, H = heads, N = sequence length, d_head = width of one head.
 // Run:  ./headwise run 6      or      build/lessons/06_cuda_kernel --help
 
+#include "emulator/fragment_layout.hpp"
 #include "headwise/io/figure.hpp"
 #include "headwise/lesson/lesson.hpp"
 #include "kernels/attention_kernels.hpp"
@@ -108,8 +113,47 @@ const char* what_it_does(Version v) {
             return "warp: register tiling, each thread 4 rows x 4 keys of S and 4 rows of O, shuffles in 8 lanes";
         case Version::tensor_core:
             return "tensor cores: wmma 16x16x16 on fp16 inputs, fp32 softmax in between";
+        case Version::mma:
+            return "mma.sync: FlashAttention-2 in registers, S's accumulators reused as P's A operand";
+        case Version::pipelined:
+            return "pipelined: cp.async double-buffers K/V into XOR-swizzled tiles while mma.sync works";
     }
     return "?";
+}
+
+// The fragment-layout step: which lane holds each element of mma.sync m16n8k16's A (16, 16),
+// B (16, 8) and C (16, 8) tiles, as the emulator places them (emulator/fragment_layout.hpp).
+void print_fragment_layouts() {
+    namespace layout = emulator::layout;
+    int a[16][16], b[16][8], c[16][8];  // lane number per element
+    for (int lane = 0; lane < 32; ++lane) {
+        for (int i = 0; i < 8; ++i) a[layout::mma_a(lane, i).row][layout::mma_a(lane, i).col] = lane;
+        for (int i = 0; i < 4; ++i) {
+            b[layout::mma_b(lane, i).row][layout::mma_b(lane, i).col] = lane;
+            c[layout::mma_c(lane, i).row][layout::mma_c(lane, i).col] = lane;
+        }
+    }
+    fmt::print(
+        "  One mma.sync.m16n8k16 by a warp: D (16, 8) = A (16, 16) B (16, 8) + C. Every element lives in one\n"
+        "  lane's registers -- the number printed is that lane (group g = lane / 4, quad q = lane % 4):\n\n");
+    fmt::print("    {:<50}{:<28}{}\n", "A (16 rows x 16 k), 4 registers of 2 fp16", "B (16 k x 8 cols), 2 of 2",
+               "C and D (16 x 8), 4 floats");
+    for (int r = 0; r < 16; ++r) {
+        std::string line = "    ";
+        for (int col = 0; col < 16; ++col) line += fmt::format("{:>3}", a[r][col]);
+        line += "  ";
+        for (int col = 0; col < 8; ++col) line += fmt::format("{:>3}", b[r][col]);
+        line += "    ";
+        for (int col = 0; col < 8; ++col) line += fmt::format("{:>3}", c[r][col]);
+        fmt::print("{}\n", line);
+    }
+    fmt::print(
+        "\n  A: lane 4g + q holds rows g and g + 8, columns 2q, 2q + 1 and 2q + 8, 2q + 9 (8 halves).\n"
+        "  B: lane 4g + q holds column g, rows 2q, 2q + 1, 2q + 8, 2q + 9.  C: rows g, g + 8, columns 2q, 2q + 1.\n"
+        "  So the 4 lanes of a quad share a row of S = Q K^T: its max and sum are two __shfl_xor_sync away\n"
+        "  (offsets 1 and 2). And two neighbouring C tiles (keys 0-7, 8-15) hold exactly the elements A wants\n"
+        "  for 16 keys: P = softmax(S), rounded to fp16 in the registers where S was, is already the A operand\n"
+        "  of P V. Version 5's wmma hides this layout and pays for it with trips through shared memory.\n");
 }
 
 // Version 5's verdict: the bound derived in src/kernels/tensor_core.cuh (fp16 inputs, fp32
@@ -383,11 +427,16 @@ int main(int argc, char** argv) {
         bool all_ok = true;
         int step = 3;
         for (Version version : kernels::versions) {
+            if (version == Version::mma) {
+                trace.section(fmt::format("step {}: who holds what in a tensor-core tile (mma.sync m16n8k16)", step++));
+                print_fragment_layouts();
+            }
             trace.section(fmt::format("step {}: {}", step++, what_it_does(version)));
             if (!kernels::supports(version, d_head)) {
-                fmt::print(
-                    "  (no build for d_head {}: wmma tiles are 16 wide, so this version needs a multiple of 16)\n",
-                    d_head);
+                fmt::print("  (no build for d_head {}: {})\n", d_head,
+                           kernels::needs_sm80(version)
+                               ? "this version is built for d_head 64 and 128"
+                               : "wmma tiles are 16 wide, so this version needs a multiple of 16");
                 continue;
             }
             const kernels::LaunchConfig cfg = kernels::launch_config(version, p);
@@ -429,8 +478,25 @@ int main(int argc, char** argv) {
                     "tiles and adds in fp32\n");
             }
 
+            if (kernels::needs_sm80(version)) {
+                const std::size_t Bc = D <= 64 ? 32 : 16;  // keys per tile (flash.cuh's FlashShape)
+                fmt::print(
+                    "          4 warps own 16 query rows each; per {}-key tile: S (16, {}) = {} mma.sync, the online "
+                    "softmax\n"
+                    "          on S's registers, O (16, {}) += P V: {} more; K and V (transposed) read by ldmatrix\n",
+                    Bc, Bc, (D / 16) * (Bc / 8), D, (Bc / 16) * (D / 8));
+                if (version == Version::mma)
+                    fmt::print(
+                        "          K/V tiles padded to {} + 8 halves per row; loaded, a barrier, then the math\n", D);
+                else
+                    fmt::print(
+                        "          K/V tiles of {} halves per row, two stages: tile t + 1 is copied by cp.async "
+                        "while tile t is multiplied; 16-byte chunks XOR-swizzled by row\n",
+                        D);
+            }
+
             Tensor4 out = Tensor4::from_shape({B, H, N, D});  // (B, H, N, d_head)
-            const bool warp_level = version == Version::warp || version == Version::tensor_core;
+            const bool warp_level = version == Version::warp || kernels::sixteen_bit(version);
             const emulator::Schedule s =
                 warp_level && schedule == emulator::Schedule::threads ? emulator::Schedule::fibers : schedule;
             if (s != schedule)
@@ -476,7 +542,8 @@ int main(int argc, char** argv) {
             kernels::launch_config(Version::tiled, p).block[0]);
         fmt::print(
             "  (Counted: what the kernels ask of global memory, before any cache would serve it. Shared\n"
-            "   requests and bank conflicts: versions 4 and 5, whose tiles are shared_tile; '-' = not counted.)\n");
+            "   requests and bank conflicts: versions 4-7, whose tiles are shared_tile -- wmma's accesses are not\n"
+            "   counted, ldmatrix's are, 16-byte copies into tiles (6, 7) are not; '-' = not counted.)\n");
         if (traffic.count(Version::warp) > 0) {
             Tensor4 out = Tensor4::from_shape({B, H, N, D});  // (B, H, N, d_head)
             const emulator::LaunchStats unpadded = kernels::emulate_warp_unpadded(p, in, out.data());

@@ -158,6 +158,8 @@ struct Worker {
     virtual detail::WarpResult warp(const detail::WarpCall& call) = 0;
     virtual detail::WarpScratch& scratch() = 0;
     virtual void shared(const std::source_location& where, std::uint32_t word) = 0;
+    virtual void shared_request(const std::uint32_t* words, unsigned count, unsigned lanes) = 0;
+    virtual detail::AsyncState& async() = 0;
     // Where the calling thread stands, for the race check; epoch 0: not checked (threads schedule).
     struct Moment {
         std::uint64_t epoch = 0, seq = 0;
@@ -170,6 +172,21 @@ protected:
     ~Worker() = default;
 };
 thread_local Worker* tl_worker = nullptr;
+
+// The wavefronts one warp request takes: 32 banks of 4-byte words, one word per bank per
+// wavefront, lanes asking for the same word share it.
+int wavefronts(const std::uint32_t* words, unsigned count) {
+    std::uint32_t seen[32][32];
+    int per_bank[32] = {};
+    int worst = 0;
+    for (unsigned n = 0; n < count; ++n) {
+        const std::uint32_t word = words[n], bank = word % 32;
+        bool known = false;
+        for (int e = 0; e < per_bank[bank] && !known; ++e) known = seen[bank][e] == word;
+        if (!known && per_bank[bank] < 32) seen[bank][per_bank[bank]++] = word, worst = std::max(worst, per_bank[bank]);
+    }
+    return worst;
+}
 
 void validate(dim3 grid, dim3 block) {
     const auto bad = [&](const std::string& why) {
@@ -248,6 +265,7 @@ public:
             f.started = false;
             f.state = State::ready;
             f.barriers = 0;
+            f.async = {};
         }
         for (auto& w : warps_) w.pending.clear();
         epoch_base_ = next_block_serial() << 32;
@@ -363,6 +381,13 @@ public:
         s->lanes[k] |= 1u << lane;
     }
 
+    void shared_request(const std::uint32_t* words, unsigned count, unsigned lanes) override {
+        shared_.accesses += lanes;
+        ++shared_.requests;
+        shared_.wavefronts += std::uint64_t(wavefronts(words, count));
+    }
+    detail::AsyncState& async() override { return current_->async; }
+
 private:
     enum class State { ready, waiting, warp_waiting, done, failed };
     struct Fiber {
@@ -376,6 +401,7 @@ private:
         void* fake_stack = nullptr;  // ASan's, while the fiber is suspended
         State state = State::ready;
         std::uint64_t barriers = 0;
+        detail::AsyncState async;  // its cp.async copies not yet waited for
     };
 
     // A switch costs a swapcontext only the first time a fiber runs in a block. After that it is
@@ -542,19 +568,12 @@ private:
     void flush_banks(Warp& w) {
         for (Site& s : w.sites) {
             for (std::size_t k = 0; k < s.lanes.size() && s.lanes[k] != 0; ++k) {
-                // Distinct words per bank: each bank keeps the words it has seen (a few at most).
-                std::uint32_t seen[32][32];
-                int per_bank[32] = {};
-                int worst = 0;
-                for (unsigned l = 0; l < 32; ++l) {
-                    if (!(s.lanes[k] >> l & 1u)) continue;
-                    const std::uint32_t word = s.words[k][l], bank = word % 32;
-                    bool known = false;
-                    for (int e = 0; e < per_bank[bank] && !known; ++e) known = seen[bank][e] == word;
-                    if (!known) seen[bank][per_bank[bank]++] = word, worst = std::max(worst, per_bank[bank]);
-                }
+                std::uint32_t words[32];
+                unsigned count = 0;
+                for (unsigned l = 0; l < 32; ++l)
+                    if (s.lanes[k] >> l & 1u) words[count++] = s.words[k][l];
                 ++shared_.requests;
-                shared_.wavefronts += std::uint64_t(worst);
+                shared_.wavefronts += std::uint64_t(wavefronts(words, count));
                 s.lanes[k] = 0;
             }
             s.next.fill(0);
@@ -631,14 +650,19 @@ public:
         throw launch_error(std::string(call.name) + " at " + site(call.where) +
                            ": warp collectives run under the fiber schedules only (fibers, fibers_reversed)");
     }
-    detail::WarpScratch& scratch() override { throw launch_error("wmma runs under the fiber schedules only"); }
+    detail::WarpScratch& scratch() override {
+        throw launch_error("wmma, mma.sync and ldmatrix run under the fiber schedules only");
+    }
     void shared(const std::source_location&, std::uint32_t) override {}  // banks are counted under fibers only
-    Moment now() override { return {}; }                                 // and races checked
+    void shared_request(const std::uint32_t*, unsigned, unsigned) override {}
+    detail::AsyncState& async() override { return async_; }
+    Moment now() override { return {}; }  // and races checked
     std::string thread_name(std::uint32_t) override { return "?"; }
 
 private:
     std::optional<std::barrier<>>& block_barrier_;
     std::uint64_t& count_;
+    detail::AsyncState async_;
 };
 
 LaunchStats run_threads(Launch& launch) {
@@ -671,6 +695,7 @@ LaunchStats run_threads(Launch& launch) {
         threadIdx = launch.thread_index(t);
         for (;;) {
             blockIdx = launch.block_index(block);
+            me.async() = {};
             launch.run_kernel();
             in_block->arrive_and_drop();  // a finished thread no longer holds the others back
             between.arrive_and_wait();
@@ -724,6 +749,15 @@ void shared_access(const std::source_location& where, std::uint32_t word) {
     if (tl_worker != nullptr) tl_worker->shared(where, word);
 }
 
+void shared_request(const std::uint32_t* words, unsigned count, unsigned lanes) {
+    if (tl_worker != nullptr) tl_worker->shared_request(words, count, lanes);
+}
+
+AsyncState& async_state() {
+    if (tl_worker == nullptr) throw launch_error("cp.async called outside a kernel launch");
+    return tl_worker->async();
+}
+
 namespace {
 
 std::string at_line(const char* file, std::uint32_t line) {
@@ -762,10 +796,28 @@ bool ordered(const Worker::Moment& now, std::uint32_t other, std::uint64_t other
 
 }  // namespace
 
+namespace {
+
+// A read or write of an element a cp.async of this block is still copying into.
+void check_not_pending(const SharedWord& word, const Worker::Moment& now, const char* verb, int r, int c,
+                       const std::source_location& where) {
+    if (word.async_block == 0 || word.async_block != now.epoch >> 32) return;
+    throw launch_error("shared memory race in block " + str(blockIdx) + ": thread " +
+                       tl_worker->thread_name(now.thread) + " " + verb + " element (" + std::to_string(r) + ", " +
+                       std::to_string(c) + ") of a shared tile at " + site(where) +
+                       ", which a cp.async issued by thread " + tl_worker->thread_name(word.async_thread) + " at " +
+                       at_line(word.async_file, word.async_line) +
+                       " may still be copying into: no cp.async.wait_group covering its group has run yet (and a "
+                       "__syncthreads() after it, for the other threads)");
+}
+
+}  // namespace
+
 void shared_read(SharedWord& word, int r, int c, const std::source_location& where) {
     if (tl_worker == nullptr) return;
     const Worker::Moment now = tl_worker->now();
     if (now.epoch == 0) return;
+    check_not_pending(word, now, "reads", r, c, where);
     if (word.write_epoch == now.epoch && !ordered(now, word.writer, word.write_seq))
         race(*tl_worker, now, "reads", r, c, where, word.writer, "wrote", word.write_file, word.write_line);
     word.read_epoch = now.epoch, word.read_seq = now.seq, word.reader = now.thread;
@@ -776,12 +828,38 @@ void shared_write(SharedWord& word, int r, int c, const std::source_location& wh
     if (tl_worker == nullptr) return;
     const Worker::Moment now = tl_worker->now();
     if (now.epoch == 0) return;
+    check_not_pending(word, now, "writes", r, c, where);
     if (word.write_epoch == now.epoch && !ordered(now, word.writer, word.write_seq))
         race(*tl_worker, now, "writes", r, c, where, word.writer, "wrote", word.write_file, word.write_line);
     if (word.read_epoch == now.epoch && !ordered(now, word.reader, word.read_seq))
         race(*tl_worker, now, "writes", r, c, where, word.reader, "read", word.read_file, word.read_line);
     word.write_epoch = now.epoch, word.write_seq = now.seq, word.writer = now.thread;
     word.write_file = where.file_name(), word.write_line = where.line();
+}
+
+void async_issue(SharedWord* words, int count, int r, int c, const std::source_location& where) {
+    for (int e = 0; e < count; ++e) shared_write(words[e], r, c + e, where);  // as a write, at the issue
+    if (tl_worker == nullptr) return;
+    const Worker::Moment now = tl_worker->now();
+    if (now.epoch == 0) return;
+    for (int e = 0; e < count; ++e) {
+        words[e].async_block = now.epoch >> 32, words[e].async_thread = now.thread;
+        words[e].async_file = where.file_name(), words[e].async_line = where.line();
+    }
+}
+
+void async_complete(const AsyncCopy& copy, const std::source_location& where) {
+    std::memcpy(copy.dst, copy.data, 16);
+    if (tl_worker == nullptr) return;
+    const Worker::Moment now = tl_worker->now();
+    for (int e = 0; e < copy.count; ++e) {
+        SharedWord& w = copy.words[e];
+        w.async_block = 0;
+        if (now.epoch == 0) continue;
+        // Written now, from the other threads' point of view: they must pass a barrier first.
+        w.write_epoch = now.epoch, w.write_seq = now.seq, w.writer = now.thread;
+        w.write_file = where.file_name(), w.write_line = where.line();
+    }
 }
 
 void shared_out_of_bounds(int r, int c, int rows, int cols, const std::source_location& where) {
@@ -832,3 +910,11 @@ void bad_call(const char* what, const std::string& why, const std::source_locati
 }
 
 }  // namespace nvcuda::wmma::detail
+
+namespace headwise::emulator::detail {
+
+void bad_primitive(const char* what, const std::string& why, const std::source_location& where) {
+    throw launch_error(std::string(what) + " at " + site(where) + ": " + why + ", in " + here());
+}
+
+}  // namespace headwise::emulator::detail

@@ -42,7 +42,10 @@
 // tile's bounds, grouped into warp requests to count bank conflicts (runtime.hpp, SharedTraffic;
 // each tile assumed to start at bank 0), and checked for races between __syncthreads() (fiber
 // schedules). Plain __shared__ arrays and wmma loads and stores are not
-// counted (a wmma fragment's layout is the hardware's secret).
+// counted (a wmma fragment's layout is the hardware's secret). ldmatrix is counted as the hardware
+// serves it (a request per 8 x 8 matrix: 8 rows of 16 bytes) and race-checked; cp.async writes
+// are race-checked (reading a destination before the cp.async.wait_group that covers it is an
+// error naming both lines) but not counted, nor are kernels/mma.cuh's 16-byte load_16 copies.
 //
 // What it does not model: caches (the traffic counted is what the kernel *asks* global memory
 // for, before any L1/L2 would serve it), timing, dynamic shared memory, 8- and 16-byte shared
@@ -84,6 +87,7 @@ inline thread_local dim3 gridDim{1, 1, 1};
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __shared__ static
+#define __launch_bounds__(...)  // a register budget for nvcc; nothing to do on a CPU
 
 namespace headwise::emulator::detail {
 void sync_block();  // the barrier itself, in emulator.cpp
@@ -106,15 +110,22 @@ struct WarpResult {
 };
 WarpResult warp_collective(const WarpCall& call);
 
-// Scratch memory of the calling lane's warp (wmma computes a product once and hands it to all lanes).
+// Scratch memory of the calling lane's warp (wmma computes a product once and hands it to all lanes;
+// mma.sync and ldmatrix gather every lane's registers or addresses in `in` before the warp meets,
+// and the first lane through hands each lane its result in `out`).
 struct WarpScratch {
     std::uint64_t sequence = ~std::uint64_t(0);
     float values[256];
+    std::uint32_t in[32][10];
+    std::uint32_t out[32][4];
 };
 WarpScratch& warp_scratch(std::source_location where);
 
 // One lane's access to the 4-byte word `word` of a shared tile, at `where` in the kernel.
 void shared_access(const std::source_location& where, std::uint32_t word);
+// One warp request whose addresses are already known (an ldmatrix phase: 8 rows of 16 bytes):
+// `lanes` lane accesses touching the 4-byte `words`, served in as many wavefronts as its bank conflicts need.
+void shared_request(const std::uint32_t* words, unsigned count, unsigned lanes);
 [[noreturn]] void shared_out_of_bounds(int r, int c, int rows, int cols, const std::source_location& where);
 
 // The calling thread's lane: its linear index in the block (x fastest) modulo 32.
@@ -301,9 +312,33 @@ struct SharedWord {
     const char* write_file = nullptr;
     const char* read_file = nullptr;
     std::uint32_t write_line = 0, read_line = 0;
+    // A cp.async into this element that no cp.async.wait_group has covered yet: the block it was
+    // issued in (its serial number; 0 = none pending), by which thread, at which line.
+    std::uint64_t async_block = 0;
+    std::uint32_t async_thread = 0, async_line = 0;
+    const char* async_file = nullptr;
 };
 void shared_read(SharedWord& word, int r, int c, const std::source_location& where);
 void shared_write(SharedWord& word, int r, int c, const std::source_location& where);
+
+// cp.async: a 16-byte copy from global to shared memory that lands when a cp.async.wait_group
+// covering its group runs in the issuing thread (emulator/mma.hpp).
+struct AsyncCopy {
+    unsigned char* dst;
+    unsigned char data[16];  // read from global memory when the copy was issued
+    SharedWord* words;       // the destination elements' race records, `count` of them
+    int count, r, c;         // elements; the first one's place in its tile
+    int group;               // -1 until cp.async.commit_group
+};
+struct AsyncState {
+    AsyncCopy copies[64];  // pending, oldest first
+    int pending = 0;
+    int committed = 0;  // groups committed so far by this thread in this block
+};
+AsyncState& async_state();  // the calling (emulated) thread's
+// Marks `words` as the target of a pending cp.async by the calling thread; completes `copy`.
+void async_issue(SharedWord* words, int count, int r, int c, const std::source_location& where);
+void async_complete(const AsyncCopy& copy, const std::source_location& where);
 
 }  // namespace detail
 
@@ -395,4 +430,5 @@ LaunchStats launch(dim3 grid, dim3 block, void (*kernel)(Params...), Args&&... a
 
 }  // namespace headwise::emulator
 
+#include "emulator/mma.hpp"   // mma.sync, ldmatrix, cp.async: the PTX-level tensor-core primitives
 #include "emulator/wmma.hpp"  // nvcuda::wmma, the tensor-core fragments

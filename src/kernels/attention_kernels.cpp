@@ -3,6 +3,7 @@
 #include "kernels/attention_kernels.hpp"
 
 #include "kernels/dispatch.hpp"
+#include "kernels/flash.cuh"
 #include "kernels/launch.hpp"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
@@ -30,6 +31,10 @@ std::string_view name(Version v) {
             return "warp";
         case Version::tensor_core:
             return "tensor_core";
+        case Version::mma:
+            return "mma";
+        case Version::pipelined:
+            return "pipelined";
     }
     return "?";
 }
@@ -38,6 +43,7 @@ bool supports(Version v, int d_head) {
     if (d_head < 1) return false;
     if (v == Version::naive) return true;
     if (v == Version::tensor_core && d_head % 16 != 0) return false;
+    if (needs_sm80(v)) return d_head == 64 || d_head == 128;
     for (int d : compiled_d_heads)
         if (d == d_head) return true;
     return false;
@@ -70,7 +76,9 @@ void validate(Version v, const Problem& p, const int* key_len) {
     if (!supports(v, p.d_head))
         throw std::invalid_argument("the " + std::string(name(v)) + " kernel has no build for d_head " +
                                     std::to_string(p.d_head) +
-                                    (v == Version::tensor_core ? " (16, 32, 64 or 128)" : " (8, 16, 32, 64 or 128)"));
+                                    (v == Version::tensor_core ? " (16, 32, 64 or 128)"
+                                     : needs_sm80(v)           ? " (64 or 128)"
+                                                               : " (8, 16, 32, 64 or 128)"));
     for (int b = 0; key_len != nullptr && b < p.batch; ++b) {
         if (key_len[b] < 0 || key_len[b] > p.seq)
             throw std::invalid_argument("key_len[" + std::to_string(b) + "] = " + std::to_string(key_len[b]) +
@@ -84,22 +92,28 @@ unsigned blocks_for(int rows, int per_block) { return static_cast<unsigned>((row
 
 AttentionArgs args(const Problem& p) { return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal}; }
 
-// tensor_core: q, k, v rounded to T on the host, as a GPU program would upload them.
+// The 16-bit versions: q, k, v rounded to T on the host, as a GPU program would upload them.
 template <class T>
-emulator::LaunchStats emulate_16_bit(const Problem& p, const Inputs& in, float* out, emulator::Schedule schedule,
-                                     dim3 grid, dim3 block) {
+emulator::LaunchStats emulate_16_bit(Version version, const Problem& p, const Inputs& in, float* out,
+                                     emulator::Schedule schedule, dim3 grid, dim3 block) {
     const std::size_t n = qkv_elements(p);
     const std::vector<T> q(in.q, in.q + n), k(in.k, in.k + n), v(in.v, in.v + n);  // each element rounded
     return with_d_head(p.d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
-        if constexpr (D % 16 == 0) {
-            return emulator::launch(
-                schedule, grid, block, attention_tensor_core<D, T>, global_ptr<const T>(q.data(), n),
-                global_ptr<const T>(k.data(), n), global_ptr<const T>(v.data(), n),
-                global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
-        } else {
-            return emulator::LaunchStats{};  // validate() refused this d_head already
+        using Kernel = void (*)(global_ptr<const T>, global_ptr<const T>, global_ptr<const T>, global_ptr<const int>,
+                                global_ptr<float>, AttentionArgs);
+        Kernel kernel = nullptr;
+        if constexpr (D % 16 == 0)
+            if (version == Version::tensor_core) kernel = attention_tensor_core<D, T>;
+        if constexpr (D % 64 == 0) {
+            if (version == Version::mma) kernel = attention_mma<D, T>;
+            if (version == Version::pipelined) kernel = attention_pipelined<D, T>;
         }
+        if (kernel == nullptr) return emulator::LaunchStats{};  // validate() refused this d_head already
+        return emulator::launch(schedule, grid, block, kernel, global_ptr<const T>(q.data(), n),
+                                global_ptr<const T>(k.data(), n), global_ptr<const T>(v.data(), n),
+                                global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
+                                args(p));
     });
 }
 
@@ -151,6 +165,21 @@ LaunchConfig launch_config(Version v, const Problem& p) {
                         "tensor_core: validate() lets no d_head through that is not a multiple of 16");
                 }
             });
+        case Version::mma:
+        case Version::pipelined:
+            return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
+                constexpr int D = decltype(d)::value;
+                if constexpr (D % 64 == 0) {
+                    using Shape = FlashShape<D>;
+                    return {{blocks_for(p.seq, Shape::rows), H, B},
+                            {Shape::threads, 1, 1},
+                            v == Version::mma ? Shape::mma_shared_bytes : Shape::pipelined_shared_bytes,
+                            0,
+                            Shape::rows};
+                } else {
+                    throw std::logic_error("mma, pipelined: validate() lets only d_head 64 and 128 through");
+                }
+            });
     }
     throw std::invalid_argument("unknown kernel version");
 }
@@ -186,8 +215,10 @@ emulator::LaunchStats emulate(Version v, const Problem& p, const Inputs& in, flo
                 return launch_on_emulator(v, p, in, out, schedule, &attention_warp<decltype(d)::value>);
             });
         case Version::tensor_core:
-            return p.bf16 ? emulate_16_bit<__nv_bfloat16>(p, in, out, schedule, grid, block)
-                          : emulate_16_bit<__half>(p, in, out, schedule, grid, block);
+        case Version::mma:
+        case Version::pipelined:
+            return p.bf16 ? emulate_16_bit<__nv_bfloat16>(v, p, in, out, schedule, grid, block)
+                          : emulate_16_bit<__half>(v, p, in, out, schedule, grid, block);
     }
     throw std::invalid_argument("unknown kernel version");
 }
@@ -196,6 +227,25 @@ emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, 
     return with_d_head(p.d_head, [&](auto d) {
         return launch_on_emulator(Version::warp, p, in, out, emulator::Schedule::fibers,
                                   &attention_warp<decltype(d)::value, 0>);
+    });
+}
+
+emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inputs& in, float* out) {
+    validate(Version::pipelined, p, in.key_len);
+    const LaunchConfig cfg = launch_config(Version::pipelined, p);
+    const std::size_t n = qkv_elements(p);
+    const std::vector<__half> q(in.q, in.q + n), k(in.k, in.k + n), v(in.v, in.v + n);
+    return with_d_head(p.d_head, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        if constexpr (D % 64 == 0) {
+            return emulator::launch(dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0]),
+                                    attention_pipelined<D, __half, false>, global_ptr<const __half>(q.data(), n),
+                                    global_ptr<const __half>(k.data(), n), global_ptr<const __half>(v.data(), n),
+                                    global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
+                                    args(p));
+        } else {
+            return emulator::LaunchStats{};  // validate() refused this d_head already
+        }
     });
 }
 

@@ -5,6 +5,8 @@
 //   tiled        tiled.cuh        one block per 64 query rows, K/V tiles in shared memory (flash-style)
 //   warp         warp.cuh         register tiling: a thread owns 4 rows x 4 keys of S and 4 rows of O
 //   tensor_core  tensor_core.cuh  wmma 16x16x16 tiles, fp16 (or bf16) inputs, fp32 softmax and output
+//   mma          flash.cuh        mma.sync m16n8k16 + ldmatrix: Q, S, P and O in registers (FlashAttention-2)
+//   pipelined    flash.cuh        mma's math, K/V tiles double-buffered by cp.async into swizzled tiles
 //
 // Every buffer is fp32 (or int for key_len), contiguous, in PyTorch's order (tensor_core rounds
 // q, k, v to 16 bits before it starts: its inputs on a GPU are 16-bit buffers):
@@ -24,15 +26,20 @@
 
 namespace headwise::kernels {
 
-enum class Version { naive, online, tiled, warp, tensor_core };
-inline constexpr std::array<Version, 5> versions{Version::naive, Version::online, Version::tiled, Version::warp,
-                                                 Version::tensor_core};
+enum class Version { naive, online, tiled, warp, tensor_core, mma, pipelined };
+inline constexpr std::array<Version, 7> versions{Version::naive,    Version::online,      Version::tiled,
+                                                 Version::warp,     Version::tensor_core, Version::mma,
+                                                 Version::pipelined};
 std::string_view name(Version v);
-// tensor_core computes from 16-bit inputs: it is checked with its own, derived tolerance.
-inline constexpr bool sixteen_bit(Version v) { return v == Version::tensor_core; }
+// The tensor-core versions compute from 16-bit inputs: they are checked with their own, derived tolerance.
+inline constexpr bool sixteen_bit(Version v) {
+    return v == Version::tensor_core || v == Version::mma || v == Version::pipelined;
+}
+// Versions 6 and 7 (mma.sync, ldmatrix, cp.async): sm_80 and later on a GPU, d_head 64 and 128.
+inline constexpr bool needs_sm80(Version v) { return v == Version::mma || v == Version::pipelined; }
 
 // online, tiled and warp keep query rows in registers, so they exist for these d_head only;
-// tensor_core for the multiples of 16 among them; naive takes any d_head.
+// tensor_core for the multiples of 16 among them, mma and pipelined for 64 and 128; naive takes any d_head.
 inline constexpr std::array<int, 5> compiled_d_heads{8, 16, 32, 64, 128};
 bool supports(Version v, int d_head);
 
@@ -43,7 +50,7 @@ struct Problem {
     int d_head = 64;
     bool causal = false;
     float scale = 0.0f;  // 0 = the usual 1 / sqrt(d_head)
-    bool bf16 = false;   // tensor_core only: bf16 instead of fp16 inputs (emulator only)
+    bool bf16 = false;   // 16-bit versions: bf16 instead of fp16 inputs (GPU: pipelined only)
     float effective_scale() const;
 };
 
@@ -87,6 +94,10 @@ std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16 =
 
 // The warp kernel with its K tile unpadded (8-way bank conflicts), for the lesson and the tests.
 emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out);
+
+// Version 7 without its cp.async.wait_group: the emulator stops it at the first read of a tile a
+// copy may still be writing (throws emulator::launch_error naming both lines). fp16, d_head 64 or 128.
+emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inputs& in, float* out);
 
 // Runs `v` on the CPU emulator: out (B, H, N, d_head) is written, global-memory traffic counted.
 // Throws emulator::launch_error if the kernel misbehaves, std::invalid_argument for an

@@ -2,6 +2,7 @@
 #include "kernels/device.hpp"
 
 #include "kernels/dispatch.hpp"
+#include "kernels/flash.cuh"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
 #include "kernels/tensor_core.cuh"
@@ -72,6 +73,10 @@ struct Problem_on_device {
           q16(sixteen_bit(v) ? to_half(in.q, n) : std::vector<__half>()),
           k16(sixteen_bit(v) ? to_half(in.k, n) : std::vector<__half>()),
           v16(sixteen_bit(v) ? to_half(in.v, n) : std::vector<__half>()),
+          qb(bf16_inputs(v, p) ? to_bf16(in.q, n) : std::vector<__nv_bfloat16>()),
+          kb(bf16_inputs(v, p) ? to_bf16(in.k, n) : std::vector<__nv_bfloat16>()),
+          vb(bf16_inputs(v, p) ? to_bf16(in.v, n) : std::vector<__nv_bfloat16>()),
+          bf16(bf16_inputs(v, p)),
           args{p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal} {}
 
     // The tensor-core kernel's inputs: each element rounded to fp16 on the host (round to nearest
@@ -82,19 +87,29 @@ struct Problem_on_device {
         return h;
     }
 
+    // Version 7 takes bf16 inputs when the problem asks (the others run fp16 on a GPU).
+    static bool bf16_inputs(Version v, const Problem& p) { return v == Version::pipelined && p.bf16; }
+    static std::vector<__nv_bfloat16> to_bf16(const float* x, std::size_t n) {
+        std::vector<__nv_bfloat16> h(n);
+        for (std::size_t e = 0; e < n; ++e) h[e] = __float2bfloat16_rn(x[e]);
+        return h;
+    }
+
     LaunchConfig cfg;
     std::size_t n;
     Buffer<float> q, k, v;
     Buffer<int> key_len;
     Buffer<float> scratch, out;
-    Buffer<__half> q16, k16, v16;  // tensor_core only (empty otherwise)
+    Buffer<__half> q16, k16, v16;      // tensor_core only (empty otherwise)
+    Buffer<__nv_bfloat16> qb, kb, vb;  // pipelined with bf16 inputs only (empty otherwise)
+    bool bf16;
     AttentionArgs args;
 };
 
 // Calls f(kernel) with the kernel function for `v` at this d_head, so callers can both launch it
 // and ask the runtime about it.
 template <class F>
-void with_kernel(Version v, int d_head, F&& f) {
+void with_kernel(Version v, int d_head, bool bf16, F&& f) {
     if (v == Version::naive) return f(&attention_naive);
     with_d_head(d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
@@ -112,6 +127,17 @@ void with_kernel(Version v, int d_head, F&& f) {
                 if constexpr (D % 16 == 0) f(&attention_tensor_core<D, __half>);
                 break;
             case Version::naive:
+                break;
+            case Version::mma:
+                if constexpr (D % 64 == 0) f(&attention_mma<D, __half>);
+                break;
+            case Version::pipelined:
+                if constexpr (D % 64 == 0) {
+                    if (bf16)
+                        f(&attention_pipelined<D, __nv_bfloat16>);
+                    else
+                        f(&attention_pipelined<D, __half>);
+                }
                 break;
         }
     });
@@ -146,10 +172,40 @@ void launch(Version v, const Problem& p, Problem_on_device& dev) {
                     break;
                 case Version::naive:
                     break;
+                case Version::mma:
+                    if constexpr (D % 64 == 0)
+                        attention_mma<D, __half><<<grid, block>>>(dev.q16.get(), dev.k16.get(), dev.v16.get(),
+                                                                  dev.key_len.get(), dev.out.get(), dev.args);
+                    break;
+                case Version::pipelined:
+                    if constexpr (D % 64 == 0) {
+                        if (dev.bf16)
+                            attention_pipelined<D, __nv_bfloat16><<<grid, block>>>(
+                                dev.qb.get(), dev.kb.get(), dev.vb.get(), dev.key_len.get(), dev.out.get(), dev.args);
+                        else
+                            attention_pipelined<D, __half><<<grid, block>>>(dev.q16.get(), dev.k16.get(), dev.v16.get(),
+                                                                            dev.key_len.get(), dev.out.get(), dev.args);
+                    }
+                    break;
             }
         });
     }
     check(cudaGetLastError(), "kernel launch");
+}
+
+}  // namespace
+
+namespace {
+
+// mma.sync m16n8k16 and cp.async exist from sm_80 on: below it versions 6 and 7 would trap.
+void require_sm80(Version v) {
+    if (!needs_sm80(v)) return;
+    int device = 0, major = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+    if (major < 8)
+        throw std::runtime_error("the " + std::string(name(v)) +
+                                 " kernel needs mma.sync m16n8k16 and cp.async: compute capability 8.0 or later");
 }
 
 }  // namespace
@@ -176,6 +232,7 @@ Status status() {
 
 void run(Version v, const Problem& p, const Inputs& in, float* out) {
     validate(v, p, in.key_len);
+    require_sm80(v);
     Problem_on_device dev(v, p, in);
     launch(v, p, dev);
     check(cudaDeviceSynchronize(), "kernel execution");
@@ -184,6 +241,7 @@ void run(Version v, const Problem& p, const Inputs& in, float* out) {
 
 Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repeats) {
     validate(v, p, in.key_len);
+    require_sm80(v);
     Problem_on_device dev(v, p, in);
     for (int r = 0; r < warmup; ++r) launch(v, p, dev);
     check(cudaDeviceSynchronize(), "warm-up launches");
@@ -203,7 +261,7 @@ Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repea
     Timing timing;
     timing.median_ms = ms[ms.size() / 2];
     timing.min_ms = ms.front();
-    with_kernel(v, p.d_head, [&](auto kernel) {
+    with_kernel(v, p.d_head, dev.bf16, [&](auto kernel) {
         cudaFuncAttributes attr{};
         check(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
         timing.shared_bytes = attr.sharedSizeBytes;

@@ -184,28 +184,31 @@ int main(int argc, char** argv) {
             const kernels::Inputs in{q.data(), k.data(), v.data(), key_len.data()};
             // causal: the (N + 1) / 2N of the score matrix the mask leaves, as FlashAttention counts
             const double flops = 4.0 * D * double(N) * double(N) * B * H * (causal ? 0.5 : 1.0);
-            for (Version version : kernels::versions) {
-                const char* dtype = kernels::sixteen_bit(version) ? "fp16" : "fp32";
-                if (version == Version::naive && N > max_naive_n) {
-                    out << fmt::format(
-                        "{},{},{},{},{},{},{},{:d},,,,,,,skipped: the N x N scratch would be {:.1f} GB\n", gpu,
-                        kernels::name(version), dtype, B, H, N, D, int(causal),
-                        4.0 * B * H * double(N) * double(N) / 1e9);
-                    continue;
+            for (Version version : kernels::versions)
+                for (bool bf16 : {false, true}) {  // bf16: version 7 (pipelined) only, its second row
+                    if (bf16 && version != Version::pipelined) continue;
+                    p.bf16 = bf16;
+                    const char* dtype = bf16 ? "bf16" : kernels::sixteen_bit(version) ? "fp16" : "fp32";
+                    if (version == Version::naive && N > max_naive_n) {
+                        out << fmt::format(
+                            "{},{},{},{},{},{},{},{:d},,,,,,,skipped: the N x N scratch would be {:.1f} GB\n", gpu,
+                            kernels::name(version), dtype, B, H, N, D, int(causal),
+                            4.0 * B * H * double(N) * double(N) / 1e9);
+                        continue;
+                    }
+                    const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
+                    const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
+                    out << fmt::format("{},{},{},{},{},{},{},{:d},{:.4f},{:.4f},{:.3f},{},{},{},{}\n", gpu,
+                                       kernels::name(version), dtype, B, H, N, D, int(causal), t.median_ms,
+                                       t.min_ms, tflops, t.registers, t.shared_bytes, t.local_bytes,
+                                       causal ? "causal: TFLOP/s of the unmasked half" : "");
+                    fmt::print(
+                        "{:<11} {} N={:<5}{} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B "
+                        "local)\n",
+                        kernels::name(version), dtype, N, causal ? " causal" : "", t.median_ms, tflops,
+                        t.registers, t.shared_bytes, t.local_bytes);
+                    out.flush();
                 }
-                const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
-                const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
-                out << fmt::format("{},{},{},{},{},{},{},{:d},{:.4f},{:.4f},{:.3f},{},{},{},{}\n", gpu,
-                                   kernels::name(version), dtype, B, H, N, D, int(causal), t.median_ms, t.min_ms,
-                                   tflops, t.registers, t.shared_bytes, t.local_bytes,
-                                   causal ? "causal: TFLOP/s of the unmasked half" : "");
-                fmt::print(
-                    "{:<11} {} N={:<5}{} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B "
-                    "local)\n",
-                    kernels::name(version), dtype, N, causal ? " causal" : "", t.median_ms, tflops, t.registers,
-                    t.shared_bytes, t.local_bytes);
-                out.flush();
-            }
         }
         if (spot_n > 0 && !spot_check(spot_n)) return 1;
     } catch (const std::exception& e) {
