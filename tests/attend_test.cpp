@@ -423,3 +423,23 @@ TEST_CASE("the library's prefill + decode steps match PyTorch's KV-cache decode 
         CHECK(max_abs_diff(y, load<3>(dir / "full.npy")) <= tolerance);
     }
 }
+
+TEST_CASE("attend prints the thread count it uses, and refuses a bad HEADWISE_THREADS in one line", "[attend]") {
+    const auto c = manifest().at("cases").at(0);
+    {
+        TempDir out;
+        const Result r = run_headwise(attend_args(c, out.path, false), {{"HEADWISE_THREADS", "3"}});
+        INFO("stderr: " << r.err);
+        REQUIRE(r.code == 0);
+        CHECK_THAT(r.out, Contains("threads  3"));
+    }
+    for (const std::string bad : {"0", "many", "-1"}) {
+        TempDir out;
+        const Result r = run_headwise(attend_args(c, out.path, false), {{"HEADWISE_THREADS", bad}});
+        INFO("HEADWISE_THREADS=" << bad << ", stderr: " << r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err_lines() == 1);
+        CHECK_THAT(r.err, Contains("HEADWISE_THREADS") && Contains("'" + bad + "'"));
+        CHECK(files_in(out.path) == 0);
+    }
+}

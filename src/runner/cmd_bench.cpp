@@ -3,10 +3,12 @@
 #include "common.hpp"
 
 #include "headwise/fast/blas_coretype.hpp"
+#include "headwise/fast/parallel.hpp"
 
 #include <fmt/format.h>
 
 #include <memory>
+#include <stdexcept>
 
 namespace headwise::runner {
 
@@ -22,6 +24,16 @@ void add_bench_command(CLI::App& app, Action& action) {
             const blas::KernelReport k = blas::kernel_report();
             fmt::print("headwise: BLAS kernels {} ({}); {}\n", k.corename, k.source, k.config);
             if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
+            std::size_t threads = 0;
+            try {
+                threads = detail::worker_count();
+            } catch (const std::runtime_error& e) {  // only a bad HEADWISE_THREADS: one line, exit 2
+                throw usage_error(e.what());
+            }
+            fmt::print(
+                "headwise: {} threads (the CPUs this process may use, within its cgroup's quota; "
+                "HEADWISE_THREADS overrides)\n",
+                threads);
             fmt::print("headwise: building the benchmarks\n");
             if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
                                            source_dir());
