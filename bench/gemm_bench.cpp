@@ -10,6 +10,7 @@
 // (HEADWISE_THREADS, or the CPUs the process may use):
 //
 //   openblas-split  headwise's linear_rows: one OpenBLAS call per row panel on headwise's threads
+//   openblas-2d     the same calls on a 2-D grid of tiles (rows x columns), for many cores
 //   openblas-own    one OpenBLAS call on OpenBLAS's own threads
 //   blis            BLIS 0.9's bli_sgemm (libblis.so.4, loaded with dlopen when installed: its
 //                   cblas_sgemm would otherwise clash with OpenBLAS's), on its own threads, with
@@ -38,6 +39,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifdef HEADWISE_WITH_DNNL
@@ -159,6 +161,39 @@ std::optional<Candidate> onednn(std::size_t threads, std::string& note) {
 }
 #endif
 
+// The grid of a x b tiles (a * b = threads) whose tiles read the least of x and W together: a
+// tile of m rows and n columns reads (m + n) * in floats. Row panels (b = 1) are headwise's split;
+// at 16 threads a QKV projection (4096 x 1536) reads 29% less in 8 x 2 tiles. At 2 threads the
+// grid is the row panels themselves (a control: the same calls as openblas-split).
+std::pair<std::size_t, std::size_t> grid(std::size_t rows, std::size_t out, std::size_t threads) {
+    std::pair<std::size_t, std::size_t> best{threads, 1};
+    double least = INFINITY;
+    for (std::size_t a = 1; a <= threads; ++a) {
+        if (threads % a != 0) continue;
+        const std::size_t b = threads / a;
+        const double reads = double((rows + a - 1) / a) + double((out + b - 1) / b);
+        if (reads < least) least = reads, best = {a, b};
+    }
+    return best;
+}
+
+// A candidate for many cores: y = x . W^T + b in a x b tiles, one single-threaded OpenBLAS call
+// per tile on headwise's threads (as linear_rows holds OpenBLAS at one thread inside them). Column
+// tiles are multiples of 16 (one AVX-512 vector) so no two tiles share a cache line of y's rows.
+void tiles_2d(Problem& p, std::size_t threads) {
+    const auto [name, rows, in, out] = p.shape;
+    const auto [a, b] = grid(rows, out, threads);
+    const std::size_t m = (rows + a - 1) / a, n = ((out + b - 1) / b + 15) / 16 * 16;
+    detail::parallel_for(a * b, [&](std::size_t tile, std::size_t) {
+        const std::size_t r0 = (tile / b) * m, c0 = (tile % b) * n;
+        const std::size_t r1 = std::min(rows, r0 + m), c1 = std::min(out, c0 + n);
+        if (r0 >= r1 || c0 >= c1) return;
+        for (std::size_t r = r0; r < r1; ++r) std::copy(p.b.begin() + c0, p.b.begin() + c1, p.y.begin() + r * out + c0);
+        blas::gemm(false, true, r1 - r0, c1 - c0, in, 1.0f, p.x.data() + r0 * in, in, p.w.data() + c0 * in, in, 1.0f,
+                   p.y.data() + r0 * out + c0, out);
+    });
+}
+
 double cpu_now() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -220,7 +255,9 @@ int main(int argc, char** argv) {
                               blas::set_threads(1);
                               if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
                           }});
-    notes.push_back(fmt::format("OpenBLAS (split by headwise, or on its own {} threads)", threads));
+    candidates.push_back({"openblas-2d", [threads](Problem& p) { tiles_2d(p, threads); }});
+    notes.push_back(
+        fmt::format("OpenBLAS (split by headwise in row panels or in 2-D tiles, or on its own {} threads)", threads));
     std::string note;
     if (auto c = blis(threads, note)) candidates.push_back(std::move(*c));
     notes.push_back(note);
