@@ -179,7 +179,7 @@ std::pair<std::size_t, std::size_t> grid(std::size_t rows, std::size_t out, std:
 
 // A candidate for many cores: y = x . W^T + b in a x b tiles, one single-threaded OpenBLAS call
 // per tile on headwise's threads (as linear_rows holds OpenBLAS at one thread inside them). Column
-// tiles are multiples of 16 (one AVX-512 vector) so no two tiles share a cache line of y's rows.
+// tiles are multiples of 16 floats (64 bytes, one AVX-512 vector), so their edges split no vector.
 void tiles_2d(Problem& p, std::size_t threads) {
     const auto [name, rows, in, out] = p.shape;
     const auto [a, b] = grid(rows, out, threads);
