@@ -26,7 +26,6 @@
 #include <ctime>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace headwise;
@@ -128,9 +127,10 @@ void BM_projections_only(benchmark::State& state) {
 }
 
 void BM_sgemm(benchmark::State& state) {
-    // The machine's yardstick: OpenBLAS on every core (headwise keeps it at one, blas_coretype.cpp).
+    // The machine's yardstick: OpenBLAS on as many threads as headwise uses (headwise keeps it at
+    // one, blas_coretype.cpp).
     const int before = blas::threads();
-    blas::set_threads(static_cast<int>(std::thread::hardware_concurrency()));
+    blas::set_threads(static_cast<int>(detail::worker_count()));
     const auto n = static_cast<std::size_t>(state.range(0));
     std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
     for (auto _ : state) {
@@ -292,18 +292,28 @@ int kernels_run(char** argv, int argc) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::size_t threads = 0;
+    try {
+        threads = detail::worker_count();
+    } catch (const usage_error& e) {  // a bad HEADWISE_THREADS
+        fmt::print(stderr, "headwise_bench: {}\n", e.what());
+        return 2;
+    }
     if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
         const blas::KernelReport k = blas::kernel_report();
         const char* env = std::getenv("OPENBLAS_CORETYPE");
-        fmt::print("{{\"corename\": {}, \"source\": {}, \"config\": {}, \"warning\": {}, \"OPENBLAS_CORETYPE\": {}}}\n",
-                   json_string(k.corename), json_string(k.source), json_string(k.config), json_string(k.warning),
-                   json_string(env != nullptr ? env : ""));
+        fmt::print(
+            "{{\"corename\": {}, \"source\": {}, \"config\": {}, \"warning\": {}, \"OPENBLAS_CORETYPE\": {}, "
+            "\"threads\": {}}}\n",
+            json_string(k.corename), json_string(k.source), json_string(k.config), json_string(k.warning),
+            json_string(env != nullptr ? env : ""), threads);
         return 0;
     }
     if (argc >= 6 && std::strcmp(argv[1], "--memory") == 0) return memory_run(argv, argc);
     if (argc >= 6 && std::strcmp(argv[1], "--kernels") == 0) return kernels_run(argv, argc);
     const blas::KernelReport k = blas::kernel_report();
     benchmark::AddCustomContext("blas_kernels", k.corename + " (" + k.source + ")");
+    benchmark::AddCustomContext("headwise_threads", std::to_string(threads));
     if (!k.warning.empty()) fmt::print(stderr, "headwise_bench: warning: {}\n", k.warning);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -530,3 +530,23 @@ TEST_CASE("attend refuses bad --rope and --alibi combinations with one line", "[
         require_refused(p, p.run({"--rope", "--rope-layout", "diagonal"}), "--rope-layout");
     }
 }
+
+TEST_CASE("attend prints the thread count it uses, and refuses a bad HEADWISE_THREADS in one line", "[attend]") {
+    const auto c = manifest().at("cases").at(0);
+    {
+        TempDir out;
+        const Result r = run_headwise(attend_args(c, out.path, false), {{"HEADWISE_THREADS", "3"}});
+        INFO("stderr: " << r.err);
+        REQUIRE(r.code == 0);
+        CHECK_THAT(r.out, Contains("threads  3"));
+    }
+    for (const std::string bad : {"0", "many", "-1"}) {
+        TempDir out;
+        const Result r = run_headwise(attend_args(c, out.path, false), {{"HEADWISE_THREADS", bad}});
+        INFO("HEADWISE_THREADS=" << bad << ", stderr: " << r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err_lines() == 1);
+        CHECK_THAT(r.err, Contains("HEADWISE_THREADS") && Contains("'" + bad + "'"));
+        CHECK(files_in(out.path) == 0);
+    }
+}

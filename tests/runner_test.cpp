@@ -431,6 +431,24 @@ TEST_CASE("runner commands answer a bad lesson or exercise number with one line 
     CHECK_THAT(c.run({"reset", "9"}).err, Contains("no lesson '9'"));
 }
 
+TEST_CASE("bench refuses a bad --threads list or HEADWISE_THREADS with one line and exit 2, before building",
+          "[runner][bad input]") {
+    Course c;
+    for (const std::string bad : {"0", "1,1", "two", "2,,4", "1025"}) {
+        const Result r = c.run({"bench", "--threads", bad});
+        INFO("--threads " << bad << ", stderr: " << r.err);
+        CHECK(r.code == 2);
+        CHECK(r.err_lines() == 1);
+        CHECK_THAT(r.err, Contains("--threads") && Contains("'" + bad + "'"));
+        CHECK_THAT(r.out, !Contains("building"));
+    }
+    const Result r = run_headwise({"bench"}, {{"HEADWISE_THREADS", "lots"}});
+    INFO("stderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Contains("HEADWISE_THREADS") && Contains("'lots'"));
+    CHECK_THAT(r.out, !Contains("building"));
+}
+
 namespace {
 
 // A stand-in for `cmake`, first on PATH: prints two of ninja's progress lines for `target`'s build

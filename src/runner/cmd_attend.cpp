@@ -20,6 +20,7 @@
 
 #include "headwise/reference/attention.hpp"
 #include "headwise/base/cli.hpp"
+#include "headwise/fast/parallel.hpp"
 #include "headwise/inference/kv_cache.hpp"
 #include "headwise/io/npy.hpp"
 #include "headwise/reference/positions.hpp"
@@ -174,6 +175,7 @@ constexpr std::size_t attend_workspace_budget = std::size_t{16} << 20;
 
 int attend(const AttendArgs& a) {
     check_output_paths(a);
+    const std::size_t threads = detail::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
     detail::set_fused_budget(attend_workspace_budget);
     const auto heads = static_cast<std::size_t>(a.heads);
 
@@ -336,6 +338,7 @@ int attend(const AttendArgs& a) {
     if (!self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(key)));
     fmt::print("  output   {:<16} [B, N_q, d_model] -> {}\n", npy::shape_string(shape_of(output)), a.output);
     if (!weights_note.empty()) fmt::print("  {}\n", weights_note);
+    fmt::print("  threads  {} (the CPUs this process may use; HEADWISE_THREADS overrides)\n", threads);
 
     // PyTorch returns NaN for a query whose keys are all masked; headwise defines it as zeros.
     // Row i of batch b sees no key when every key it may see is padding (keys [0, i] when causal,

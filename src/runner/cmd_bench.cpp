@@ -1,12 +1,17 @@
 // `headwise bench` -- build the benchmarks and put headwise, ONNX Runtime, PyTorch and NumPy side by side
-// (scripts/bench-compare). Benchmarks are measured here, never asserted in timed tests.
+// (scripts/bench-compare); `--threads 1,2,4` sweeps thread counts. Benchmarks are measured here, never
+// asserted in timed tests.
 #include "common.hpp"
 
 #include "headwise/fast/blas_coretype.hpp"
+#include "headwise/fast/parallel.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 
 namespace headwise::runner {
 
@@ -14,14 +19,45 @@ void add_bench_command(CLI::App& app, Action& action) {
     auto extra = std::make_shared<std::vector<std::string>>();
     auto* cmd = app.add_subcommand("bench",
                                    "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy (minutes)");
+    auto threads_list = std::make_shared<std::string>();
+    cmd->add_option("--threads", *threads_list,
+                    "thread counts to sweep, e.g. 1,2,4,8,16: headwise, ONNX Runtime and PyTorch at each count, with "
+                    "GFLOP/s and parallel efficiency (default: the count headwise uses here)")
+        ->check([](const std::string& text) -> std::string {
+            // What scripts/bench-compare accepts, said here in one line.
+            std::vector<long> seen;
+            std::size_t start = 0;
+            while (start <= text.size()) {
+                const std::size_t comma = std::min(text.find(',', start), text.size());
+                const std::string item = text.substr(start, comma - start);
+                char* end = nullptr;
+                const long t = item.empty() ? 0 : std::strtol(item.c_str(), &end, 10);
+                if (item.empty() || *end != '\0' || t < 1 || t > 1024 ||
+                    std::find(seen.begin(), seen.end(), t) != seen.end())
+                    return "expected distinct whole numbers from 1 to 1024 such as 1,2,4, got '" + text + "'";
+                seen.push_back(t);
+                start = comma + 1;
+            }
+            return {};
+        });
     cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
-    cmd->callback([&action, extra] {
-        action = [extra] {
+    cmd->callback([&action, extra, threads_list] {
+        action = [extra, threads_list] {
             // Which BLAS kernels every figure below is made with (blas_coretype.hpp chose them
             // before main(); the programs started from here inherit the choice).
             const blas::KernelReport k = blas::kernel_report();
             fmt::print("headwise: BLAS kernels {} ({}); {}\n", k.corename, k.source, k.config);
             if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
+            std::size_t threads = 0;
+            try {
+                threads = detail::worker_count();
+            } catch (const std::runtime_error& e) {  // only a bad HEADWISE_THREADS: one line, exit 2
+                throw usage_error(e.what());
+            }
+            fmt::print(
+                "headwise: {} threads (the CPUs this process may use, within its cgroup's quota; "
+                "HEADWISE_THREADS overrides)\n",
+                threads);
             fmt::print("headwise: building the benchmarks\n");
             if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
                                            source_dir());
@@ -29,6 +65,7 @@ void add_bench_command(CLI::App& app, Action& action) {
                 return rc;
             std::vector<std::string> args{(source_dir() / "scripts" / "bench-compare").string(), "--bench",
                                           (binary_dir() / "bench" / "headwise_bench").string()};
+            if (!threads_list->empty()) args.insert(args.end(), {"--threads", *threads_list});
             args.insert(args.end(), extra->begin(), extra->end());
             return run_program(args);
         };

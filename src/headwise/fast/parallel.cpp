@@ -1,6 +1,7 @@
 #include "headwise/fast/parallel.hpp"
 
 #include "headwise/fast/blas.hpp"
+#include "headwise/fast/cpu_count.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -47,9 +48,10 @@ constexpr double min_parallel_macs = 1 << 22;
 }  // namespace
 
 std::size_t worker_count() {
-    // Asked once: glibc answers hardware_concurrency by reading /sys/devices/system/cpu/online,
-    // three system calls that `headwise attend` made a dozen times per forward.
-    static const std::size_t count = std::max(1u, std::thread::hardware_concurrency());
+    // Asked once (the affinity mask, /proc/self/cgroup and the quota's files: a dozen system calls
+    // that `headwise attend` would otherwise make a dozen times per forward). A bad
+    // HEADWISE_THREADS throws usage_error here, on every call, until the program stops.
+    static const std::size_t count = machine_threads();
     return count;
 }
 

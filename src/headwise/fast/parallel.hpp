@@ -11,7 +11,8 @@
 
 namespace headwise::detail {
 
-// Threads parallel_for uses: one per core (at least 1).
+// Threads parallel_for uses: one per CPU the process may run on, within its cgroup's quota, or
+// HEADWISE_THREADS (cpu_count.hpp); at least 1.
 std::size_t worker_count();
 
 // Runs task(i, worker) for every i in [0, count), handing indices out in order to
