@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <set>
 #include <sstream>
 
 namespace headwise::gradekit {
@@ -72,15 +73,21 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         out += fmt::format("{}{:>6}  {}{}\n", head, fmt::format("{}/{}", r->passed, r->total),
                            r->all_passed() ? "passed" : "not passed yet", parts.empty() ? "" : " -- " + parts);
         int budget = verbose_detail_lines;
+        std::set<std::string> printed;
         std::size_t held_back = 0;
         for (const auto& f : r->failures) {
             out += indent + "FAIL " + f.test + "\n";
             wrapped(out, indent + "     ", f.message);
-            if (!f.source.empty()) out += indent + "       " + f.source + "\n";
-            if (!f.lesson.empty()) out += indent + "     reread: " + f.lesson + "\n";
+            // The learner's line under its first failure; a later one at the same place names it.
+            if (!f.source.empty() && printed.insert(f.where + "\n" + f.source).second)
+                out += indent + "       " + f.source + "\n";
+            if (!f.lesson.empty() && printed.insert("reread: " + f.lesson).second)
+                out += indent + "     reread: " + f.lesson + "\n";
             if (!o.verbose) continue;
             for (const auto& line : f.details) {
-                if (line == f.message) continue;  // said just above
+                // Said already: the message just above, or the same line (a shape and tolerance,
+                // a sanitizer's frame) under an earlier check.
+                if (line == f.message || !printed.insert(line).second) continue;
                 if (budget-- > 0)
                     out += indent + "       " + line + "\n";
                 else

@@ -260,6 +260,20 @@ Clause fill_pattern(const Failing& f) {
         unwritten, std::bit_cast<float>(0xbebebebeu));
 }
 
+// Values with the bits -ftrivial-auto-var-init=pattern gives every local of a grade build
+// (0xfe bytes, -1.69e38 as a float): a local variable read before it was ever set. A value added
+// to it is lost in its rounding, so the bits survive an accumulation.
+Clause local_fill_pattern(const Failing& f) {
+    std::size_t unset = 0;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(f.actual[i]) == 0xfefefefeu && f.differs[i]) ++unset;
+    if (unset == 0) return std::nullopt;
+    return fmt::format(
+        "{} of them hold {:.6g}, the pattern grade builds fill every local variable with: a local read before it "
+        "was ever set (a missing \"= 0\"?)",
+        unset, std::bit_cast<float>(0xfefefefeu));
+}
+
 // NaN or inf where the expected value is finite: the quiet NaN graders fill an output with
 // (exercise 06: never written), or one the code computed.
 Clause not_finite(const Failing& f) {
@@ -493,7 +507,7 @@ Clause permuted(const Failing& f) {
 
 // Every clause, decisive facts first; only those that hold are printed.
 constexpr Clause (*clauses[])(const Failing&) = {every_value_zero, zero_lines, where_they_differ, fill_pattern,
-                                                 not_finite,       weight_rows, ratio,            scale,
+                                                 local_fill_pattern, not_finite,       weight_rows, ratio,            scale,
                                                  row_factors,      offset,      transposed,       shifted,
                                                  permuted};
 
