@@ -13,6 +13,8 @@
 #              expect-where: <line>   some failure is located at that line of the patched file
 #                                     (memory, UB, crash, throw: the learner's own line)
 #              expect-part: <name> <passed>/<total>   the report's milestone <name> ("part 1")
+#              expect-first: <regex>  the first failure's message (the first line the learner
+#                                     reads) matches it: the decisive fact comes first
 #              expect-lesson: <regex> some failure's "reread" (the lesson it links to) matches it
 #              expect_not: <regex>    no failure's message, lesson, or line of its details (what
 #                                     `headwise grade N -v` prints), matches it: what must not be
@@ -154,7 +156,7 @@ if(EXPECT STREQUAL "learner")
       string(JSON message GET "${report}" failures ${i} details ${k})
     endwhile()
   endforeach()
-  file(STRINGS "${SUBJECT}" expectations REGEX "^expect(-where|-part|-lesson|_not)?: ")
+  file(STRINGS "${SUBJECT}" expectations REGEX "^expect(-where|-part|-lesson|-first|_not)?: ")
   if(NOT expectations)
     fail("${SUBJECT} states no 'expect:' line")
   endif()
@@ -184,6 +186,11 @@ if(EXPECT STREQUAL "learner")
       endif()
       if(NOT got STREQUAL want)
         fail("milestone '${part}' should be ${want}, the report says ${got}")
+      endif()
+    elseif(line MATCHES "^expect-first: (.+)$")
+      string(JSON first_message GET "${report}" failures 0 message)
+      if(NOT first_message MATCHES "${CMAKE_MATCH_1}")
+        fail("the first failure should match '${CMAKE_MATCH_1}'; it reads:\n${first_message}")
       endif()
     elseif(line MATCHES "^expect-lesson: (.+)$")
       if(NOT lessons MATCHES "${CMAKE_MATCH_1}")

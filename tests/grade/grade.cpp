@@ -604,6 +604,38 @@ Outcome compare(std::size_t actual, std::size_t expected, std::string_view, Tole
     return o;
 }
 
+std::string count_difference(std::size_t actual, std::size_t expected, std::span<const Term> terms) {
+    if (actual == expected) return {};
+    const long double diff = static_cast<long double>(expected) - static_cast<long double>(actual);
+    std::vector<std::pair<std::size_t, int>> fit;  // (term, coefficient), the one sum that fits
+    int fits = 0;
+    const auto check = [&](std::vector<std::pair<std::size_t, int>> sum) {
+        long double total = 0;
+        for (const auto& [t, c] : sum) total += static_cast<long double>(c) * static_cast<long double>(terms[t].value);
+        if (total == diff && ++fits == 1) fit = std::move(sum);
+    };
+    for (std::size_t a = 0; a < terms.size(); ++a)
+        for (int ca = -4; ca <= 4; ++ca) {
+            if (ca == 0) continue;
+            check({{a, ca}});
+            for (std::size_t b = a + 1; b < terms.size(); ++b)
+                for (int cb = -4; cb <= 4; ++cb)
+                    if (cb != 0) check({{a, ca}, {b, cb}});
+        }
+    // Terms of equal value (d_model = 1, so d_model^2 = d_model) give several sums: say none.
+    if (fits != 1) return {};
+    std::string text;
+    for (const auto& [t, c] : fit) {
+        const Term& term = terms[t];
+        const int n = std::abs(c);
+        const std::string what =
+            n == 1 ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
+                   : fmt::format("{} {}s ({} x {} = {})", n, term.name, n, term.unit, n * term.value);
+        text += (text.empty() ? "" : " and ") + (c > 0 ? "short by " + what : what + " too many");
+    }
+    return text;
+}
+
 std::size_t unwritten_flags(const bool* data, std::size_t n) {
     std::size_t count = 0;
     for (std::size_t i = 0; i < n; ++i) {
