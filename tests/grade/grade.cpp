@@ -345,8 +345,9 @@ std::string name_factor(double c) {
 
 // One number against one number: their ratio is a fact, not a pattern.
 Clause ratio(const Failing& f) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f.actual[0]);
     if (f.size() != 1 || f.expected[0] == 0.0f || f.actual[0] == 0.0f || !std::isfinite(f.actual[0]) ||
-        !std::isfinite(f.expected[0]))
+        !std::isfinite(f.expected[0]) || bits == 0xbebebebeu || bits == 0xfefefefeu)  // a fill, not a factor
         return std::nullopt;
     const double c = double(f.actual[0]) / f.expected[0];
     return fmt::format("got / expected = {:.6g}{}", c, name_factor(c));
@@ -401,7 +402,11 @@ Clause row_factors(const Failing& f) {
 // One constant added to every value (e.g. += into memory never set to 0), on enough values
 // that differ from each other (two numbers always differ by a constant).
 Clause offset(const Failing& f) {
-    if (f.size() < enough_values || distinct_values(f.expected, 10 * f.tol.abs, 3) < 3) return std::nullopt;
+    // The got values must still vary as the expected ones do: a value so large that every one
+    // rounds to the same float (a fill pattern) is not "the expected plus" anything.
+    if (f.size() < enough_values || distinct_values(f.expected, 10 * f.tol.abs, 3) < 3 ||
+        distinct_values(f.actual, 10 * f.tol.abs, 3) < 3)
+        return std::nullopt;
     const double c = double(f.actual[0]) - f.expected[0];
     if (!std::isfinite(c) || std::abs(c) <= f.tol.abs) return std::nullopt;
     for (std::size_t i = 0; i < f.size(); ++i)
