@@ -31,7 +31,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                             {"details", f.details}});
     }
     json parts = json::array();
-    for (const Part& p : r.parts) parts.push_back({{"name", p.name}, {"passed", p.passed}, {"total", p.total}, {"ran", p.ran}});
+    for (const Part& p : r.parts)
+        parts.push_back({{"name", p.name}, {"passed", p.passed}, {"total", p.total}, {"ran", p.ran}});
     const json j = {{"id", r.id.empty() ? "unknown" : r.id},
                     {"compiled", r.compiled},
                     {"finished", r.finished},

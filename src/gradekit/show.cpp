@@ -106,12 +106,13 @@ std::string show_report(const Report* r, const ShowOptions& o) {
                 std::istringstream lines(f.explanation);
                 for (std::string line; std::getline(lines, line);) wrapped(out, indent + "  ", line);
             } else {
-                out += indent +
-                       "no known mistake matches every failing check: the differences above say where to look.\n";
+                out +=
+                    indent + "no known mistake matches every failing check: the differences above say where to look.\n";
             }
             if (!o.verbose)
-                out += fmt::format("{}(`./headwise grade {} -v`: every failing check with shapes, elements, tolerance)\n",
-                                   indent, o.number);
+                out +=
+                    fmt::format("{}(`./headwise grade {} -v`: every failing check with shapes, elements, tolerance)\n",
+                                indent, o.number);
         }
     }
     if (!r->warnings.empty()) {

@@ -181,10 +181,9 @@ CompilerOutput parse_compiler_output(const std::string& log, const Subject& s) {
             }
         } else if (required_here.empty() && std::regex_match(lines[i], m, required_from) &&
                    is_subject_file(m[1].str(), s)) {
-            required_here =
-                fmt::format("{}:{}:{}: the call in your file that led there:\n    {}",
-                            subject_relative(m[1].str(), s), m[2].str(), m[3].str(),
-                            source_line(s.source_dir / subject_relative(m[1].str(), s), std::stoi(m[2].str())));
+            required_here = fmt::format(
+                "{}:{}:{}: the call in your file that led there:\n    {}", subject_relative(m[1].str(), s), m[2].str(),
+                m[3].str(), source_line(s.source_dir / subject_relative(m[1].str(), s), std::stoi(m[2].str())));
         } else if (first_any == lines.size() && (lines[i].find("undefined reference to") != std::string::npos ||
                                                  lines[i].find("multiple definition of") != std::string::npos)) {
             first_any = i;

@@ -326,9 +326,10 @@ Clause weight_rows(const Failing& f) {
     const std::string sum = std::isfinite(first_sum) ? fmt::format("sums to {:.5g}", first_sum)
                                                      : fmt::format("holds {}", std::isnan(first_sum) ? "NaN" : "inf");
     if (all_one) return fmt::format("{} of {} weights rows do not sum to 1, the first at {} {}", off, rows, at, sum);
-    return fmt::format("{} of {} weights rows do not have the expected sum, the first at {} {} where it should sum to "
-                       "{:.5g}",
-                       off, rows, at, sum, first_expected);
+    return fmt::format(
+        "{} of {} weights rows do not have the expected sum, the first at {} {} where it should sum to "
+        "{:.5g}",
+        off, rows, at, sum, first_expected);
 }
 
 // "1/sqrt(8)" when c is close to a simple factor a learner might have introduced.
@@ -495,25 +496,38 @@ Clause permuted(const Failing& f) {
         }
         if (identity) continue;
         std::string order;
-        for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s) order += fmt::format("{}{}", s ? ", " : "", perm[s]);
+        for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
+            order += fmt::format("{}{}", s ? ", " : "", perm[s]);
         if (bijection)
             return fmt::format("its {} slices are the expected ones in another order ({}{})", f.names[a], order,
                                m > 8 ? ", ..." : "");
         if (constant)
-            return fmt::format("every {} slice equals the expected {} slice {}: an index stuck at {} where it should "
-                               "follow {}",
-                               f.names[a], f.names[a], perm[0], perm[0], f.names[a]);
-        return fmt::format("its {} slices are copies of expected ones, slice i holding the expected slice ({}{}) -- "
-                           "some repeated, some missing",
-                           f.names[a], order, m > 8 ? ", ..." : "");
+            return fmt::format(
+                "every {} slice equals the expected {} slice {}: an index stuck at {} where it should "
+                "follow {}",
+                f.names[a], f.names[a], perm[0], perm[0], f.names[a]);
+        return fmt::format(
+            "its {} slices are copies of expected ones, slice i holding the expected slice ({}{}) -- "
+            "some repeated, some missing",
+            f.names[a], order, m > 8 ? ", ..." : "");
     }
     return std::nullopt;
 }
 
 // Every clause, decisive facts first; only those that hold are printed.
-constexpr Clause (*clauses[])(const Failing&) = {every_value_zero, zero_lines, where_they_differ, fill_pattern,
-                                                 local_fill_pattern, not_finite,       weight_rows, ratio,            scale,
-                                                 row_factors,      offset,      transposed,       shifted,
+constexpr Clause (*clauses[])(const Failing&) = {every_value_zero,
+                                                 zero_lines,
+                                                 where_they_differ,
+                                                 fill_pattern,
+                                                 local_fill_pattern,
+                                                 not_finite,
+                                                 weight_rows,
+                                                 ratio,
+                                                 scale,
+                                                 row_factors,
+                                                 offset,
+                                                 transposed,
+                                                 shifted,
                                                  permuted};
 
 }  // namespace
@@ -633,9 +647,9 @@ std::string count_difference(std::size_t actual, std::size_t expected, std::span
     for (const auto& [t, c] : fit) {
         const Term& term = terms[t];
         const int n = std::abs(c);
-        const std::string what =
-            n == 1 ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
-                   : fmt::format("{} {}s ({} x {} = {})", n, term.name, n, term.unit, n * term.value);
+        const std::string what = n == 1
+                                     ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
+                                     : fmt::format("{} {}s ({} x {} = {})", n, term.name, n, term.unit, n * term.value);
         text += (text.empty() ? "" : " and ") + (c > 0 ? "short by " + what : what + " too many");
     }
     return text;
