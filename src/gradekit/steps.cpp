@@ -357,7 +357,9 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
         what = "AddressSanitizer: " + kind;
     } else if (!ub.empty()) {
         what = "undefined behaviour: " + ub;
-        if (ub.find("overflow") != std::string::npos) {
+        // The 32-bit hint only where UBSan names a 32-bit type ("... cannot be represented in
+        // type 'int'"): an overflow of a 64-bit long is another story.
+        if (ub.find("overflow") != std::string::npos && ub.find("type 'int'") != std::string::npos) {
             what +=
                 " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
             f.lesson = "lesson 05 (docs/05_parameter_count.md): counts that pass 2^31";

@@ -65,14 +65,17 @@ MhaParameters with_blocks(const MhaParameters& p, const std::array<std::size_t, 
 
 // Which blocks of in_proj_weight the subject's wrong tensor was projected with: it is compared
 // with what every other choice of blocks gives (q and k for the weights, q, k and v for the
-// output), and named only when exactly one choice gives it. Empty otherwise.
+// output). The choices that give it are named when they are all the combinations of a few
+// blocks per projection (on a probe, W_q's and W_k's blocks are both 0 and give the same): then
+// "v from W_q's or W_k's block" is true of each. Projections that may keep their own block are
+// not mentioned; nothing is said when no choice gives the tensor.
 template <class Result>
 std::string block_reading(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
                           const Result& actual, std::string_view dims) {
     static const char* const names[] = {"W_q's", "W_k's", "W_v's"};
     constexpr bool weights = std::is_same_v<Result, Tensor4>;
-    std::string found;
-    int fits = 0;
+    std::array<std::array<bool, 3>, 3> from{};  // from[projection][block]: some fitting choice takes it
+    std::size_t fits = 0;
     for (std::size_t bq = 0; bq < 3; ++bq)
         for (std::size_t bk = 0; bk < 3; ++bk)
             for (std::size_t bv = weights ? 2 : 0; bv < 3; ++bv) {
@@ -84,20 +87,31 @@ std::string block_reading(const MhaParameters& p, const Tensor3& query, const Te
                     same = grade::compare(actual, w, dims, {}).same;
                 else
                     same = grade::compare(actual, out, dims, {}).same;
-                if (!same || ++fits > 1) continue;
-                std::vector<std::string> wrong;
-                const std::array<std::size_t, 3> chosen{bq, bk, bv};
-                for (std::size_t i = 0; i < 3; ++i)
-                    if (chosen[i] != i) wrong.push_back(fmt::format("{} from {} block", "qkv"[i], names[chosen[i]]));
-                std::string list;
-                for (std::size_t i = 0; i < wrong.size(); ++i)
-                    list += (i == 0 ? "" : i + 1 == wrong.size() ? " and " : ", ") + wrong[i];
-                found = fmt::format(
-                    "it equals the {} with {} (compared with every choice of blocks of in_proj_weight and its bias: "
-                    "W_q is rows 0 .. d_model-1, W_k the next d_model rows, W_v the last)",
-                    weights ? "weights" : "output", list);
+                if (!same) continue;
+                ++fits;
+                from[0][bq] = from[1][bk] = from[2][bv] = true;
             }
-    return fits == 1 ? found : std::string();
+    if (fits == 0) return {};
+    // The fitting choices must be every combination of the blocks seen per projection.
+    std::size_t product = 1;
+    for (const auto& blocks : from) product *= std::size_t(std::ranges::count(blocks, true));
+    if (product != fits + (from[0][0] && from[1][1] && from[2][2] ? 1 : 0)) return {};
+    std::vector<std::string> wrong;
+    for (std::size_t i = 0; i < 3; ++i) {
+        if (from[i][i]) continue;  // its own block gives it too: nothing certain about this one
+        std::string blocks;
+        for (std::size_t b = 0; b < 3; ++b)
+            if (from[i][b]) blocks += (blocks.empty() ? "" : " or ") + std::string(names[b]);
+        wrong.push_back(fmt::format("{} from {} block", "qkv"[i], blocks));
+    }
+    if (wrong.empty()) return {};
+    std::string list;
+    for (std::size_t i = 0; i < wrong.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == wrong.size() ? " and " : ", ") + wrong[i];
+    return fmt::format(
+        "it equals the {} with {} (compared with every choice of blocks of in_proj_weight and its bias: W_q is rows 0 "
+        ".. d_model-1, W_k the next d_model rows, W_v the last)",
+        weights ? "weights" : "output", list);
 }
 
 // One call's per-head weights (B, H, N_q, N_k) on the subject.
