@@ -224,10 +224,10 @@ void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& pa
         // leaves x, before LayerNorm_2. Each is told by the tensor it gives.
         const Tensor3 x_plus_beta = x + ln1_beta_row(w);
         const std::vector<Candidate> residuals = {
-            {headwise::layer_norm(x, w.ln2_gamma, w.ln2_beta, w.eps),
+            {headwise::bert::layer_norm(x, w.ln2_gamma, w.ln2_beta, w.eps),
              "it equals LayerNorm_2(x): LayerNorm_1's output h never reaches LayerNorm_2, as when the second residual "
              "adds x instead of h (LayerNorm_2(h + feed-forward))"},
-            {headwise::layer_norm(x_plus_beta, w.ln2_gamma, w.ln2_beta, w.eps),
+            {headwise::bert::layer_norm(x_plus_beta, w.ln2_gamma, w.ln2_beta, w.eps),
              "it equals LayerNorm_2(x + ln1_beta), what h = x + LayerNorm_1(attention) gives with the attention off: "
              "the first residual is added after LayerNorm_1 instead of before it (h = LayerNorm_1(x + attention))"}};
         expect_output(

@@ -187,29 +187,44 @@ Clause zero_lines(const Failing& f) {
         bool explains_all = true;
         for (std::size_t i = 0; i < f.size() && explains_all; ++i) explains_all = !f.differs[i] || covered[i];
         if (!explains_all) continue;
-        // Which indices of the other axes the zero lines sit at; a product of sets reads as such.
+        // Which indices of the other axes the zero lines sit at. Axes where every index has one
+        // are "every H"; the lines are then listed by the other axes, when each such place has
+        // its lines at every index of those axes.
         std::vector<std::vector<char>> at(rank);
         for (std::size_t d = 0; d < rank; ++d) at[d].assign(f.shape[d], 0);
         for (const std::size_t start : zeroed) {
             const auto idx = unravel(start, f.shape);
             for (std::size_t d = 0; d < rank; ++d) at[d][idx[d]] = 1;
         }
-        std::size_t product = 1;
-        std::string where;
+        std::vector<std::size_t> listed;  // the axes that name a line's place
+        std::size_t every = 1;            // lines per place: the product of the full axes
+        std::string full;
         for (std::size_t d = 0; d < rank; ++d) {
             if (d == axis) continue;
-            std::vector<std::size_t> list;
-            for (std::size_t k = 0; k < at[d].size(); ++k)
-                if (at[d][k]) list.push_back(k);
-            product *= list.size();
-            if (list.size() == at[d].size()) continue;
-            where += fmt::format("{}{} in {{{}}}", where.empty() ? "" : ", ", f.names[d], index_list(list));
+            if (std::ranges::all_of(at[d], [](char c) { return c != 0; }) && f.shape[d] > 1) {
+                every *= f.shape[d];
+                full += (full.empty() ? "every " : ", every ") + f.names[d];
+            } else {
+                listed.push_back(d);
+            }
+        }
+        std::vector<std::string> places;
+        for (const std::size_t start : zeroed) {
+            const auto idx = unravel(start, f.shape);
+            std::string place;
+            for (const std::size_t d : listed)
+                place += fmt::format("{}{}={}", place.empty() ? "" : ", ", f.names[d], idx[d]);
+            if (std::ranges::find(places, place) == places.end()) places.push_back(place);
         }
         const char* lines = axis == rank - 1 ? "rows" : "columns";
-        if (product == zeroed.size() && !where.empty())
-            return fmt::format("{} {} are all zero (every value along {} is 0 there, the expected ones are not)", lines,
-                               where, f.names[axis]);
+        if (!listed.empty() && places.size() * every == zeroed.size() && places.size() <= 6) {
+            std::string list;
+            for (const auto& place : places) list += (list.empty() ? "(" : ", (") + place + ")";
+            return fmt::format("{} {} are all zero ({}{}every value along {} is 0 there, the expected ones are not)",
+                               lines, list, full, full.empty() ? "" : "; ", f.names[axis]);
+        }
         std::string first = named_index(zeroed.front(), f.shape, f.names);
+        first = first.substr(0, first.find(f.names[axis] + "=") - (axis == 0 ? 0 : 2)) + ")";
         return fmt::format("{} whole {} along {} are all zero where the expected ones are not, the first at {}",
                            zeroed.size(), lines, f.names[axis], first);
     }
@@ -378,7 +393,7 @@ Clause row_factors(const Failing& f) {
     if (f.rank() < 2 || f.shape.back() < 3 || scale(f)) return std::nullopt;
     const std::size_t width = f.shape.back(), rows = f.size() / width;
     if (rows < 2) return std::nullopt;
-    double low = INFINITY, high = -INFINITY;
+    double low = INFINITY, high = -INFINITY, smallest = INFINITY;
     for (std::size_t r = 0; r < rows; ++r) {
         double re = 0, rr = 0, lo = INFINITY, hi = -INFINITY;
         for (std::size_t j = r * width; j < (r + 1) * width; ++j) {
@@ -391,9 +406,10 @@ Clause row_factors(const Failing& f) {
         const double c = re / rr;
         for (std::size_t j = r * width; j < (r + 1) * width; ++j)
             if (!agrees(f.actual[j], c * f.expected[j], f.tol)) return std::nullopt;
-        low = std::min(low, c), high = std::max(high, c);
+        low = std::min(low, c), high = std::max(high, c), smallest = std::min(smallest, std::abs(c));
     }
-    if (high - low <= 1e-3) return std::nullopt;
+    // A factor of 0 is a row of zeros, which zero_lines says as such.
+    if (high - low <= 1e-3 || smallest <= 1e-3) return std::nullopt;
     return fmt::format(
         "each row along {} is the expected row times its own factor (from {:.4g} to {:.4g}): the rows are right up "
         "to a scale, as when a softmax's normaliser is wrong (weights that do not sum to 1)",
