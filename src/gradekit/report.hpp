@@ -38,7 +38,7 @@ struct Part {
     std::string name;  // "part 1", "optional"
     int passed = 0;
     int total = 0;
-    int ran = 0;  // tests that ran to their end (the others: the grader stopped before them)
+    int ran = 0;  // tests that started (the others did not run: the grader stopped before them)
 };
 
 struct Report {

@@ -15,10 +15,11 @@
 #              expect-part: <name> <passed>/<total>   the report's milestone <name> ("part 1")
 #              expect-first: <regex>  the first failure's message (the first line the learner
 #                                     reads) matches it: the decisive fact comes first
+#              expect-shown: <regex>  what `headwise grade N` prints (without -v) matches it
 #              expect-lesson: <regex> some failure's "reread" (the lesson it links to) matches it
-#              expect_not: <regex>    no failure's message, lesson, or line of its details (what
-#                                     `headwise grade N -v` prints), matches it: what must not be
-#                                     said (a clause that is false for this mistake)
+#              expect_not: <regex>    no failure's message, lesson, or line of its details, nor
+#                                     what `headwise grade N -v` prints, matches it: what must not
+#                                     be said (a clause that is false for this mistake)
 cmake_minimum_required(VERSION 3.25)
 
 string(REPLACE "|" ";" subject_args "${SUBJECT_ARGS}")
@@ -133,6 +134,7 @@ if(EXPECT STREQUAL "learner")
     fail("`headwise grade -v` should print at most 120 lines for one mistake, it prints ${shown_count} (exit ${show_rc}):\n${shown}")
   endif()
   string(REGEX REPLACE "[ \t\r\n]+" " " flat "${shown}")
+  string(APPEND said "${flat}\n")  # expect_not covers what is printed too
   set(texts "")
   foreach(i RANGE ${last})
     string(JSON message GET "${report}" failures ${i} message)
@@ -156,7 +158,7 @@ if(EXPECT STREQUAL "learner")
       string(JSON message GET "${report}" failures ${i} details ${k})
     endwhile()
   endforeach()
-  file(STRINGS "${SUBJECT}" expectations REGEX "^expect(-where|-part|-lesson|-first|_not)?: ")
+  file(STRINGS "${SUBJECT}" expectations REGEX "^expect(-where|-part|-lesson|-first|-shown|_not)?: ")
   if(NOT expectations)
     fail("${SUBJECT} states no 'expect:' line")
   endif()
@@ -186,6 +188,13 @@ if(EXPECT STREQUAL "learner")
       endif()
       if(NOT got STREQUAL want)
         fail("milestone '${part}' should be ${want}, the report says ${got}")
+      endif()
+    elseif(line MATCHES "^expect-shown: (.+)$")
+      set(pattern "${CMAKE_MATCH_1}")
+      execute_process(COMMAND ${GRADETOOL} show --report ${REPORT} OUTPUT_VARIABLE printed)
+      string(REGEX REPLACE "[ \t\r\n]+" " " printed "${printed}")
+      if(NOT printed MATCHES "${pattern}")
+        fail("`headwise grade` should print something matching '${pattern}'; it prints:\n${printed}")
       endif()
     elseif(line MATCHES "^expect-first: (.+)$")
       string(JSON first_message GET "${report}" failures 0 message)

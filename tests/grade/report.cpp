@@ -64,6 +64,8 @@ public:
         case_failures().clear();
         other_.clear();
         report_.running = info.name;
+        // Counted as run when it starts: a test the sanitizer stops in ran (and failed).
+        if (const std::string part = part_of(info); !part.empty()) ++report_.parts[part_index_[part]].ran;
         write();
     }
 
@@ -82,7 +84,6 @@ public:
 
     void testCaseEnded(Catch::TestCaseStats const& stats) override {
         const std::string part = part_of(stats.testInfo);
-        if (!part.empty()) ++report_.parts[part_index_[part]].ran;
         if (case_failures().empty() && other_.empty() && stats.totals.assertions.failed == 0) {
             ++report_.passed;
             if (!part.empty()) ++report_.parts[part_index_[part]].passed;
