@@ -90,6 +90,17 @@ __global__ void barrier_in_a_branch(global_ptr<int> out) {
     out[threadIdx.x] = 1;
 }
 
+// Threads below 5 wait at one barrier, the others at another.
+constexpr int if_barrier_line = __LINE__ + 3;
+__global__ void barriers_in_if_and_else(global_ptr<int> out) {
+    if (threadIdx.x < 5) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    out[threadIdx.x] = 1;
+}
+
 // Threads from `n` on return after the first barrier of the loop, before its second one.
 constexpr int second_barrier_line = __LINE__ + 6;
 __global__ void return_before_the_second_barrier(global_ptr<int> out, int n) {
@@ -264,6 +275,18 @@ TEST_CASE("emulator: a __syncthreads that only some threads reach is reported", 
                                        "which returned before it (after 0 barriers)";
         CHECK_THROWS_WITH(launch(s, dim3(1), dim3(32), barrier_in_a_branch, global_ptr<int>(out.data(), out.size())),
                           Catch::Contains(said));
+    }
+}
+
+TEST_CASE("emulator: threads waiting at two different barriers are reported with both lines", "[emulator]") {
+    std::vector<int> out(32);
+    for (Schedule s : {Schedule::fibers, Schedule::fibers_reversed}) {
+        INFO("schedule " << name(s));
+        CHECK_THROWS_WITH(
+            launch(s, dim3(1), dim3(32), barriers_in_if_and_else, global_ptr<int>(out.data(), out.size())),
+            Catch::Contains(
+                "thread (0,0,0) waits at the __syncthreads() at emulator_test.cpp:" + std::to_string(if_barrier_line) +
+                " but thread (5,0,0) at the one at emulator_test.cpp:" + std::to_string(if_barrier_line + 2)));
     }
 }
 

@@ -288,16 +288,28 @@ public:
         return !launch_.failed;
     }
 
-    // A thread that returned while others wait at a barrier: on a GPU the block hangs or
-    // misbehaves. Reported at that barrier, a line of the kernel (never the launch).
+    // A thread that returned while others wait at a barrier, or threads waiting at different
+    // barriers: on a GPU the block hangs or misbehaves. Reported at the barriers' lines in the
+    // kernel (never the launch).
     bool stranded(std::uint64_t block_number) {
         const auto first = [&](State s) -> const Fiber* {
             for (const auto& f : fibers_)
                 if (f->state == s) return f.get();
             return nullptr;
         };
-        const Fiber* gone = first(State::done);
         const Fiber* waiting = first(State::waiting);
+        // Threads waiting at two different __syncthreads() (one inside an if, another after it).
+        for (const auto& f : fibers_) {
+            if (waiting == nullptr || f->state != State::waiting) continue;
+            const std::string here = site(waiting->barrier_site), there = site(f->barrier_site);
+            if (here == there) continue;
+            launch_.fail("thread " + str(waiting->index) + " waits at the __syncthreads() at " + here + " but thread " +
+                         str(f->index) + " at the one at " + there + ", in block " +
+                         str(launch_.block_index(block_number)) +
+                         ": every thread of a block must reach the same barrier (a __syncthreads() inside an if?)");
+            return true;
+        }
+        const Fiber* gone = first(State::done);
         if (gone == nullptr || waiting == nullptr) return false;
         launch_.fail("__syncthreads() at " + site(waiting->barrier_site) + " is reached by thread " +
                      str(waiting->index) + " but never by thread " + str(gone->index) + " of block " +
