@@ -55,7 +55,10 @@ fs::path subject_file_of(const std::string& path, const Subject& s) {
     for (const fs::path& f : s.files) {
         if (path == f.string() || path == relative(f.string(), s.source_dir)) return f;
         if (fs::equivalent(fs::path(path).is_absolute() ? fs::path(path) : s.source_dir / path, f, ec)) return f;
-        if (!fs::path(path).is_absolute() && !tail.empty() && f.string().ends_with("/" + std::string(tail))) return f;
+        const std::string name = f.string();  // ends with "/" + tail
+        if (!fs::path(path).is_absolute() && !tail.empty() && name.size() > tail.size() && name.ends_with(tail) &&
+            name[name.size() - tail.size() - 1] == '/')
+            return f;
     }
     return {};
 }

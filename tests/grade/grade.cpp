@@ -791,6 +791,12 @@ std::vector<std::string> subject_files() {
     return files;
 }
 
+// Whether `path` ends with the path components `tail` ("a/b.cpp" ends with "b.cpp", "ab.cpp" does not).
+bool ends_with_components(std::string_view path, std::string_view tail) {
+    return !tail.empty() && path.size() > tail.size() && path.ends_with(tail) &&
+           path[path.size() - tail.size() - 1] == '/';
+}
+
 // The subject file `path` names (a symboliser's path may be relative to the build directory:
 // ccache's base_dir rewrites the compiler's paths so), or empty.
 std::string subject_file_of(const std::string& path, const std::vector<std::string>& files) {
@@ -798,7 +804,7 @@ std::string subject_file_of(const std::string& path, const std::vector<std::stri
     while (tail.starts_with("../") || tail.starts_with("./")) tail.remove_prefix(tail.starts_with("./") ? 2 : 3);
     for (const std::string& f : files) {
         if (f == path) return f;
-        if (!path.starts_with("/") && !tail.empty() && f.ends_with("/" + std::string(tail))) return f;
+        if (!path.starts_with("/") && ends_with_components(f, tail)) return f;
     }
     return {};
 }
@@ -907,7 +913,7 @@ Diagnosis describe_exception(const std::string& what, const std::exception& e) {
         for (auto it = std::sregex_iterator(message.begin(), message.end(), site);
              it != std::sregex_iterator() && d.where.empty(); ++it) {
             for (const std::string& file : files) {
-                if (!file.ends_with("/" + (*it)[1].str())) continue;
+                if (!ends_with_components(file, (*it)[1].str())) continue;
                 d.where = relative_to_source(file) + ":" + (*it)[3].str();
                 d.source = line_of(file, std::atol((*it)[3].str().c_str()));
                 break;
