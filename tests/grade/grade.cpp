@@ -633,7 +633,6 @@ Clause whole_multiple(std::size_t actual, std::size_t expected) {
 Outcome compare(std::size_t actual, std::size_t expected, std::string_view, Tolerance) {
     if (actual == expected) return {};
     Outcome o{false, fmt::format("got {}, expected {}", actual, expected), {}};
-    if (actual == 0) o.detail += " -- it is 0";
     for (const auto clause : {wrapped_32_bits, whole_multiple})
         if (const Clause text = clause(actual, expected)) o.detail += " -- " + *text;
     return o;
