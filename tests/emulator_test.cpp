@@ -90,6 +90,28 @@ __global__ void barrier_in_a_branch(global_ptr<int> out) {
     out[threadIdx.x] = 1;
 }
 
+// Threads below 5 wait at one barrier, the others at another.
+constexpr int if_barrier_line = __LINE__ + 3;
+__global__ void barriers_in_if_and_else(global_ptr<int> out) {
+    if (threadIdx.x < 5) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    out[threadIdx.x] = 1;
+}
+
+// Threads from `n` on return after the first barrier of the loop, before its second one.
+constexpr int second_barrier_line = __LINE__ + 6;
+__global__ void return_before_the_second_barrier(global_ptr<int> out, int n) {
+    for (int round = 0; round < 2; ++round) {
+        out[threadIdx.x] = round;
+        __syncthreads();
+        if (int(threadIdx.x) >= n) return;
+        __syncthreads();
+    }
+}
+
 std::vector<int> iota(std::size_t n) {
     std::vector<int> v(n);
     std::iota(v.begin(), v.end(), 0);
@@ -245,9 +267,38 @@ TEST_CASE("emulator: a __syncthreads that only some threads reach is reported", 
     std::vector<int> out(32);
     for (Schedule s : all_schedules) {
         INFO("schedule " << name(s));
+        // The fiber schedules see the threads that returned while others wait, and name the
+        // barrier's line; the threads schedule counts the barriers each thread passed.
+        const std::string said = s == Schedule::threads
+                                     ? "__syncthreads() reached 1 times by thread (0,0,0) but 0 times by thread (5,0,0)"
+                                     : "is reached by thread (0,0,0) but never by thread (5,0,0) of block (0,0,0), "
+                                       "which returned before it (after 0 barriers)";
+        CHECK_THROWS_WITH(launch(s, dim3(1), dim3(32), barrier_in_a_branch, global_ptr<int>(out.data(), out.size())),
+                          Catch::Contains(said));
+    }
+}
+
+TEST_CASE("emulator: threads waiting at two different barriers are reported with both lines", "[emulator]") {
+    std::vector<int> out(32);
+    for (Schedule s : {Schedule::fibers, Schedule::fibers_reversed}) {
+        INFO("schedule " << name(s));
         CHECK_THROWS_WITH(
-            launch(s, dim3(1), dim3(32), barrier_in_a_branch, global_ptr<int>(out.data(), out.size())),
-            Catch::Contains("__syncthreads() reached 1 times by thread (0,0,0) but 0 times by thread (5,0,0)"));
+            launch(s, dim3(1), dim3(32), barriers_in_if_and_else, global_ptr<int>(out.data(), out.size())),
+            Catch::Contains(
+                "thread (0,0,0) waits at the __syncthreads() at emulator_test.cpp:" + std::to_string(if_barrier_line) +
+                " but thread (5,0,0) at the one at emulator_test.cpp:" + std::to_string(if_barrier_line + 2)));
+    }
+}
+
+TEST_CASE("emulator: a thread that returns before a barrier is reported at that barrier's line", "[emulator]") {
+    std::vector<int> out(32);
+    for (Schedule s : {Schedule::fibers, Schedule::fibers_reversed}) {
+        INFO("schedule " << name(s));
+        CHECK_THROWS_WITH(
+            launch(s, dim3(1), dim3(32), return_before_the_second_barrier, global_ptr<int>(out.data(), out.size()), 4),
+            Catch::Contains("__syncthreads() at emulator_test.cpp:" + std::to_string(second_barrier_line) +
+                            " is reached by thread (0,0,0) but never by thread (4,0,0) of block "
+                            "(0,0,0), which returned before it (after 1 barrier)"));
     }
 }
 

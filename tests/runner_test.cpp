@@ -491,6 +491,27 @@ TEST_CASE("grade says it builds first, and on a terminal shows the step it is bu
     }
 }
 
+TEST_CASE("./headwise announces no build when nothing is built (ninja only re-checks its globs)",
+          "[runner][run][progress]") {
+    // The same stand-ins, but cmake has nothing to do: ninja prints its glob check and "no work
+    // to do", which must not read as a build of "the runner and the lessons".
+    TempDir root;
+    fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "headwise", root / "headwise");
+    fs::permissions(root / "headwise", fs::perms::owner_all);
+    write_script(root / "scripts" / "install-deps", "#!/bin/sh\nexit 0\n");
+    write_script(root / "scripts" / "fetch-model", "#!/bin/sh\nexit 0\n");
+    write_text(root / "build" / "CMakeCache.txt", "");
+    write_text(root / "build" / "build.ninja", "");
+    write_script(root / "build" / "src" / "headwise", "#!/bin/sh\necho \"the runner ran: $*\"\n");
+    write_script(root / "bin" / "cmake",
+                 "#!/bin/sh\necho '[0/2] Re-checking globbed directories...'\necho 'ninja: no work to do.'\n");
+    const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
+    const Result r = run_on_a_terminal((root / "headwise").string() + " run all", env);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, !Contains("building the runner and the lessons"));
+    CHECK_THAT(r.out, Contains("the runner ran: run all"));
+}
+
 TEST_CASE("./headwise says what it builds before running, and on a terminal shows each build step",
           "[runner][run][progress]") {
     // A copy of the real ./headwise script in a scratch root whose set-up scripts, build tree and

@@ -154,7 +154,7 @@ struct Launch {
 
 // The emulated thread currently running on this OS thread: what __syncthreads() talks to.
 struct Worker {
-    virtual void sync() = 0;
+    virtual void sync(const std::source_location& where) = 0;
     virtual detail::WarpResult warp(const detail::WarpCall& call) = 0;
     virtual detail::WarpScratch& scratch() = 0;
     virtual void shared(const std::source_location& where, std::uint32_t word) = 0;
@@ -290,6 +290,7 @@ public:
                     return false;
                 }
             }
+            if (stranded(block_number)) return false;
             for (Warp& w : warps_) flush_banks(w);
             bool any_waiting = false;
             for (auto& f : fibers_) {
@@ -305,7 +306,40 @@ public:
         return !launch_.failed;
     }
 
-    void sync() override {
+    // A thread that returned while others wait at a barrier, or threads waiting at different
+    // barriers: on a GPU the block hangs or misbehaves. Reported at the barriers' lines in the
+    // kernel (never the launch).
+    bool stranded(std::uint64_t block_number) {
+        const auto first = [&](State s) -> const Fiber* {
+            for (const auto& f : fibers_)
+                if (f->state == s) return f.get();
+            return nullptr;
+        };
+        const Fiber* waiting = first(State::waiting);
+        // Threads waiting at two different __syncthreads() (one inside an if, another after it).
+        for (const auto& f : fibers_) {
+            if (waiting == nullptr || f->state != State::waiting) continue;
+            const std::string here = site(waiting->barrier_site), there = site(f->barrier_site);
+            if (here == there) continue;
+            launch_.fail("thread " + str(waiting->index) + " waits at the __syncthreads() at " + here + " but thread " +
+                         str(f->index) + " at the one at " + there + ", in block " +
+                         str(launch_.block_index(block_number)) +
+                         ": every thread of a block must reach the same barrier (a __syncthreads() inside an if?)");
+            return true;
+        }
+        const Fiber* gone = first(State::done);
+        if (gone == nullptr || waiting == nullptr) return false;
+        launch_.fail("__syncthreads() at " + site(waiting->barrier_site) + " is reached by thread " +
+                     str(waiting->index) + " but never by thread " + str(gone->index) + " of block " +
+                     str(launch_.block_index(block_number)) + ", which returned before it (after " +
+                     std::to_string(gone->barriers) + " barrier" + (gone->barriers == 1 ? "" : "s") +
+                     "): every thread of a block must reach every barrier (an early return, or a barrier inside an "
+                     "if?)");
+        return true;
+    }
+
+    void sync(const std::source_location& where) override {
+        current_->barrier_site = where;
         ++current_->barriers;
         current_->state = State::waiting;
         suspend(*current_, false);
@@ -402,6 +436,7 @@ private:
         State state = State::ready;
         std::uint64_t barriers = 0;
         detail::AsyncState async;  // its cp.async copies not yet waited for
+        std::source_location barrier_site;  // the __syncthreads() it waits at
     };
 
     // A switch costs a swapcontext only the first time a fiber runs in a block. After that it is
@@ -642,7 +677,7 @@ class ThreadWorker final : public Worker {
 public:
     ThreadWorker(std::optional<std::barrier<>>& block_barrier, std::uint64_t& count)
         : block_barrier_(block_barrier), count_(count) {}
-    void sync() override {
+    void sync(const std::source_location&) override {
         ++count_;
         block_barrier_->arrive_and_wait();
     }
@@ -730,9 +765,9 @@ void set_default_schedule(Schedule s) { g_default_schedule = s; }
 
 namespace detail {
 
-void sync_block() {
-    if (tl_worker == nullptr) throw launch_error("__syncthreads() called outside a kernel launch");
-    tl_worker->sync();
+void sync_block(const std::source_location& where) {
+    if (tl_worker == nullptr) throw launch_error("__syncthreads() called outside a kernel launch at " + site(where));
+    tl_worker->sync(where);
 }
 
 WarpResult warp_collective(const WarpCall& call) {

@@ -90,7 +90,7 @@ inline thread_local dim3 gridDim{1, 1, 1};
 #define __launch_bounds__(...)  // a register budget for nvcc; nothing to do on a CPU
 
 namespace headwise::emulator::detail {
-void sync_block();  // the barrier itself, in emulator.cpp
+void sync_block(const std::source_location& where);  // the barrier itself, in emulator.cpp
 
 enum class WarpOp : std::uint8_t { shfl, ballot, any, all, sync, wmma };
 
@@ -213,10 +213,11 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where =
 
 // Every thread of the block waits here until all have arrived. The empty asm statements tell the
 // compiler that memory may have changed meanwhile (another thread wrote the tile), so nothing read
-// before the barrier is reused after it.
-inline void __syncthreads() {
+// before the barrier is reused after it. Its line in the kernel is kept: a barrier that not every
+// thread reaches is reported there.
+inline void __syncthreads(std::source_location where = std::source_location::current()) {
     asm volatile("" ::: "memory");
-    headwise::emulator::detail::sync_block();
+    headwise::emulator::detail::sync_block(where);
     asm volatile("" ::: "memory");
 }
 

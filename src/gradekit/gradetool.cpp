@@ -13,8 +13,12 @@
 //       one line for one line, so line numbers stay those of the solution ("replace#N: <text>":
 //       its N-th occurrence)
 //
+//   headwise-gradetool show --report FILE [--id ex01] [--dir 01_single_head] [-v]
+//       prints the report as `headwise grade` does (gradekit/show.hpp)
+//
 // Bad arguments: one line on stderr, exit code 2.
 #include "gradekit/report.hpp"
+#include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
 #include "gradekit/stub.hpp"
 
@@ -102,6 +106,33 @@ int patch(const std::vector<std::string>& args) {
     return 0;
 }
 
+int show(const std::vector<std::string>& args) {
+    std::string report;
+    ShowOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw usage(fmt::format("{} needs a value", args[i]));
+            return args[++i];
+        };
+        if (args[i] == "--report")
+            report = value();
+        else if (args[i] == "--id")
+            o.id = value();
+        else if (args[i] == "--dir")
+            o.dir = value();
+        else if (args[i] == "-v")
+            o.verbose = true;
+        else
+            throw usage(fmt::format("unknown argument '{}'", args[i]));
+    }
+    if (report.empty()) throw usage("show needs --report FILE");
+    const auto r = read_report(report);
+    if (!r) throw usage(fmt::format("cannot read the report {}", report));
+    if (o.id.empty()) o.id = r->id;
+    fmt::print("{}", show_report(&*r, o));
+    return 0;
+}
+
 int steps(const std::string& command, const std::vector<std::string>& args) {
     Subject s;
     fs::path build_dir;
@@ -161,12 +192,13 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
     const std::vector<std::string> all(argv + 1, argv + argc);
     try {
-        if (all.empty()) throw usage("usage: headwise-gradetool stub|patch|build|run ...");
+        if (all.empty()) throw usage("usage: headwise-gradetool stub|patch|show|build|run ...");
         const std::vector<std::string> rest(all.begin() + 1, all.end());
         if (all[0] == "stub") return stub(rest);
         if (all[0] == "patch") return patch(rest);
+        if (all[0] == "show") return show(rest);
         if (all[0] == "build" || all[0] == "run") return steps(all[0], rest);
-        throw usage(fmt::format("unknown command '{}' (stub, patch, build or run)", all[0]));
+        throw usage(fmt::format("unknown command '{}' (stub, patch, show, build or run)", all[0]));
     } catch (const usage& e) {
         fmt::print(stderr, "headwise-gradetool: {}\n", e.what());
         return 2;

@@ -31,7 +31,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                             {"details", f.details}});
     }
     json parts = json::array();
-    for (const Part& p : r.parts) parts.push_back({{"name", p.name}, {"passed", p.passed}, {"total", p.total}});
+    for (const Part& p : r.parts)
+        parts.push_back({{"name", p.name}, {"passed", p.passed}, {"total", p.total}, {"ran", p.ran}});
     const json j = {{"id", r.id.empty() ? "unknown" : r.id},
                     {"compiled", r.compiled},
                     {"finished", r.finished},
@@ -75,7 +76,8 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         for (const auto& w : j.value("warnings", json::array()))
             if (w.is_string()) r.warnings.push_back(w.get<std::string>());
         for (const auto& p : j.value("parts", json::array()))
-            r.parts.push_back({text(p, "name"), p.value("passed", 0), p.value("total", 0)});
+            r.parts.push_back(
+                {text(p, "name"), p.value("passed", 0), p.value("total", 0), p.value("ran", p.value("total", 0))});
         return r;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

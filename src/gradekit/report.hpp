@@ -12,7 +12,7 @@
 //                  "source": "the learner's line at `where`", "lesson": "where to reread",
 //                  "details": ["verbose lines: every failing check, shapes, elements, tolerance"]}],
 //    "warnings": ["exercises/...cpp:12:9: warning: ... [-Wsign-compare]\n  source\n  caret"],
-//    "parts": [{"name": "part 1", "passed": 3, "total": 3}]}
+//    "parts": [{"name": "part 1", "passed": 3, "total": 3, "ran": 3}]}
 #pragma once
 
 #include <filesystem>
@@ -38,6 +38,7 @@ struct Part {
     std::string name;  // "part 1", "optional"
     int passed = 0;
     int total = 0;
+    int ran = 0;  // tests that started (the others did not run: the grader stopped before them)
 };
 
 struct Report {

@@ -45,13 +45,30 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     return text;
 }
 
-bool is_subject_file(const std::string& path, const Subject& s) {
+// The subject's file that `path` (as a compiler, sanitizer or symboliser printed it) names, or
+// empty. A relative path may be relative to the build directory (ccache's base_dir rewrites the
+// compiler's paths so): it names a subject file that ends with it, "../" and "./" aside.
+fs::path subject_file_of(const std::string& path, const Subject& s) {
     std::error_code ec;
+    std::string_view tail = path;
+    while (tail.starts_with("../") || tail.starts_with("./")) tail.remove_prefix(tail.starts_with("./") ? 2 : 3);
     for (const fs::path& f : s.files) {
-        if (path == f.string() || path == relative(f.string(), s.source_dir)) return true;
-        if (fs::equivalent(fs::path(path).is_absolute() ? fs::path(path) : s.source_dir / path, f, ec)) return true;
+        if (path == f.string() || path == relative(f.string(), s.source_dir)) return f;
+        if (fs::equivalent(fs::path(path).is_absolute() ? fs::path(path) : s.source_dir / path, f, ec)) return f;
+        const std::string name = f.string();  // ends with "/" + tail
+        if (!fs::path(path).is_absolute() && !tail.empty() && name.size() > tail.size() && name.ends_with(tail) &&
+            name[name.size() - tail.size() - 1] == '/')
+            return f;
     }
-    return false;
+    return {};
+}
+
+bool is_subject_file(const std::string& path, const Subject& s) { return !subject_file_of(path, s).empty(); }
+
+// `path` of a subject file, relative to the repository.
+std::string subject_relative(const std::string& path, const Subject& s) {
+    const fs::path f = subject_file_of(path, s);
+    return relative(f.empty() ? path : f.string(), s.source_dir);
 }
 
 // Line `line` (1-based) of `file`, without its indentation; empty when unreadable.
@@ -167,10 +184,9 @@ CompilerOutput parse_compiler_output(const std::string& log, const Subject& s) {
             }
         } else if (required_here.empty() && std::regex_match(lines[i], m, required_from) &&
                    is_subject_file(m[1].str(), s)) {
-            required_here =
-                fmt::format("{}:{}:{}: the call in your file that led there:\n    {}",
-                            relative(m[1].str(), s.source_dir), m[2].str(), m[3].str(),
-                            source_line(s.source_dir / relative(m[1].str(), s.source_dir), std::stoi(m[2].str())));
+            required_here = fmt::format(
+                "{}:{}:{}: the call in your file that led there:\n    {}", subject_relative(m[1].str(), s), m[2].str(),
+                m[3].str(), source_line(s.source_dir / subject_relative(m[1].str(), s), std::stoi(m[2].str())));
         } else if (first_any == lines.size() && (lines[i].find("undefined reference to") != std::string::npos ||
                                                  lines[i].find("multiple definition of") != std::string::npos)) {
             first_any = i;
@@ -241,9 +257,11 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     Failure f;
     std::string kind, rw, size, offset, side, bytes, ub, check, terminate_what, where_file, first_frame;
     int where_line = 0, where_col = 0, subject_frames = 0;
-    bool report_started = false;
+    bool report_started = false, in_kernel = false;
     for (const std::string& line : lines) {
         std::smatch m;
+        // A frame of the emulator's under the report: the error is inside a kernel (exercise 06).
+        if (report_started && line.find("headwise::emulator::") != std::string::npos) in_kernel = true;
         if (!report_started && std::regex_match(line, m, check_marker)) {
             f.test = m[1].str();
             check = m[2].str();
@@ -256,7 +274,7 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
             ub = m[4].str();
             report_started = true;
             if (is_subject_file(m[1].str(), s)) {
-                where_file = relative(m[1].str(), s.source_dir);
+                where_file = subject_relative(m[1].str(), s);
                 where_line = std::stoi(m[2].str());
                 where_col = std::stoi(m[3].str());
             }
@@ -277,7 +295,7 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
                 subject_frames == 0 || (kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
             if (take) {
                 if (subject_frames++ == 0) first_frame = here;
-                where_file = relative(m[2].str(), s.source_dir);
+                where_file = subject_relative(m[2].str(), s);
                 where_line = std::stoi(m[3].str());
                 where_col = m[4].matched ? std::stoi(m[4].str()) : 0;
             }
@@ -342,7 +360,9 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
         what = "AddressSanitizer: " + kind;
     } else if (!ub.empty()) {
         what = "undefined behaviour: " + ub;
-        if (ub.find("overflow") != std::string::npos) {
+        // The 32-bit hint only where UBSan names a 32-bit type ("... cannot be represented in
+        // type 'int'"): an overflow of a 64-bit long is another story.
+        if (ub.find("overflow") != std::string::npos && ub.find("type 'int'") != std::string::npos) {
             what +=
                 " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
             f.lesson = "lesson 05 (docs/05_parameter_count.md): counts that pass 2^31";
@@ -362,6 +382,10 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
             " (inside an xtensor reduction such as xt::sum(..., xt::keep_dims) used inside a lazy expression: "
             "xtensor 0.24 then reads past the buffer; evaluate the reduction into a tensor first)";
     }
+    // Inside a kernel, the concept to reread is the kernel's (indices from threadIdx and blockIdx,
+    // per-thread arrays), not xtensor's.
+    if (in_kernel && (!kind.empty() || !ub.empty()))
+        f.lesson = "docs/06_cuda_kernel.md, \"Pitfalls, with the lesson's numbers\"";
     if (!check.empty()) what += " -- while checking " + check;
     if (!where_file.empty()) {
         f.where = where_col > 0 ? fmt::format("{}:{}:{}", where_file, where_line, where_col)

@@ -12,6 +12,7 @@
 #include "common.hpp"
 #include "progress.hpp"
 
+#include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
 
 #include <fmt/format.h>
@@ -24,98 +25,8 @@ namespace headwise::runner {
 
 namespace {
 
-constexpr std::size_t line_width = 110;
-
-// `text` broken at spaces into lines of at most line_width columns, each starting with `indent`.
-void print_wrapped(const std::string& indent, const std::string& text) {
-    const std::size_t room = line_width > indent.size() + 20 ? line_width - indent.size() : 20;
-    std::istringstream words(text);
-    std::string line, word;
-    while (words >> word) {
-        if (!line.empty() && line.size() + 1 + word.size() > room) {
-            fmt::print("{}{}\n", indent, line);
-            line.clear();
-        }
-        line += (line.empty() ? "" : " ") + word;
-    }
-    if (!line.empty()) fmt::print("{}{}\n", indent, line);
-}
-
-// Each line as it is (compiler output keeps its columns), indented.
-void print_lines(const std::string& indent, const std::string& text) {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) fmt::print("{}{}\n", indent, line);
-}
-
-// "part 1 of 2 done; part 2: 3 of 5 tests pass; optional: 1 of 2"
-std::string milestones(const gradekit::Report& r) {
-    int parts = 0, done = 0;
-    for (const auto& p : r.parts)
-        if (p.name != "optional") {
-            ++parts;
-            if (p.passed == p.total) ++done;
-        }
-    if (parts == 0) return {};
-    std::string s;
-    for (const auto& p : r.parts) {
-        if (p.name == "optional") continue;
-        s +=
-            fmt::format("{}{} of {} {}", s.empty() ? "" : "; ", p.name, parts,
-                        p.passed == p.total ? "done" : fmt::format("not yet ({} of {} tests pass)", p.passed, p.total));
-    }
-    for (const auto& p : r.parts)
-        if (p.name == "optional") s += fmt::format("; optional: {} of {} tests pass", p.passed, p.total);
-    return s;
-}
-
 void print_row(const Exercise& e, int number, const std::optional<GradeReport>& r, bool verbose) {
-    const std::string head = fmt::format("  {:<5} {:<20}", e.id, e.dir);
-    const std::string indent(8, ' ');
-    if (!r) {
-        fmt::print("{}{:>6}  not graded: no report was written\n", head, "-");
-        return;
-    }
-    if (!r->compiled) {
-        fmt::print("{}{:>6}  does not compile. The compiler's first error:\n", head, "-");
-        print_lines(indent, r->failures.empty() ? std::string("(no compiler message)") : r->failures[0].message);
-        if (verbose && !r->failures.empty()) {
-            fmt::print("{}the whole build output:\n", indent);
-            for (const auto& line : r->failures[0].details) fmt::print("{}  {}\n", indent, line);
-        }
-    } else {
-        const std::string score = fmt::format("{}/{}", r->passed, r->total);
-        const std::string parts = milestones(*r);
-        fmt::print("{}{:>6}  {}{}\n", head, score, r->all_passed() ? "passed" : "not passed yet",
-                   parts.empty() ? "" : " -- " + parts);
-        for (const auto& f : r->failures) {
-            fmt::print("{}FAIL {}\n", indent, f.test);
-            print_wrapped(indent + "     ", f.message);
-            if (!f.source.empty()) fmt::print("{}       {}\n", indent, f.source);
-            if (!f.lesson.empty()) fmt::print("{}     reread: {}\n", indent, f.lesson);
-            if (verbose)
-                for (const auto& line : f.details) fmt::print("{}       {}\n", indent, line);
-        }
-        bool diagnosable = false;  // a failure other than an unwritten function
-        for (const auto& f : r->failures) diagnosable = diagnosable || f.message.rfind("not implemented yet", 0) != 0;
-        if (diagnosable) {
-            const auto& f = r->failures[0];
-            if (!f.mistake.empty()) {
-                fmt::print("{}known mistake \"{}\" (it reproduces every failing check):\n", indent, f.mistake);
-                std::istringstream lines(f.explanation);
-                for (std::string line; std::getline(lines, line);) print_wrapped(indent + "  ", line);
-            } else {
-                fmt::print("{}no known mistake matches every failing check: the differences above say where to look.\n",
-                           indent);
-            }
-            if (!verbose)
-                fmt::print("{}(`./headwise grade {} -v`: every failing check with shapes, elements, tolerance)\n",
-                           indent, number);
-        }
-    }
-    if (!r->warnings.empty()) {
-        fmt::print("{}warnings in your file ({}; not errors, but often a bug):\n", indent, r->warnings.size());
-        for (const auto& w : r->warnings) print_lines(indent + "  ", w);
-    }
+    fmt::print("{}", gradekit::show_report(r ? &*r : nullptr, {e.id, e.dir, number, verbose}));
 }
 
 std::vector<fs::path> subject_files(const Exercise& e) {

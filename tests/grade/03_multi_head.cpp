@@ -48,6 +48,72 @@ MhaParameters with_block(MhaParameters p, std::size_t block, const Tensor2& w) {
     return p;
 }
 
+// `p` with its projection blocks taken from other blocks: block i (0 = W_q, 1 = W_k, 2 = W_v) of
+// the result is block from[i] of `p`, rows and bias.
+MhaParameters with_blocks(const MhaParameters& p, const std::array<std::size_t, 3>& from) {
+    const std::size_t d = p.out_proj_weight.shape()[0];
+    MhaParameters r = p;
+    for (std::size_t i = 0; i < 3; ++i) {
+        xt::view(r.in_proj_weight, xt::range(i * d, (i + 1) * d), xt::all()) =
+            xt::view(p.in_proj_weight, xt::range(from[i] * d, (from[i] + 1) * d), xt::all());
+        if (p.in_proj_bias.size() != 0)
+            xt::view(r.in_proj_bias, xt::range(i * d, (i + 1) * d)) =
+                xt::view(p.in_proj_bias, xt::range(from[i] * d, (from[i] + 1) * d));
+    }
+    return r;
+}
+
+// Which blocks of in_proj_weight the subject's wrong tensor was projected with: it is compared
+// with what every other choice of blocks gives (q and k for the weights, q, k and v for the
+// output). The choices that give it are named when they are all the combinations of a few
+// blocks per projection (on a probe, W_q's and W_k's blocks are both 0 and give the same): then
+// "v from W_q's or W_k's block" is true of each. Projections that may keep their own block are
+// not mentioned; nothing is said when no choice gives the tensor.
+template <class Result>
+std::string block_reading(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                          const Result& actual, std::string_view dims) {
+    static const char* const names[] = {"W_q's", "W_k's", "W_v's"};
+    constexpr bool weights = std::is_same_v<Result, Tensor4>;
+    std::array<std::array<bool, 3>, 3> from{};  // from[projection][block]: some fitting choice takes it
+    std::size_t fits = 0;
+    for (std::size_t bq = 0; bq < 3; ++bq)
+        for (std::size_t bk = 0; bk < 3; ++bk)
+            for (std::size_t bv = weights ? 2 : 0; bv < 3; ++bv) {
+                if (bq == 0 && bk == 1 && bv == 2) continue;  // the right blocks
+                Tensor4 w;
+                const Tensor3 out = library_forward(with_blocks(p, {bq, bk, bv}), query, key, value, w);
+                bool same = false;
+                if constexpr (weights)
+                    same = grade::compare(actual, w, dims, {}).same;
+                else
+                    same = grade::compare(actual, out, dims, {}).same;
+                if (!same) continue;
+                ++fits;
+                from[0][bq] = from[1][bk] = from[2][bv] = true;
+            }
+    if (fits == 0) return {};
+    // The fitting choices must be every combination of the blocks seen per projection.
+    std::size_t product = 1;
+    for (const auto& blocks : from) product *= std::size_t(std::ranges::count(blocks, true));
+    if (product != fits + (from[0][0] && from[1][1] && from[2][2] ? 1 : 0)) return {};
+    std::vector<std::string> wrong;
+    for (std::size_t i = 0; i < 3; ++i) {
+        if (from[i][i]) continue;  // its own block gives it too: nothing certain about this one
+        std::string blocks;
+        for (std::size_t b = 0; b < 3; ++b)
+            if (from[i][b]) blocks += (blocks.empty() ? "" : " or ") + std::string(names[b]);
+        wrong.push_back(fmt::format("{} from {} block", "qkv"[i], blocks));
+    }
+    if (wrong.empty()) return {};
+    std::string list;
+    for (std::size_t i = 0; i < wrong.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == wrong.size() ? " and " : ", ") + wrong[i];
+    return fmt::format(
+        "it equals the {} with {} (compared with every choice of blocks of in_proj_weight and its bias: W_q is rows 0 "
+        ".. d_model-1, W_k the next d_model rows, W_v the last)",
+        weights ? "weights" : "output", list);
+}
+
 // One call's per-head weights (B, H, N_q, N_k) on the subject.
 Tensor4 weights_of(const Ex03& ex, const MhaParameters& p, const Tensor3& query, const Tensor3& key,
                    const Tensor3& value) {
@@ -74,18 +140,21 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
     library_forward(q_only, query, key, value, w_probe);
     const bool q_ok = grade::expect<Ex03>(
         call + ", weights with W_k = I, b_k = 0 (the query projection alone acts)",
-        [&](const Ex03& ex) { return weights_of(ex, q_only, query, key, value); }, w_probe, "B, H, N_q, N_k");
+        [&](const Ex03& ex) { return weights_of(ex, q_only, query, key, value); }, w_probe, "B, H, N_q, N_k", {}, {},
+        [&](const Tensor4& w) { return block_reading(q_only, query, key, value, w, "B, H, N_q, N_k"); });
     // The key projection: W_q = I and b_q = 0, so the scores are query . (key . W_k^T + b_k)^T.
     const MhaParameters k_only = with_block(p, 0, identity);
     library_forward(k_only, query, key, value, w_probe);
     const bool k_ok = grade::expect<Ex03>(
         call + ", weights with W_q = I, b_q = 0 (the key projection alone acts)",
-        [&](const Ex03& ex) { return weights_of(ex, k_only, query, key, value); }, w_probe, "B, H, N_q, N_k");
+        [&](const Ex03& ex) { return weights_of(ex, k_only, query, key, value); }, w_probe, "B, H, N_q, N_k", {}, {},
+        [&](const Tensor4& w) { return block_reading(k_only, query, key, value, w, "B, H, N_q, N_k"); });
     // Both projections right alone: a difference in the weights arises in the scores or softmax.
     std::string after = q_ok && k_ok ? "the query and the key projections (each alone)" : "";
     const bool weights_ok = grade::expect<Ex03>(
         call + ", weights", [&](const Ex03& ex) { return weights_of(ex, p, query, key, value); }, expected_w,
-        "B, H, N_q, N_k", {}, after);
+        "B, H, N_q, N_k", {}, after,
+        [&](const Tensor4& w) { return block_reading(p, query, key, value, w, "B, H, N_q, N_k"); });
     after = weights_ok ? "the per-head weights (projections, scores, softmax)" : "";
     // The value projection: W_q = W_k = 0 and no q, k biases make every weight 1 / N_k, so the
     // output is W_o applied to the mean of (value . W_v^T + b_v) over the keys.
@@ -99,7 +168,8 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
             Tensor4 w;
             return ex.multi_head_attention(v_only, query, key, value, w);
         },
-        out_probe, "B, N_q, d_model", {}, after);
+        out_probe, "B, N_q, d_model", {}, after,
+        [&](const Tensor3& out) { return block_reading(v_only, query, key, value, out, "B, N_q, d_model"); });
 
     if (v_ok) after += std::string(after.empty() ? "" : " and ") + "the output with uniform weights";
     grade::expect<Ex03>(
@@ -108,7 +178,8 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
             Tensor4 w;
             return ex.multi_head_attention(p, query, key, value, w);
         },
-        expected_out, "B, N_q, d_model", {}, after);
+        expected_out, "B, N_q, d_model", {}, after,
+        [&](const Tensor3& out) { return block_reading(p, query, key, value, out, "B, N_q, d_model"); });
 }
 
 struct Config {
@@ -149,7 +220,7 @@ TEST_CASE("multi_head_attention: hand-worked two heads of width 1", "[ex03]") {
     expect_mha(p, x, x, x, out, weights, "");
 }
 
-TEST_CASE("multi_head_attention: self-attention matches the library (N = 1, H = 1, d_head = 1, d_model = 32 / H = 4)",
+TEST_CASE("multi_head_attention: self-attention matches the library (N from 1 to 6, H from 1 to 8, d_head from 1 to 8)",
           "[ex03]") {
     expect_like_library({{2, 5, 5, 32, 4, true},
                          {1, 1, 1, 8, 1, false},

@@ -37,12 +37,24 @@ const Known known[] = {
 
 using Count = std::size_t (*)(std::size_t, std::size_t, bool);
 
+// A wrong count read as the formula's terms: 4 weight matrices (d_model^2 each) and 4 bias
+// vectors (d_model each); per head also d_model x d_head blocks and d_head-wide biases.
+std::string count_reading(std::size_t got, std::size_t expected, std::size_t d, std::size_t heads) {
+    const std::size_t d_head = heads == 0 ? 0 : d / heads;
+    const grade::Term terms[] = {{"weight matrix", "d_model^2", d * d},
+                                 {"bias vector", "d_model", d},
+                                 {"per-head weight block", "d_model x d_head", d * d_head},
+                                 {"per-head bias", "d_head", d_head}};
+    return grade::count_difference(got, expected, terms);
+}
+
 void expect_counts(const char* function, Count Ex05::*which, bool bias) {
     for (const Known& k : known) {
+        const std::size_t expected = bias ? k.with_bias : k.without_bias;
         grade::expect<Ex05>(
             fmt::format("{}(d_model = {}, heads = {}, bias = {}) for {}", function, k.d_model, k.heads, bias, k.model),
-            [&](const Ex05& ex) { return (ex.*which)(k.d_model, k.heads, bias); }, bias ? k.with_bias : k.without_bias,
-            "parameters");
+            [&](const Ex05& ex) { return (ex.*which)(k.d_model, k.heads, bias); }, expected, "parameters", {}, {},
+            [&](std::size_t got) { return count_reading(got, expected, k.d_model, k.heads); });
     }
 }
 
@@ -69,18 +81,24 @@ TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Me
         std::size_t d_model, context;
         std::uint64_t flops;
     };
-    const Case cases[] = {{1, 1, 12},
-                          {64, 1, 33'024},
+    // d_model = N = 1 last: there every term of the formula is the same number.
+    const Case cases[] = {{64, 1, 33'024},
                           {512, 512, 3'145'728},
                           {4096, 32768, 671'088'640},
                           {12288, 2048, 1'308'622'848},
                           {25600, 2048, 5'452'595'200},
-                          {25600, 131072, 18'664'652'800}};
+                          {25600, 131072, 18'664'652'800},
+                          {1, 1, 12}};
     for (const Case& c : cases) {
+        // 8 d^2 + 4 N d: four projections of 2 d^2 (a multiply and an add per weight), and two
+        // products with the N keys (the scores and the weighted sum) of 2 N d each.
+        const grade::Term terms[] = {{"projection", "2 d_model^2", 2 * c.d_model * c.d_model},
+                                     {"product with the keys", "2 N d_model", 2 * c.context * c.d_model}};
         grade::expect<Ex05>(
             fmt::format("attention_flops_per_token(d_model = {}, N = {})", c.d_model, c.context),
             [&](const Ex05& ex) { return std::size_t(ex.attention_flops_per_token(c.d_model, c.context)); },
-            std::size_t(c.flops), "FLOPs");
+            std::size_t(c.flops), "FLOPs", {}, {},
+            [&](std::size_t got) { return grade::count_difference(got, std::size_t(c.flops), terms); });
     }
 }
 

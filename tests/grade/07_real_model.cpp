@@ -163,15 +163,37 @@ std::string last_layer_norm_reading(const Tensor3& y, const ex07::LayerWeights& 
            before;
 }
 
+// A wrong result compared with what each candidate mistake would give: the first it equals.
+struct Candidate {
+    Tensor3 result;
+    std::string reading;  // said when the result equals it
+};
+std::string equal_candidate(const Tensor3& y, const std::vector<Candidate>& candidates, grade::Tolerance tol) {
+    for (const Candidate& c : candidates)
+        if (grade::compare(y, c.result, "B, N, d_model", tol).same) return c.reading;
+    return {};
+}
+
+// ln1_beta as a (1, 1, d_model) tensor, to add to every row.
+Tensor3 ln1_beta_row(const ex07::LayerWeights& w) {
+    Tensor3 row = Tensor3::from_shape({1, 1, w.ln1_beta.size()});
+    for (std::size_t c = 0; c < w.ln1_beta.size(); ++c) row(0, 0, c) = w.ln1_beta(c);
+    return row;
+}
+
 // The layer's output on `layer` (a copy of the weights with some parts switched off); `matched`
-// lists the stages checked so far that matched, and gains `stage` when this one does.
+// lists the stages checked so far that matched, and gains `stage` when this one does. A wrong
+// output that equals one of `candidates` is said to; otherwise LayerNorm_2's reading.
 void expect_output(const std::string& what, const ex07::LayerWeights& layer, const Tensor3& x, const Mask2& padding,
                    const Tensor3& expected, grade::Tolerance tol, std::string& matched, const std::string& stage,
-                   const std::string& before) {
+                   const std::string& before, const std::vector<Candidate>& candidates = {}) {
     const LayerRun run(layer, x, padding);
     const bool ok = grade::expect<Ex07>(
         what, [&](const Ex07& ex) { return run(ex).first; }, expected, "B, N, d_model", tol, matched,
-        [&](const Tensor3& y) { return last_layer_norm_reading(y, layer, before); });
+        [&](const Tensor3& y) {
+            const std::string equal = equal_candidate(y, candidates, tol);
+            return equal.empty() ? last_layer_norm_reading(y, layer, before) : equal;
+        });
     if (ok) matched += (matched.empty() ? "" : ", ") + stage;
 }
 
@@ -197,11 +219,22 @@ void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& pa
         norms_only.b_o.fill(0.0f);
         norms_only.w_2.fill(0.0f);
         norms_only.b_2.fill(0.0f);
+        // Where the residuals go: with attention and feed-forward off, a residual added after
+        // LayerNorm_1 (x + LayerNorm_1(a)) leaves x + ln1_beta, and a second residual from x
+        // leaves x, before LayerNorm_2. Each is told by the tensor it gives.
+        const Tensor3 x_plus_beta = x + ln1_beta_row(w);
+        const std::vector<Candidate> residuals = {
+            {headwise::bert::layer_norm(x, w.ln2_gamma, w.ln2_beta, w.eps),
+             "it equals LayerNorm_2(x): LayerNorm_1's output h never reaches LayerNorm_2, as when the second residual "
+             "adds x instead of h (LayerNorm_2(h + feed-forward))"},
+            {headwise::bert::layer_norm(x_plus_beta, w.ln2_gamma, w.ln2_beta, w.eps),
+             "it equals LayerNorm_2(x + ln1_beta), what h = x + LayerNorm_1(attention) gives with the attention off: "
+             "the first residual is added after LayerNorm_1 instead of before it (h = LayerNorm_1(x + attention))"}};
         expect_output(
             call + " with w_o, b_o, w_2, b_2 = 0 (only the two LayerNorms act: y = LayerNorm_2(LayerNorm_1(x)))",
             norms_only, x, padding, library_layer(norms_only, x, padding, nullptr), tol, matched,
             "the LayerNorms alone",
-            "with attention and feed-forward off, in LayerNorm_1 or the residual sums around it");
+            "with attention and feed-forward off, in LayerNorm_1 or the residual sums around it", residuals);
         ex07::LayerWeights no_ffn = w;  // the feed-forward output 0: y = LayerNorm_2(LayerNorm_1(x + attention))
         no_ffn.w_2.fill(0.0f);
         no_ffn.b_2.fill(0.0f);

@@ -122,6 +122,24 @@ Tensor4 library_decode(const GroupedQueryAttention& m, const Tensor3& x) {
 
 enum class Oracle { recompute, library };
 
+// State first: the cache's length after `steps` steps from an empty cache. A wrong length is
+// the decisive fact (every position and every output after it follows from it), so it is
+// checked, and reported, before what the cache holds.
+template <class RunOf>
+void expect_length(const std::string& label, const RunOf& run_of, std::size_t steps) {
+    grade::expect<Ex08>(
+        "cache.length after " + label, [&](const Ex08& ex) { return run_of(ex).cache.length; }, steps, "tokens cached",
+        {}, {},
+        [&](std::size_t got) {
+            if (got == 0)
+                return fmt::format("the cache length is still 0 after {} steps: it is never counted up", steps);
+            if (got < steps)
+                return fmt::format("the cache length is {} after {} steps: some steps did not count", got, steps);
+            return fmt::format("the cache length is {} after {} steps: more than one token counted per step", got,
+                               steps);
+        });
+}
+
 // In the lesson's order (step 1, then step 6): what the run left in the cache, then the outputs
 // of every step. One run per implementation serves both checks; a cache that matched says the
 // outputs' difference arises in the attention over it. `scale` multiplies the projection weights
@@ -136,6 +154,7 @@ void expect_decode(const Problem& p, Oracle oracle, float scale = 1.0f) {
         return runs.emplace(ex.decode_step, run_steps(ex, s.m, s.x, p.steps)).first->second;
     };
     const std::string label = p.label() + (scale != 1.0f ? fmt::format(", projections x{}", scale) : "");
+    expect_length(label, run, p.steps);
     const bool k_ok = grade::expect<Ex08>(
         "cache.k after " + label, [&](const Ex08& ex) { return run(ex).cache.k; }, s.m.project_k(s.x),
         "B, H_kv, position, d_head");
@@ -181,6 +200,9 @@ TEST_CASE("decode_step: two tokens worked by hand, one K/V head shared by two qu
     shape_only.kv_heads = 1;
     shape_only.out_proj_weight = Tensor2::from_shape({4, 4});
     const Tensor4 expected = {{{{3.0f, -1.0f}, {0.0f, 5.0f}}, {{3.0f, -1.0f}, {1.0f, 3.0f}}}};  // (1, 2, 2, 2)
+    expect_length(
+        "decode_step on tokens 0 and 1 (B = 1, H = 2, H_kv = 1, d_head = 2)",
+        [&](const Ex08& ex) { return run_steps(ex, shape_only, x, 4, &by_hand); }, 2);
     grade::expect<Ex08>(
         "decode_step on tokens 0 and 1 (B = 1, H = 2, H_kv = 1, d_head = 2), outputs of both steps",
         [&](const Ex08& ex) { return run_steps(ex, shape_only, x, 4, &by_hand).out; }, expected, "B, H, step, d_head");

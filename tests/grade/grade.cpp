@@ -95,6 +95,258 @@ std::optional<Outcome> compare_shapes(std::span<const std::size_t> actual, std::
     return Outcome{false, fmt::format("expected {}, got {}", want, format_shape(actual)), {}};
 }
 
+// ---------------------------------------------------------------------------------------------
+// The diagnosis of a wrong tensor, clause by clause. Each clause is a small function of the
+// failing data that returns its text only when it holds on that data (nullopt otherwise), so no
+// clause printed can be false for the case at hand. A pattern read from a few numbers says
+// nothing: the clauses that fit one (a scale, an offset, a factor per row, a shift) ask for
+// enough values to mean it. Decisive facts (every value 0, whole rows or columns 0, where the
+// differences are) come before the patterns.
+
+// The failing data every clause reads.
+struct Failing {
+    std::span<const std::size_t> shape;
+    std::span<const float> actual, expected;
+    std::vector<std::string> names;
+    Tolerance tol;
+    std::vector<char> differs;  // per element: 1 when actual and expected disagree
+    std::size_t wrong = 0;
+    std::size_t rank() const { return shape.size(); }
+    std::size_t size() const { return expected.size(); }
+};
+
+using Clause = std::optional<std::string>;
+
+// A fit of one or two parameters means something only on this many values.
+constexpr std::size_t enough_values = 4;
+
+// How many clearly different values `v` holds (at most `cap` counted).
+std::size_t distinct_values(std::span<const float> v, double apart, std::size_t cap) {
+    std::vector<float> seen;
+    for (const float x : v) {
+        if (!std::isfinite(x)) continue;
+        if (std::ranges::none_of(seen, [&](float s) { return std::abs(double(s) - x) <= apart; })) seen.push_back(x);
+        if (seen.size() >= cap) break;
+    }
+    return seen.size();
+}
+
+// "0 .. 126, 128, 130 .. 222, ..." -- runs of three or more read "a .. b"; at most six items.
+std::string index_list(const std::vector<std::size_t>& at) {
+    std::string list;
+    std::size_t items = 0, k = 0;
+    for (; k < at.size() && items < 6; ++items) {
+        std::size_t end = k;
+        while (end + 1 < at.size() && at[end + 1] == at[end] + 1) ++end;
+        list += items ? ", " : "";
+        if (end >= k + 2) {
+            list += fmt::format("{} .. {}", at[k], at[end]);
+        } else {
+            list += fmt::format("{}", at[k]);
+            end = k;
+        }
+        k = end + 1;
+    }
+    return list + (k < at.size() ? ", ..." : "");
+}
+
+bool is_zero(float x) { return x == 0.0f; }
+
+// Every value is 0 (and the expected ones are not).
+Clause every_value_zero(const Failing& f) {
+    if (!std::ranges::all_of(f.actual, is_zero)) return std::nullopt;
+    if (std::ranges::all_of(f.expected, [&](float e) { return std::abs(e) <= f.tol.abs; })) return std::nullopt;
+    return f.size() == 1 ? std::string("it is 0") : std::string("every value is 0");
+}
+
+// Whole lines along one axis all 0 where the expected ones are not, and every difference inside
+// them: "rows N_q in {4, 5} are all zero (every value along N_k)".
+Clause zero_lines(const Failing& f) {
+    const std::size_t rank = f.rank();
+    if (rank < 2 || every_value_zero(f)) return std::nullopt;
+    for (const std::size_t axis : {rank - 1, rank - 2}) {
+        const std::size_t len = f.shape[axis];
+        if (len < 2) continue;
+        std::size_t stride = 1;
+        for (std::size_t d = axis + 1; d < rank; ++d) stride *= f.shape[d];
+        // A line starts at every element whose index along `axis` is 0.
+        std::vector<std::size_t> zeroed;
+        std::vector<char> covered(f.size(), 0);
+        for (std::size_t start = 0; start < f.size(); ++start) {
+            if (unravel(start, f.shape)[axis] != 0) continue;
+            bool zero = true, expected_zero = true;
+            for (std::size_t k = 0; k < len; ++k) {
+                zero = zero && is_zero(f.actual[start + k * stride]);
+                expected_zero = expected_zero && std::abs(f.expected[start + k * stride]) <= f.tol.abs;
+            }
+            if (!zero || expected_zero) continue;
+            zeroed.push_back(start);
+            for (std::size_t k = 0; k < len; ++k) covered[start + k * stride] = 1;
+        }
+        if (zeroed.empty()) continue;
+        bool explains_all = true;
+        for (std::size_t i = 0; i < f.size() && explains_all; ++i) explains_all = !f.differs[i] || covered[i];
+        if (!explains_all) continue;
+        // Which indices of the other axes the zero lines sit at. Axes where every index has one
+        // are "every H"; the lines are then listed by the other axes, when each such place has
+        // its lines at every index of those axes.
+        std::vector<std::vector<char>> at(rank);
+        for (std::size_t d = 0; d < rank; ++d) at[d].assign(f.shape[d], 0);
+        for (const std::size_t start : zeroed) {
+            const auto idx = unravel(start, f.shape);
+            for (std::size_t d = 0; d < rank; ++d) at[d][idx[d]] = 1;
+        }
+        std::vector<std::size_t> listed;  // the axes that name a line's place
+        std::size_t every = 1;            // lines per place: the product of the full axes
+        std::string full;
+        for (std::size_t d = 0; d < rank; ++d) {
+            if (d == axis) continue;
+            if (std::ranges::all_of(at[d], [](char c) { return c != 0; }) && f.shape[d] > 1) {
+                every *= f.shape[d];
+                full += (full.empty() ? "every " : ", every ") + f.names[d];
+            } else {
+                listed.push_back(d);
+            }
+        }
+        std::vector<std::string> places;
+        for (const std::size_t start : zeroed) {
+            const auto idx = unravel(start, f.shape);
+            std::string place;
+            for (const std::size_t d : listed)
+                place += fmt::format("{}{}={}", place.empty() ? "" : ", ", f.names[d], idx[d]);
+            if (std::ranges::find(places, place) == places.end()) places.push_back(place);
+        }
+        const char* lines = axis == rank - 1 ? "rows" : "columns";
+        if (!listed.empty() && places.size() * every == zeroed.size() && places.size() <= 6) {
+            std::string list;
+            for (const auto& place : places) list += (list.empty() ? "(" : ", (") + place + ")";
+            return fmt::format("{} {} are all zero ({}{}every value along {} is 0 there, the expected ones are not)",
+                               lines, list, full, full.empty() ? "" : "; ", f.names[axis]);
+        }
+        std::string first = named_index(zeroed.front(), f.shape, f.names);
+        first = first.substr(0, first.find(f.names[axis] + "=") - (axis == 0 ? 0 : 2)) + ")";
+        return fmt::format("{} whole {} along {} are all zero where the expected ones are not, the first at {}",
+                           zeroed.size(), lines, f.names[axis], first);
+    }
+    return std::nullopt;
+}
+
+// Where the differences are: the axes along which only some indices differ ("only at H in {1}"),
+// or, when most do, the few that do not ("at every d_model but 3 (127, 223, 255)").
+Clause where_they_differ(const Failing& f) {
+    std::vector<std::vector<char>> touched(f.rank());
+    for (std::size_t d = 0; d < f.rank(); ++d) touched[d].assign(f.shape[d], 0);
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        if (!f.differs[i]) continue;
+        const auto idx = unravel(i, f.shape);
+        for (std::size_t d = 0; d < f.rank(); ++d) touched[d][idx[d]] = 1;
+    }
+    std::vector<std::string> only, all_but;
+    for (std::size_t d = 0; d < f.rank(); ++d) {
+        std::vector<std::size_t> at, not_at;
+        for (std::size_t k = 0; k < touched[d].size(); ++k) (touched[d][k] ? at : not_at).push_back(k);
+        if (not_at.empty() || touched[d].size() < 2) continue;
+        if (at.size() > 2 * not_at.size() && at.size() > 6)
+            all_but.push_back(fmt::format("every {} but {} ({})", f.names[d], not_at.size(), index_list(not_at)));
+        else
+            only.push_back(fmt::format("{} in {{{}}}", f.names[d], index_list(at)));
+    }
+    std::string text;
+    if (!only.empty()) {
+        text = "only at ";
+        for (std::size_t k = 0; k < only.size(); ++k) text += (k ? ", " : "") + only[k];
+    }
+    if (!all_but.empty()) {
+        text += text.empty() ? "at " : "; at ";
+        for (std::size_t k = 0; k < all_but.size(); ++k) text += (k ? ", " : "") + all_but[k];
+    }
+    return text.empty() ? std::nullopt : Clause(text);
+}
+
+// Values with the bits grade builds fill fresh memory with: never written.
+Clause fill_pattern(const Failing& f) {
+    std::size_t unwritten = 0;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(f.actual[i]) == 0xbebebebeu && f.differs[i]) ++unwritten;
+    if (unwritten == 0) return std::nullopt;
+    return fmt::format(
+        "{} of them hold {:.6g}, the pattern grade builds fill fresh memory with: elements read or returned before "
+        "they were ever written (uninitialised; from_shape does not fill)",
+        unwritten, std::bit_cast<float>(0xbebebebeu));
+}
+
+// Values with the bits -ftrivial-auto-var-init=pattern gives every local of a grade build
+// (0xfe bytes, -1.69e38 as a float): a local variable read before it was ever set. A value added
+// to it is lost in its rounding, so the bits survive an accumulation.
+Clause local_fill_pattern(const Failing& f) {
+    std::size_t unset = 0;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(f.actual[i]) == 0xfefefefeu && f.differs[i]) ++unset;
+    if (unset == 0) return std::nullopt;
+    return fmt::format(
+        "{} of them hold {:.6g}, the pattern grade builds fill every local variable with: a local read before it "
+        "was ever set (a missing \"= 0\"?)",
+        unset, std::bit_cast<float>(0xfefefefeu));
+}
+
+// NaN or inf where the expected value is finite: the quiet NaN graders fill an output with
+// (exercise 06: never written), or one the code computed.
+Clause not_finite(const Failing& f) {
+    std::size_t first_bad = f.size(), never_written = 0;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        if (std::isfinite(f.actual[i]) || !std::isfinite(f.expected[i])) continue;
+        if (first_bad == f.size()) first_bad = i;
+        // std::numeric_limits<float>::quiet_NaN()'s bits, which arithmetic on x86 never makes
+        // (0/0, inf - inf give 0xffc00000).
+        if (std::bit_cast<std::uint32_t>(f.actual[i]) == 0x7fc00000u) ++never_written;
+    }
+    if (first_bad == f.size()) return std::nullopt;
+    if (never_written > 0 && std::bit_cast<std::uint32_t>(f.actual[first_bad]) == 0x7fc00000u) {
+        return fmt::format(
+            "{} of them, the first at {}, hold the NaN of std::numeric_limits<float>::quiet_NaN(), not one "
+            "arithmetic makes (0/0 gives another): elements never written where the output starts as that NaN "
+            "(exercise 06) -- a row, head or batch the code skips, or writes somewhere else",
+            never_written, named_index(first_bad, f.shape, f.names));
+    }
+    return fmt::format(
+        "first {} at {} where the expected value is finite (the inputs are finite, so your code produced it: exp "
+        "of a large score? 0/0?)",
+        std::isnan(f.actual[first_bad]) ? "NaN" : "inf", named_index(first_bad, f.shape, f.names));
+}
+
+// Weights (last axis N_k): does each row still have its expected sum (1; 0 for a row with
+// nothing to attend to)? A row holding NaN or inf has no sum.
+Clause weight_rows(const Failing& f) {
+    if (f.rank() < 2 || (f.names.back() != "N_k" && f.names.back() != "N_key")) return std::nullopt;
+    const std::size_t row = f.shape.back(), rows = f.size() / std::max<std::size_t>(row, 1);
+    std::size_t off = 0, first_off = rows;
+    double first_sum = 0, first_expected = 0;
+    bool all_one = true;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double sa = 0, se = 0;
+        for (std::size_t j = 0; j < row; ++j) {
+            sa += f.actual[r * row + j];
+            se += f.expected[r * row + j];
+        }
+        all_one = all_one && std::abs(se - 1) <= 1e-3;
+        if (std::isfinite(sa) && std::abs(sa - se) <= 1e-3) continue;
+        if (off++ == 0) first_off = r, first_sum = sa, first_expected = se;
+    }
+    if (off == 0) {
+        return all_one ? "every weights row still sums to 1 (the softmax normalises: the scores before it differ)"
+                       : "every weights row still has its expected sum (1, or 0 for a row with no key to attend to)";
+    }
+    std::string at = named_index(first_off * row, f.shape, f.names);
+    at = at.substr(0, at.rfind(", ")) + ")";  // the row: every axis but N_k
+    const std::string sum = std::isfinite(first_sum) ? fmt::format("sums to {:.5g}", first_sum)
+                                                     : fmt::format("holds {}", std::isnan(first_sum) ? "NaN" : "inf");
+    if (all_one) return fmt::format("{} of {} weights rows do not sum to 1, the first at {} {}", off, rows, at, sum);
+    return fmt::format(
+        "{} of {} weights rows do not have the expected sum, the first at {} {} where it should sum to "
+        "{:.5g}",
+        off, rows, at, sum, first_expected);
+}
+
 // "1/sqrt(8)" when c is close to a simple factor a learner might have introduced.
 std::string name_factor(double c) {
     for (int k = 2; k <= 4096; ++k) {
@@ -107,155 +359,192 @@ std::string name_factor(double c) {
     return "";
 }
 
-// Patterns that say what kind of mistake produced `actual` (same shape as `expected`).
-std::vector<std::string> patterns(std::span<const std::size_t> shape, std::span<const float> actual,
-                                  std::span<const float> expected, const std::vector<std::string>& names,
-                                  Tolerance tol) {
-    std::vector<std::string> found;
-    const std::size_t n = expected.size(), rank = shape.size();
-    if (n == 0) return found;
-    // A constant factor.
+// One number against one number: their ratio is a fact, not a pattern.
+Clause ratio(const Failing& f) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f.actual[0]);
+    if (f.size() != 1 || f.expected[0] == 0.0f || f.actual[0] == 0.0f || !std::isfinite(f.actual[0]) ||
+        !std::isfinite(f.expected[0]) || bits == 0xbebebebeu || bits == 0xfefefefeu)  // a fill, not a factor
+        return std::nullopt;
+    const double c = double(f.actual[0]) / f.expected[0];
+    return fmt::format("got / expected = {:.6g}{}", c, name_factor(c));
+}
+
+// One constant factor on every value (not 0: every_value_zero says that), fitted on enough
+// values that are not negligible.
+Clause scale(const Failing& f) {
+    const auto sizable = std::ranges::count_if(f.expected, [&](float e) { return std::abs(e) > 10 * f.tol.abs; });
+    if (std::size_t(sizable) < enough_values) return std::nullopt;
     double ae = 0, ee = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        ae += double(actual[i]) * expected[i];
-        ee += double(expected[i]) * expected[i];
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        ae += double(f.actual[i]) * f.expected[i];
+        ee += double(f.expected[i]) * f.expected[i];
     }
-    if (ee > 0 && std::isfinite(ae)) {
-        const double c = ae / ee;
-        bool all = std::abs(c - 1) > 1e-3;
-        for (std::size_t i = 0; all && i < n; ++i) all = agrees(actual[i], c * expected[i], tol);
-        if (all)
-            found.push_back(
-                fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c)));
-    }
-    // A factor per row (every axis but the last): each row right up to its own scale, as when a
-    // softmax's normaliser is wrong (the weights of a row do not sum to 1). Reported only when
-    // one factor does not do it for all.
-    if (rank >= 2 && shape[rank - 1] >= 2 && found.empty()) {
-        const std::size_t width = shape[rank - 1], rows = n / width;
-        double low = INFINITY, high = -INFINITY;
-        bool all = rows >= 2;
-        for (std::size_t r = 0; all && r < rows; ++r) {
-            double re = 0, rr = 0, lo = INFINITY, hi = -INFINITY;
-            for (std::size_t j = r * width; j < (r + 1) * width; ++j) {
-                re += double(actual[j]) * expected[j];
-                rr += double(expected[j]) * expected[j];
-                lo = std::min(lo, double(expected[j])), hi = std::max(hi, double(expected[j]));
-            }
-            // A row whose entries are all equal is a multiple of any other such row: it says nothing.
-            if (rr == 0 || !std::isfinite(re) || hi - lo <= tol.abs) {
-                all = false;
-                break;
-            }
-            const double c = re / rr;
-            for (std::size_t j = r * width; all && j < (r + 1) * width; ++j)
-                all = agrees(actual[j], c * expected[j], tol);
-            low = std::min(low, c), high = std::max(high, c);
+    if (ee == 0 || !std::isfinite(ae)) return std::nullopt;
+    const double c = ae / ee;
+    if (std::abs(c - 1) <= 1e-3 || std::abs(c) <= 1e-6) return std::nullopt;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (!agrees(f.actual[i], c * f.expected[i], f.tol)) return std::nullopt;
+    return fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c));
+}
+
+// A factor per row (every axis but the last): each row right up to its own scale, as when a
+// softmax's normaliser is wrong. Each row must be wide enough (3) and not constant.
+Clause row_factors(const Failing& f) {
+    if (f.rank() < 2 || f.shape.back() < 3 || scale(f)) return std::nullopt;
+    const std::size_t width = f.shape.back(), rows = f.size() / width;
+    if (rows < 2) return std::nullopt;
+    double low = INFINITY, high = -INFINITY, smallest = INFINITY;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double re = 0, rr = 0, lo = INFINITY, hi = -INFINITY;
+        for (std::size_t j = r * width; j < (r + 1) * width; ++j) {
+            re += double(f.actual[j]) * f.expected[j];
+            rr += double(f.expected[j]) * f.expected[j];
+            lo = std::min(lo, double(f.expected[j])), hi = std::max(hi, double(f.expected[j]));
         }
-        if (all && high - low > 1e-3)
-            found.push_back(fmt::format(
-                "each row along {} is the expected row times its own factor (from {:.4g} to {:.4g}): the rows "
-                "are right up to a scale, as when a softmax's normaliser is wrong (weights that do not sum to 1)",
-                names[rank - 1], low, high));
+        // A row whose entries are all equal is a multiple of any other such row: it says nothing.
+        if (rr == 0 || !std::isfinite(re) || hi - lo <= f.tol.abs) return std::nullopt;
+        const double c = re / rr;
+        for (std::size_t j = r * width; j < (r + 1) * width; ++j)
+            if (!agrees(f.actual[j], c * f.expected[j], f.tol)) return std::nullopt;
+        low = std::min(low, c), high = std::max(high, c), smallest = std::min(smallest, std::abs(c));
     }
-    // A constant offset (e.g. accumulated with += into memory never set to 0).
-    {
-        const double c = double(actual[0]) - expected[0];
-        bool all = std::isfinite(c) && std::abs(c) > tol.abs;
-        for (std::size_t i = 0; all && i < n; ++i) all = agrees(actual[i], expected[i] + c, tol);
-        if (all) {
-            const bool fill = std::abs(c - double(std::bit_cast<float>(0xbebebebeu))) < 1e-6;
-            found.push_back(
-                fmt::format("it is the expected result plus {:.6g}{}", c,
-                            fill ? ", the pattern grade builds fill fresh memory with: added (+=) to elements "
-                                   "never set (uninitialised; from_shape does not fill)"
-                                 : " (an offset)"));
-        }
-    }
-    // Two axes of the same size swapped (a transpose), for ranks up to 4.
-    for (std::size_t a = 0; a < rank; ++a)
-        for (std::size_t b = a + 1; b < rank; ++b) {
-            if (shape[a] != shape[b] || shape[a] < 2) continue;
+    // A factor of 0 is a row of zeros, which zero_lines says as such.
+    if (high - low <= 1e-3 || smallest <= 1e-3) return std::nullopt;
+    return fmt::format(
+        "each row along {} is the expected row times its own factor (from {:.4g} to {:.4g}): the rows are right up "
+        "to a scale, as when a softmax's normaliser is wrong (weights that do not sum to 1)",
+        f.names.back(), low, high);
+}
+
+// One constant added to every value (e.g. += into memory never set to 0), on enough values
+// that differ from each other (two numbers always differ by a constant).
+Clause offset(const Failing& f) {
+    // The got values must still vary as the expected ones do: a value so large that every one
+    // rounds to the same float (a fill pattern) is not "the expected plus" anything.
+    if (f.size() < enough_values || distinct_values(f.expected, 10 * f.tol.abs, 3) < 3 ||
+        distinct_values(f.actual, 10 * f.tol.abs, 3) < 3)
+        return std::nullopt;
+    const double c = double(f.actual[0]) - f.expected[0];
+    if (!std::isfinite(c) || std::abs(c) <= f.tol.abs) return std::nullopt;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (!agrees(f.actual[i], f.expected[i] + c, f.tol)) return std::nullopt;
+    const bool fill = std::abs(c - double(std::bit_cast<float>(0xbebebebeu))) < 1e-6;
+    return fmt::format("it is the expected result plus {:.6g}{}", c,
+                       fill ? ", the pattern grade builds fill fresh memory with: added (+=) to elements never set "
+                              "(uninitialised; from_shape does not fill)"
+                            : " (an offset)");
+}
+
+// Two axes of the same size swapped (a transpose).
+Clause transposed(const Failing& f) {
+    for (std::size_t a = 0; a < f.rank(); ++a)
+        for (std::size_t b = a + 1; b < f.rank(); ++b) {
+            if (f.shape[a] != f.shape[b] || f.shape[a] < 2) continue;
             bool all = true;
-            for (std::size_t i = 0; all && i < n; ++i) {
-                auto idx = unravel(i, shape);
+            for (std::size_t i = 0; all && i < f.size(); ++i) {
+                auto idx = unravel(i, f.shape);
                 std::swap(idx[a], idx[b]);
-                all = agrees(actual[i], expected[ravel(idx, shape)], tol);
+                all = agrees(f.actual[i], f.expected[ravel(idx, f.shape)], f.tol);
             }
             if (all)
-                found.push_back(fmt::format("it is the expected result with axes {} and {} swapped (transposed)",
-                                            names[a], names[b]));
+                return fmt::format("it is the expected result with axes {} and {} swapped (transposed)", f.names[a],
+                                   f.names[b]);
         }
-    // Shifted by one along an axis.
-    for (std::size_t a = 0; a < rank; ++a) {
-        if (shape[a] < 3) continue;
+    return std::nullopt;
+}
+
+// Shifted by one along an axis: every element compared agrees with its neighbour, and that
+// explains most of the differences (at least two of them), not just a few at the edges.
+Clause shifted(const Failing& f) {
+    for (std::size_t a = 0; a < f.rank(); ++a) {
+        if (f.shape[a] < 3) continue;
         for (int shift : {-1, 1}) {
             bool all = true;
-            std::size_t compared = 0;
-            for (std::size_t i = 0; all && i < n; ++i) {
-                auto idx = unravel(i, shape);
+            std::size_t explained = 0;
+            for (std::size_t i = 0; all && i < f.size(); ++i) {
+                auto idx = unravel(i, f.shape);
                 const long from = long(idx[a]) + shift;
-                if (from < 0 || from >= long(shape[a])) continue;
+                if (from < 0 || from >= long(f.shape[a])) continue;
                 idx[a] = std::size_t(from);
-                all = agrees(actual[i], expected[ravel(idx, shape)], tol);
-                ++compared;
+                all = agrees(f.actual[i], f.expected[ravel(idx, f.shape)], f.tol);
+                explained += f.differs[i] ? 1 : 0;
             }
-            if (all && compared > 0) {
-                found.push_back(
-                    fmt::format("element {}=i holds the expected element {}=i{}1 (shifted by one, off by one)",
-                                names[a], names[a], shift > 0 ? "+" : "-"));
-            }
+            if (all && explained >= 2 && 2 * explained >= f.wrong)
+                return fmt::format("element {}=i holds the expected element {}=i{}1 (shifted by one, off by one)",
+                                   f.names[a], f.names[a], shift > 0 ? "+" : "-");
         }
     }
-    // Slices along an axis in another order (rows or heads permuted).
-    for (std::size_t a = 0; a < rank; ++a) {
-        const std::size_t m = shape[a];
+    return std::nullopt;
+}
+
+// Slices along an axis that equal other expected slices (rows or heads permuted, or one
+// repeated). A slice that equals its own expected slice is taken as itself first, so only the
+// slices that really differ are said to have moved.
+Clause permuted(const Failing& f) {
+    for (std::size_t a = 0; a < f.rank(); ++a) {
+        const std::size_t m = f.shape[a];
         if (m < 2) continue;
+        const auto slice_equals = [&](std::size_t s, std::size_t t) {
+            for (std::size_t i = 0; i < f.size(); ++i) {
+                auto idx = unravel(i, f.shape);
+                if (idx[a] != s) continue;
+                idx[a] = t;
+                if (!agrees(f.actual[i], f.expected[ravel(idx, f.shape)], f.tol)) return false;
+            }
+            return true;
+        };
         std::vector<std::size_t> perm(m, m);
         bool all = true;
         for (std::size_t s = 0; all && s < m; ++s) {
-            for (std::size_t t = 0; t < m && perm[s] == m; ++t) {
-                bool same = true;
-                for (std::size_t i = 0; same && i < n; ++i) {
-                    auto idx = unravel(i, shape);
-                    if (idx[a] != s) continue;
-                    idx[a] = t;
-                    same = agrees(actual[i], expected[ravel(idx, shape)], tol);
-                }
-                if (same) perm[s] = t;
-            }
+            if (slice_equals(s, s)) perm[s] = s;
+            for (std::size_t t = 0; t < m && perm[s] == m; ++t)
+                if (t != s && slice_equals(s, t)) perm[s] = t;
             all = perm[s] != m;
         }
+        if (!all) continue;
         bool identity = true, bijection = true, constant = true;
         std::vector<bool> used(m, false);
-        for (std::size_t s = 0; all && s < m; ++s) {
+        for (std::size_t s = 0; s < m; ++s) {
             identity = identity && perm[s] == s;
             constant = constant && perm[s] == perm[0];
             bijection = bijection && !used[perm[s]];
             used[perm[s]] = true;
         }
-        if (all && !identity) {
-            std::string order;
-            for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
-                order += fmt::format("{}{}", s ? ", " : "", perm[s]);
-            if (bijection) {
-                found.push_back(fmt::format("its {} slices are the expected ones in another order ({}{})", names[a],
-                                            order, m > 8 ? ", ..." : ""));
-            } else if (constant) {
-                found.push_back(
-                    fmt::format("every {} slice equals the expected {} slice {}: an index stuck at {} "
-                                "where it should follow {}",
-                                names[a], names[a], perm[0], perm[0], names[a]));
-            } else {
-                found.push_back(
-                    fmt::format("its {} slices are copies of expected ones, slice i holding the expected "
-                                "slice ({}{}) -- some repeated, some missing",
-                                names[a], order, m > 8 ? ", ..." : ""));
-            }
-        }
+        if (identity) continue;
+        std::string order;
+        for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
+            order += fmt::format("{}{}", s ? ", " : "", perm[s]);
+        if (bijection)
+            return fmt::format("its {} slices are the expected ones in another order ({}{})", f.names[a], order,
+                               m > 8 ? ", ..." : "");
+        if (constant)
+            return fmt::format(
+                "every {} slice equals the expected {} slice {}: an index stuck at {} where it should "
+                "follow {}",
+                f.names[a], f.names[a], perm[0], perm[0], f.names[a]);
+        return fmt::format(
+            "its {} slices are copies of expected ones, slice i holding the expected slice ({}{}) -- "
+            "some repeated, some missing",
+            f.names[a], order, m > 8 ? ", ..." : "");
     }
-    return found;
+    return std::nullopt;
 }
+
+// Every clause, decisive facts first; only those that hold are printed.
+constexpr Clause (*clauses[])(const Failing&) = {every_value_zero,
+                                                 zero_lines,
+                                                 where_they_differ,
+                                                 fill_pattern,
+                                                 local_fill_pattern,
+                                                 not_finite,
+                                                 weight_rows,
+                                                 ratio,
+                                                 scale,
+                                                 row_factors,
+                                                 offset,
+                                                 transposed,
+                                                 shifted,
+                                                 permuted};
 
 }  // namespace
 
@@ -263,120 +552,31 @@ Outcome compare_values(std::span<const std::size_t> actual_shape, std::span<cons
                        std::span<const std::size_t> expected_shape, std::span<const float> expected,
                        std::string_view dims, Tolerance tol) {
     if (auto shape = compare_shapes(actual_shape, expected_shape, dims)) return *shape;
-    const auto names = axis_names(dims, expected_shape.size());
-    const std::size_t rank = expected_shape.size();
-    std::size_t wrong = 0, first = 0, first_bad = expected.size();
-    std::vector<std::vector<bool>> touched(rank);
-    for (std::size_t d = 0; d < rank; ++d) touched[d].assign(expected_shape[d], false);
+    Failing f{expected_shape, actual, expected, axis_names(dims, expected_shape.size()), tol, {}, 0};
+    f.differs.assign(expected.size(), 0);
+    std::size_t first = 0;
     std::vector<std::size_t> shown;
     for (std::size_t i = 0; i < expected.size(); ++i) {
-        if (!std::isfinite(actual[i]) && std::isfinite(expected[i]) && first_bad == expected.size()) first_bad = i;
         if (agrees(actual[i], expected[i], tol)) continue;
-        if (wrong++ == 0) first = i;
+        f.differs[i] = 1;
+        if (f.wrong++ == 0) first = i;
         if (shown.size() < 5) shown.push_back(i);
-        const auto idx = unravel(i, expected_shape);
-        for (std::size_t d = 0; d < rank; ++d) touched[d][idx[d]] = true;
     }
-    if (wrong == 0) return {};
+    if (f.wrong == 0) return {};
     Outcome o;
     o.same = false;
     const double allowed = tol.abs + tol.rel * std::abs(expected[first]);
     const std::string allowance =
         allowed == 0.0 ? std::string("must be exact") : fmt::format("allowed difference {:.1e}", allowed);
     o.detail = fmt::format("first differs at {}: got {:.6g}, expected {:.6g} ({}); {} of {} values differ",
-                           named_index(first, expected_shape, names), actual[first], expected[first], allowance, wrong,
-                           expected.size());
-    // Where: the axes along which only some indices differ.
-    std::vector<std::string> where;
-    for (std::size_t d = 0; d < rank; ++d) {
-        std::vector<std::size_t> at;
-        for (std::size_t k = 0; k < touched[d].size(); ++k)
-            if (touched[d][k]) at.push_back(k);
-        if (at.size() == touched[d].size() || touched[d].size() < 2) continue;
-        // Runs of three or more consecutive indices read "a .. b"; at most six items are listed.
-        std::string list;
-        std::size_t items = 0, k = 0;
-        for (; k < at.size() && items < 6; ++items) {
-            std::size_t end = k;
-            while (end + 1 < at.size() && at[end + 1] == at[end] + 1) ++end;
-            list += items ? ", " : "";
-            if (end >= k + 2) {
-                list += fmt::format("{} .. {}", at[k], at[end]);
-            } else {
-                list += fmt::format("{}", at[k]);
-                end = k;
-            }
-            k = end + 1;
-        }
-        where.push_back(fmt::format("{} in {{{}{}}}", names[d], list, k < at.size() ? ", ..." : ""));
-    }
-    if (!where.empty()) {
-        std::string w;
-        for (const auto& s : where) w += (w.empty() ? "" : ", ") + s;
-        o.detail += "; only at " + w;
-    }
-    std::size_t unwritten = 0;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-        std::uint32_t bits;
-        std::memcpy(&bits, &actual[i], sizeof bits);
-        if (bits == 0xbebebebeu && !agrees(actual[i], expected[i], tol)) ++unwritten;
-    }
-    if (unwritten > 0) {
-        o.detail += fmt::format(
-            "; {} of them hold {:.6g}, the pattern grade builds fill fresh memory with: elements "
-            "read or returned before they were ever written (uninitialised; from_shape does not fill)",
-            unwritten, std::bit_cast<float>(0xbebebebeu));
-    }
-    // NaNs with the bits of std::numeric_limits<float>::quiet_NaN(), which arithmetic on x86 never
-    // makes (0/0, inf - inf give 0xffc00000): what the graders fill an output with before a kernel
-    // writes it (exercise 06), so elements the code never wrote.
-    std::size_t never_written = 0;
-    for (std::size_t i = 0; i < expected.size(); ++i)
-        if (std::bit_cast<std::uint32_t>(actual[i]) == 0x7fc00000u && std::isfinite(expected[i])) ++never_written;
-    if (never_written > 0 && std::bit_cast<std::uint32_t>(actual[first_bad]) == 0x7fc00000u) {
-        o.detail += fmt::format(
-            "; {} of them, the first at {}, hold the NaN of std::numeric_limits<float>::quiet_NaN(), not one "
-            "arithmetic makes (0/0 gives another): elements never written where the output starts as that NaN "
-            "(exercise 06) -- a row, head or batch the code skips, or writes somewhere else",
-            never_written, named_index(first_bad, expected_shape, names));
-    } else if (first_bad < expected.size()) {
-        o.detail += fmt::format(
-            "; first {} at {} where the expected value is finite (the inputs are finite, so your "
-            "code produced it: exp of a large score? 0/0?)",
-            std::isnan(actual[first_bad]) ? "NaN" : "inf", named_index(first_bad, expected_shape, names));
-    }
-    // Weights: does every row still sum to 1?
-    if (rank >= 2 && (names.back() == "N_k" || names.back() == "N_key")) {
-        const std::size_t row = expected_shape.back(), rows = expected.size() / std::max<std::size_t>(row, 1);
-        std::size_t off = 0, first_off = rows;
-        double first_sum = 0;
-        for (std::size_t r = 0; r < rows; ++r) {
-            double sa = 0, se = 0;
-            for (std::size_t j = 0; j < row; ++j) {
-                sa += actual[r * row + j];
-                se += expected[r * row + j];
-            }
-            if (std::abs(sa - se) > 1e-3) {
-                if (off++ == 0) {
-                    first_off = r;
-                    first_sum = sa;
-                }
-            }
-        }
-        if (off == 0) {
-            o.detail += "; every weights row still sums to 1 (the softmax normalises: the scores before it differ)";
-        } else {
-            std::string at = named_index(first_off * row, expected_shape, names);
-            at = at.substr(0, at.rfind(", ")) + ")";  // the row: every axis but N_k
-            o.detail += fmt::format("; {} of {} weights rows do not sum to 1, the first at {} sums to {:.4g}", off,
-                                    rows, at, first_sum);
-        }
-    }
-    for (const std::string& p : patterns(expected_shape, actual, expected, names, tol)) o.detail += "; " + p;
+                           named_index(first, expected_shape, f.names), actual[first], expected[first], allowance,
+                           f.wrong, expected.size());
+    for (const auto clause : clauses)
+        if (const Clause text = clause(f)) o.detail += "; " + *text;
     o.details.push_back(fmt::format("shape {} ({}), tolerance |got - expected| <= {:.1e} + {:.1e} * |expected|",
                                     format_shape(expected_shape), dims, tol.abs, tol.rel));
     for (std::size_t i : shown) {
-        o.details.push_back(fmt::format("at {}: expected {:.7g}, got {:.7g}", named_index(i, expected_shape, names),
+        o.details.push_back(fmt::format("at {}: expected {:.7g}, got {:.7g}", named_index(i, expected_shape, f.names),
                                         expected[i], actual[i]));
     }
     return o;
@@ -414,17 +614,60 @@ Outcome compare_flags(std::span<const std::size_t> actual_shape, const std::vect
     return o;
 }
 
+namespace {
+// A count's clauses, each true of the two numbers before it is printed.
+Clause wrapped_32_bits(std::size_t actual, std::size_t expected) {
+    // Counted in a 32-bit int or unsigned: the low 32 bits are right, the rest lost (an int
+    // that went negative reads, sign-extended, as a huge std::size_t with the same low bits).
+    if (expected <= 0xFFFFFFFFull || (actual & 0xFFFFFFFFull) != (expected & 0xFFFFFFFFull)) return std::nullopt;
+    return std::string("overflowed 32 bits: it is the expected count modulo 2^32 (counted in int or unsigned?)");
+}
+Clause whole_multiple(std::size_t actual, std::size_t expected) {
+    if (expected == 0 || actual == 0) return std::nullopt;
+    if (actual > expected && actual % expected == 0) return fmt::format("exactly {} times too many", actual / expected);
+    if (actual < expected && expected % actual == 0) return fmt::format("exactly 1/{} of it", expected / actual);
+    return std::nullopt;
+}
+}  // namespace
+
 Outcome compare(std::size_t actual, std::size_t expected, std::string_view, Tolerance) {
     if (actual == expected) return {};
     Outcome o{false, fmt::format("got {}, expected {}", actual, expected), {}};
-    if (expected > 0 && actual < expected && expected > 0xFFFFFFFFull && actual == (expected & 0xFFFFFFFFull)) {
-        o.detail += " -- overflowed 32 bits: it is the expected count modulo 2^32 (counted in int or unsigned?)";
-    } else if (expected > 0x7FFFFFFFull && actual < expected) {
-        o.detail += " -- the expected count passes 2^31 = 2147483648: a 32-bit int or unsigned overflows here";
-    } else if (expected != 0 && actual % expected == 0) {
-        o.detail += fmt::format(" -- exactly {} times too many", actual / expected);
-    }
+    for (const auto clause : {wrapped_32_bits, whole_multiple})
+        if (const Clause text = clause(actual, expected)) o.detail += " -- " + *text;
     return o;
+}
+
+std::string count_difference(std::size_t actual, std::size_t expected, std::span<const Term> terms) {
+    if (actual == expected) return {};
+    const long double diff = static_cast<long double>(expected) - static_cast<long double>(actual);
+    std::vector<std::pair<std::size_t, int>> fit;  // (term, coefficient), the one sum that fits
+    int fits = 0;
+    const auto check = [&](std::vector<std::pair<std::size_t, int>> sum) {
+        long double total = 0;
+        for (const auto& [t, c] : sum) total += static_cast<long double>(c) * static_cast<long double>(terms[t].value);
+        if (total == diff && ++fits == 1) fit = std::move(sum);
+    };
+    for (std::size_t a = 0; a < terms.size(); ++a)
+        for (int ca = -4; ca <= 4; ++ca) {
+            if (ca == 0) continue;
+            check({{a, ca}});
+            for (std::size_t b = a + 1; b < terms.size(); ++b)
+                for (int cb = -4; cb <= 4; ++cb)
+                    if (cb != 0) check({{a, ca}, {b, cb}});
+        }
+    // Terms of equal value (d_model = 1, so d_model^2 = d_model) give several sums: say none.
+    if (fits != 1) return {};
+    std::string text;
+    for (const auto& [t, c] : fit) {
+        const Term& term = terms[t];
+        const int n = std::abs(c);
+        const std::string what = n == 1
+                                     ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
+                                     : fmt::format("{} {}s ({} x {} = {})", n, term.name, n, term.unit, n * term.value);
+        text += (text.empty() ? "" : " and ") + (c > 0 ? "short by " + what : what + " too many");
+    }
+    return text;
 }
 
 std::size_t unwritten_flags(const bool* data, std::size_t n) {
@@ -547,6 +790,24 @@ std::vector<std::string> subject_files() {
     return files;
 }
 
+// Whether `path` ends with the path components `tail` ("a/b.cpp" ends with "b.cpp", "ab.cpp" does not).
+bool ends_with_components(std::string_view path, std::string_view tail) {
+    return !tail.empty() && path.size() > tail.size() && path.ends_with(tail) &&
+           path[path.size() - tail.size() - 1] == '/';
+}
+
+// The subject file `path` names (a symboliser's path may be relative to the build directory:
+// ccache's base_dir rewrites the compiler's paths so), or empty.
+std::string subject_file_of(const std::string& path, const std::vector<std::string>& files) {
+    std::string_view tail = path;
+    while (tail.starts_with("../") || tail.starts_with("./")) tail.remove_prefix(tail.starts_with("./") ? 2 : 3);
+    for (const std::string& f : files) {
+        if (f == path) return f;
+        if (!path.starts_with("/") && ends_with_components(f, tail)) return f;
+    }
+    return {};
+}
+
 std::string relative_to_source(const std::string& path) {
     const char* root = std::getenv("HEADWISE_GRADE_SOURCE_DIR");
     const std::string prefix = root ? std::string(root) + "/" : std::string();
@@ -641,8 +902,24 @@ Diagnosis describe_exception(const std::string& what, const std::exception& e) {
         d.message = fmt::format("{}: the emulator stopped the kernel: {}", what, translate(e.what()));
     else
         d.message = fmt::format("{}: threw an exception ({}): {}", what, type, translate(e.what()));
+    const auto files = subject_files();
+    // The emulator names the kernel's line itself ("... at attention_kernels.cpp:96"): a race, a
+    // barrier not every thread reaches, a shared tile's bounds. Its first line in the subject's
+    // file is where: the throw may come from the launch, below the kernel.
+    if (type == "headwise::emulator::launch_error") {
+        static const std::regex site(R"(([A-Za-z0-9_.-]+\.(cpp|cuh|cu|hpp)):([0-9]+))");
+        const std::string message = e.what();
+        for (auto it = std::sregex_iterator(message.begin(), message.end(), site);
+             it != std::sregex_iterator() && d.where.empty(); ++it) {
+            for (const std::string& file : files) {
+                if (!ends_with_components(file, (*it)[1].str())) continue;
+                d.where = relative_to_source(file) + ":" + (*it)[3].str();
+                d.source = line_of(file, std::atol((*it)[3].str().c_str()));
+                break;
+            }
+        }
+    }
     if (__sanitizer_symbolize_pc != nullptr) {
-        const auto files = subject_files();
         for (int i = 0; i < throw_depth && d.where.empty(); ++i) {
             char buffer[4096] = {};
             // The return address points after the call: step back one byte into it. One string
@@ -653,10 +930,10 @@ Diagnosis describe_exception(const std::string& what, const std::exception& e) {
                  at += std::strlen(at) + 1) {
                 const std::string frame = at;
                 const auto colon = frame.find(':');
-                const std::string file = frame.substr(0, colon);
-                if (std::ranges::find(files, file) == files.end()) continue;
+                const std::string file = subject_file_of(frame.substr(0, colon), files);
+                if (file.empty()) continue;
                 const long line = std::atol(frame.c_str() + colon + 1);
-                d.where = relative_to_source(frame);
+                d.where = relative_to_source(file + frame.substr(colon));
                 if (d.where.ends_with(":0")) d.where.resize(d.where.size() - 2);
                 d.source = line_of(file, line);
             }

@@ -86,6 +86,17 @@ inline Outcome compare(const Mask2& actual, const Mask2& expected, std::string_v
 
 Outcome compare(std::size_t actual, std::size_t expected, std::string_view what, Tolerance);
 
+// A term of a count's formula: "bias vector" of `value` = d_model = 512 ("d_model" is `unit`).
+struct Term {
+    std::string name;  // "bias vector", "weight matrix"
+    std::string unit;  // "d_model", "d_model^2"
+    std::size_t value;
+};
+// The difference between two counts as a small sum of the formula's terms (each used at most 4
+// times, at most two kinds), when exactly one such sum fits: "short by one bias vector (d_model
+// = 512)". Empty when none fits, or more than one (then nothing certain can be said).
+std::string count_difference(std::size_t actual, std::size_t expected, std::span<const Term> terms);
+
 // Is this expected result a case large enough to tell mistakes apart? Tensors: every axis >= 2,
 // one >= 4, and not all the same size (square masks: N >= 4). Counts: above 1000.
 bool is_large(std::span<const std::size_t> shape);

@@ -52,7 +52,7 @@ public:
             if (part.empty()) continue;
             if (!part_index_.count(part)) {
                 part_index_[part] = report_.parts.size();
-                report_.parts.push_back({part, 0, 0});
+                report_.parts.push_back({part, 0, 0, 0});
             }
             ++report_.parts[part_index_[part]].total;
         }
@@ -64,6 +64,8 @@ public:
         case_failures().clear();
         other_.clear();
         report_.running = info.name;
+        // Counted as run when it starts: a test the sanitizer stops in ran (and failed).
+        if (const std::string part = part_of(info); !part.empty()) ++report_.parts[part_index_[part]].ran;
         write();
     }
 
@@ -94,9 +96,10 @@ public:
                 f.where = checks.front().where;
                 f.source = checks.front().source;
                 f.lesson = checks.front().lesson;
-                for (const Diagnosis& d : checks) {
-                    f.details.push_back(d.message);
-                    for (const std::string& line : d.details) f.details.push_back("    " + line);
+                // The first check's message is the failure's; each later one's leads its lines.
+                for (std::size_t k = 0; k < checks.size(); ++k) {
+                    if (k > 0) f.details.push_back(checks[k].message);
+                    for (const std::string& line : checks[k].details) f.details.push_back("    " + line);
                 }
                 if (checks.size() > 1)
                     f.message += fmt::format(" [and {} more failing check{} in this test]", checks.size() - 1,
