@@ -1,7 +1,7 @@
 #include "headwise/reference/batched.hpp"
 
 #include <catch2/catch.hpp>
-#include <xtensor/xio.hpp>
+#include <fmt/format.h>
 
 using namespace headwise;
 
@@ -22,7 +22,7 @@ TEST_CASE("batched: scores are q . k^T times the scale, head by head", "[batched
     const Tensor4 q = heads_of({Tensor2{{1.0f, 2.0f}}, Tensor2{{1.0f, 0.0f}}});
     const Tensor4 k = heads_of({Tensor2{{3.0f, 4.0f}, {5.0f, 6.0f}}, Tensor2{{0.0f, 1.0f}, {2.0f, 0.0f}}});
     const Tensor4 s = attention_scores(q, k, 0.5f);
-    INFO(s);
+    INFO("scores: " << fmt::format("{}", fmt::join(s, ", ")));
     // shape (1, 2, 1, 2) and every value, exactly: the products and the scale 0.5 are exact in float
     CHECK((s == heads_of({Tensor2{{5.5f, 8.5f}}, Tensor2{{0.0f, 1.0f}}})));
 }
@@ -33,7 +33,7 @@ TEST_CASE("batched: weights . v mixes the value rows of each head", "[batched]")
     const Tensor4 w = heads_of({Tensor2{{0.25f, 0.75f}}, Tensor2{{1.0f, 0.0f}}});
     const Tensor4 v = heads_of({Tensor2{{4.0f, 8.0f}, {0.0f, 4.0f}}, Tensor2{{2.0f, 3.0f}, {9.0f, 9.0f}}});
     const Tensor4 out = apply_weights(w, v);
-    INFO(out);
+    INFO("out: " << fmt::format("{}", fmt::join(out, ", ")));
     CHECK((out == heads_of({Tensor2{{1.0f, 5.0f}}, Tensor2{{2.0f, 3.0f}}})));  // shape (1, 2, 1, 2) and every value
 }
 
