@@ -11,6 +11,7 @@
 #include "kernels/tiled.cuh"
 #include "kernels/warp.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -20,23 +21,13 @@
 namespace headwise::kernels {
 
 std::string_view name(Version v) {
-    switch (v) {
-        case Version::naive:
-            return "naive";
-        case Version::online:
-            return "online";
-        case Version::tiled:
-            return "tiled";
-        case Version::warp:
-            return "warp";
-        case Version::tensor_core:
-            return "tensor_core";
-        case Version::mma:
-            return "mma";
-        case Version::pipelined:
-            return "pipelined";
-    }
-    return "?";
+    // In the order of Version.
+    constexpr std::array<std::string_view, versions.size()> names{"naive",       "online", "tiled",    "warp",
+                                                                  "tensor_core", "mma",    "pipelined"};
+    static_assert(std::none_of(names.begin(), names.end(), [](std::string_view n) { return n.empty(); }),
+                  "every version needs its name");
+    const auto i = static_cast<std::size_t>(v);
+    return i < names.size() ? names[i] : "?";
 }
 
 bool supports(Version v, int d_head) {
