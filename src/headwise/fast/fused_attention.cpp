@@ -329,8 +329,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                             row[j - j0] = neg_inf, masked = true;
                     if (masked) row_best = seen > 0 ? row_max(row, seen) : neg_inf;
                 }
-                if (!w.online_softmax(r, row, seen, len, row_best, d_head))
-                    continue;                            // no key seen yet: the row is zeros
+                if (!w.online_softmax(r, row, seen, len, row_best, d_head)) continue;  // no key seen yet
                 std::fill(row + seen, row + len, 0.0f);  // keys after this query (causal): weight 0
             }
             micro_pv_rows<micro_rows>(n, sc, block, vp + j0 * v.row, v.row, len, w.acc.data() + r0 * d_head, d_head);
