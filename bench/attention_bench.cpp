@@ -20,6 +20,7 @@
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,17 @@ using namespace headwise;
 namespace {
 
 double mha_flops(double b, double n, double d) { return 2 * b * n * d * 4 * d + 4 * b * n * n * d; }
+
+// The first four arguments of the attention benchmarks: (B, N, d_model, H).
+std::array<std::size_t, 4> sizes(const benchmark::State& state) {
+    return {static_cast<std::size_t>(state.range(0)), static_cast<std::size_t>(state.range(1)),
+            static_cast<std::size_t>(state.range(2)), static_cast<std::size_t>(state.range(3))};
+}
+
+// Shows `flops` floating-point operations per iteration as GFLOP/s.
+void count_gflops(benchmark::State& state, double flops) {
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
 
 // The fast path must agree with the simple one before its speed means anything.
 void check_against_reference(const MultiHeadAttention& mha, const Tensor3& x, bool causal) {
@@ -48,10 +60,7 @@ void check_against_reference(const MultiHeadAttention& mha, const Tensor3& x, bo
 }
 
 void BM_mha_forward(benchmark::State& state) {
-    const auto batch = static_cast<std::size_t>(state.range(0));
-    const auto n = static_cast<std::size_t>(state.range(1));
-    const auto d = static_cast<std::size_t>(state.range(2));
-    const auto heads = static_cast<std::size_t>(state.range(3));
+    const auto [batch, n, d, heads] = sizes(state);
     const bool causal = state.range(4) != 0;
     Random rng(1);
     const auto mha = MultiHeadAttention::random(d, heads, true, rng);
@@ -63,15 +72,11 @@ void BM_mha_forward(benchmark::State& state) {
         Tensor3 y = mha.forward(x, o);
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(mha_flops(double(batch), double(n), double(d)) * 1e-9,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+    count_gflops(state, mha_flops(double(batch), double(n), double(d)));
 }
 
 void BM_mha_forward_with_weights(benchmark::State& state) {
-    const auto batch = static_cast<std::size_t>(state.range(0));
-    const auto n = static_cast<std::size_t>(state.range(1));
-    const auto d = static_cast<std::size_t>(state.range(2));
-    const auto heads = static_cast<std::size_t>(state.range(3));
+    const auto [batch, n, d, heads] = sizes(state);
     Random rng(1);
     const auto mha = MultiHeadAttention::random(d, heads, true, rng);
     const Tensor3 x = rng.normal<3>({batch, n, d});
@@ -80,18 +85,14 @@ void BM_mha_forward_with_weights(benchmark::State& state) {
         Tensor3 y = mha.forward(x, {}, &w);
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(mha_flops(double(batch), double(n), double(d)) * 1e-9,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+    count_gflops(state, mha_flops(double(batch), double(n), double(d)));
 }
 
 // The attention part alone (no projections): softmax(q k^T / sqrt(d_head)) v on (B, H, N, d_head),
 // so a forward's time can be split into projections and attention; with the BLAS kernel
 // (kernel:0) or the AVX-512 micro-kernels (kernel:1, BLAS where the CPU lacks AVX-512).
 void BM_attention_only(benchmark::State& state) {
-    const auto batch = static_cast<std::size_t>(state.range(0));
-    const auto n = static_cast<std::size_t>(state.range(1));
-    const auto d = static_cast<std::size_t>(state.range(2));
-    const auto heads = static_cast<std::size_t>(state.range(3));
+    const auto [batch, n, d, heads] = sizes(state);
     Random rng(1);
     const Tensor4 q = rng.normal<4>({batch, heads, n, d / heads});  // (B, H, N, d_head)
     const Tensor4 k = rng.normal<4>({batch, heads, n, d / heads});
@@ -104,8 +105,7 @@ void BM_attention_only(benchmark::State& state) {
         benchmark::DoNotOptimize(y.data());
     }
     detail::set_default_kernel(detail::Kernel::automatic);
-    state.counters["GFLOP/s"] = benchmark::Counter(4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+    count_gflops(state, 4.0 * double(batch) * double(n) * double(n) * double(d));
 }
 
 // The projections alone, as the fast path runs them: x . [W_q; W_k; W_v]^T, then heads . W_o^T.
@@ -122,8 +122,7 @@ void BM_projections_only(benchmark::State& state) {
                             false, out.data(), d);
         benchmark::DoNotOptimize(out.data());
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(d) * 4.0 * double(d) * 1e-9,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+    count_gflops(state, 2.0 * double(rows) * double(d) * 4.0 * double(d));
 }
 
 void BM_sgemm(benchmark::State& state) {
@@ -138,8 +137,7 @@ void BM_sgemm(benchmark::State& state) {
         benchmark::DoNotOptimize(c.data());
     }
     blas::set_threads(before);
-    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+    count_gflops(state, 2.0 * double(n) * double(n) * double(n));
 }
 
 }  // namespace

@@ -70,9 +70,8 @@ int main(int argc, char** argv) {
     opt.dims.d_model = 64;
     std::size_t wide_d = 512;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,seed");
-    app.add_option("--wide-d", wide_d, "width used to show what happens without the sqrt(d) scaling")
-        ->check(CLI::Range(2, 8192))
-        ->capture_default_str();
+    lesson::add_bounded_option(app, "--wide-d", wide_d, "width used to show what happens without the sqrt(d) scaling",
+                               2, 8192);
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model;
         const Tracer trace(!opt.quiet);

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     cli::LessonOptions opt;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
+    lesson::add_save_figures(app, figures_dir, "this lesson's picture (PNG)");
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);

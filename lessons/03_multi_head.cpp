@@ -100,16 +100,6 @@ void print_share_table(const Tensor2& share, std::size_t d_head) {
     if (shown < share.shape()[0]) fmt::print("    ... (first {} of {} heads shown)\n", shown, share.shape()[0]);
 }
 
-// A multi-line block (a heat map) printed indented under the lesson's text.
-void print_indented(const std::string& block) {
-    std::size_t start = 0;
-    while (start < block.size()) {
-        const std::size_t end = std::min(block.find('\n', start), block.size());
-        fmt::print("    {}\n", block.substr(start, end - start));
-        start = end + 1;
-    }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,11 +114,10 @@ int main(int argc, char** argv) {
         ->type_name("FILE");
     app.add_option("--weights", weights_npy, "also write batch 0's weights (H, N, N) float32 as .npy")
         ->type_name("FILE");
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
+    lesson::add_save_figures(app, figures_dir, "this lesson's pictures (PNG)");
     app.add_option("--sentence", text, "words that label the tokens in the heat maps")->capture_default_str();
-    app.add_option("--cross-seq", M, "length M of the second sequence in the cross-attention step")
-        ->check(CLI::Range(1, 4096))
-        ->capture_default_str();
+    lesson::add_bounded_option(app, "--cross-seq", M, "length M of the second sequence in the cross-attention step", 1,
+                               4096);
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
@@ -301,7 +290,7 @@ int main(int argc, char** argv) {
         for (std::size_t h = 0; h < std::min<std::size_t>(H, 16); ++h) {
             const Tensor2 w_bh = xt::view(weights, 0, h);  // (N, N)
             fmt::print("\n  head {}   mean entropy {:.3f} of max {:.3f}\n", h, entropy[h], ln_n);
-            print_indented(heatmap(w_bh, labels, labels, look));
+            lesson::print_indented(heatmap(w_bh, labels, labels, look));
         }
         if (H > 16) fmt::print("\n  ... heads 16..{} not drawn\n", H - 1);
 
@@ -328,7 +317,7 @@ int main(int argc, char** argv) {
             "  each of the {} queries spreads its weight over the {} memory tokens; the output keeps the\n"
             "  queries' length N = {}. Head 0, batch 0:\n",
             N, M, N);
-        print_indented(heatmap(Tensor2(xt::view(cross_weights, 0, 0)), labels, token_labels(other, M), look));
+        lesson::print_indented(heatmap(Tensor2(xt::view(cross_weights, 0, 0)), labels, token_labels(other, M), look));
 
         // -----------------------------------------------------------------------------------------
         if (!figures_dir.empty()) {

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     std::size_t changed = 0;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
+    lesson::add_save_figures(app, figures_dir, "this lesson's picture (PNG)");
     app.add_option("--changed-token", changed, "the token j changed to prove causality (default: the middle one)")
         ->check(CLI::Range(0, 4095));
     return lesson::run(app, argc, argv, [&] {

@@ -67,10 +67,9 @@ int main(int argc, char** argv) {
     std::size_t N = 4096;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "d-model,heads,seed");
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
-    app.add_option("--context", N, "context length N for the FLOPs and attention-matrix columns")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str();
+    lesson::add_save_figures(app, figures_dir, "this lesson's pictures (PNG)");
+    lesson::add_bounded_option(app, "--context", N, "context length N for the FLOPs and attention-matrix columns", 1,
+                               1 << 20);
     return lesson::run(app, argc, argv, [&] {
         const std::size_t d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);

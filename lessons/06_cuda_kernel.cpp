@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
                    "ptxas's registers, stack and shared memory per kernel (scripts/kernel-resources writes it)")
         ->type_name("FILE")
         ->capture_default_str();
-    app.add_option("--save-figures", figures_dir, "also draw the traffic chart (PNG) into DIR")->type_name("DIR");
+    lesson::add_save_figures(app, figures_dir, "the traffic chart (PNG)");
     app.add_option("--d-head", d_head, "width of one head; the register-array kernels exist for 8, 16, 32, 64, 128")
         ->check(CLI::IsMember({8, 16, 32, 64, 128}))
         ->capture_default_str();
@@ -360,12 +360,8 @@ int main(int argc, char** argv) {
            "how the emulator runs a block's threads: fibers, fibers_reversed, or threads (one std::thread each)")
         ->check(CLI::IsMember({"fibers", "fibers_reversed", "threads"}))
         ->capture_default_str();
-    app.add_option("--warmup", warmup, "untimed launches before timing (GPU only)")
-        ->check(CLI::Range(0, 100))
-        ->capture_default_str();
-    app.add_option("--repeats", repeats, "timed launches; the median is shown (GPU only)")
-        ->check(CLI::Range(1, 1000))
-        ->capture_default_str();
+    lesson::add_bounded_option(app, "--warmup", warmup, "untimed launches before timing (GPU only)", 0, 100);
+    lesson::add_bounded_option(app, "--repeats", repeats, "timed launches; the median is shown (GPU only)", 1, 1000);
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, H = opt.dims.heads, N = opt.dims.seq, D = std::size_t(d_head);
         const std::map<std::string, emulator::Schedule> schedules{

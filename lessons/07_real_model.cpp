@@ -44,16 +44,6 @@ namespace {
 const std::string tired = "The dog could not jump the fence because it was too tired.";
 const std::string tall = "The dog could not jump the fence because it was too tall.";
 
-// A multi-line block (a heat map) printed indented under the lesson's text.
-void print_indented(const std::string& block) {
-    std::size_t start = 0;
-    while (start < block.size()) {
-        const std::size_t end = std::min(block.find('\n', start), block.size());
-        fmt::print("    {}\n", block.substr(start, end - start));
-        start = end + 1;
-    }
-}
-
 // One head's weights for sentence b: (N, N).
 Tensor2 head_weights(const std::vector<Tensor4>& attention, std::size_t layer, std::size_t b, std::size_t h) {
     return xt::view(attention[layer], b, h);
@@ -93,15 +83,10 @@ int main(int argc, char** argv) {
     app.add_flag("--quiet", quiet, "no shape lines (the numbers and tables are still printed)");
     app.add_option("--sentence", sentence, "the sentence whose tokens, layer and heads are shown")
         ->capture_default_str();
-    app.add_option("--layer", show_layer, "the layer computed step by step and drawn head by head (0-5)")
-        ->check(CLI::Range(0, 5))
-        ->capture_default_str();
-    app.add_option("--top", top, "how many of the heads that matter most step 10 names (1-72)")
-        ->check(CLI::Range(1, 72))
-        ->capture_default_str();
-    app.add_option("--save-figures", figures_dir,
-                   "also draw this lesson's pictures (PNG) and its head view page (07_heads.html) into DIR")
-        ->type_name("DIR");
+    lesson::add_bounded_option(app, "--layer", show_layer,
+                               "the layer computed step by step and drawn head by head (0-5)", 0, 5);
+    lesson::add_bounded_option(app, "--top", top, "how many of the heads that matter most step 10 names (1-72)", 1, 72);
+    lesson::add_save_figures(app, figures_dir, "this lesson's pictures (PNG) and its head view page (07_heads.html)");
     return lesson::run(app, argc, argv, [&] {
         const auto dir = bert::model_dir();
         bert::require_model(dir);  // without the model: one line on stderr that says how to get it, exit 2
@@ -357,7 +342,7 @@ int main(int argc, char** argv) {
         look.max_size = 20;
         for (std::size_t h : {static_cast<std::size_t>(sharp), static_cast<std::size_t>(broad)}) {
             fmt::print("\n  layer {} head {}   entropy {:.2f}\n", show_layer, h, layer_entropy[h]);
-            print_indented(heatmap(head_weights(out.attention, show_layer, 0, h), tokens, tokens, look));
+            lesson::print_indented(heatmap(head_weights(out.attention, show_layer, 0, h), tokens, tokens, look));
         }
 
         // -----------------------------------------------------------------------------------------

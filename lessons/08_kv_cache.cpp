@@ -105,16 +105,13 @@ int main(int argc, char** argv) {
     std::size_t kv_heads = 2, generate = 6, timed = 128;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
-    app.add_option("--kv-heads", kv_heads, "key/value heads H_kv for step 6 (must divide --heads)")
-        ->check(CLI::Range(1, 256))
-        ->capture_default_str();
-    app.add_option("--generate", generate, "tokens decoded one at a time after the prompt of --seq tokens")
-        ->check(CLI::Range(1, 4096))
-        ->capture_default_str();
-    app.add_option("--timed-tokens", timed, "tokens generated in step 4's timing, with and without the cache")
-        ->check(CLI::Range(1, 4096))
-        ->capture_default_str();
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's picture (PNG) into DIR")->type_name("DIR");
+    lesson::add_bounded_option(app, "--kv-heads", kv_heads, "key/value heads H_kv for step 6 (must divide --heads)", 1,
+                               256);
+    lesson::add_bounded_option(app, "--generate", generate,
+                               "tokens decoded one at a time after the prompt of --seq tokens", 1, 4096);
+    lesson::add_bounded_option(app, "--timed-tokens", timed,
+                               "tokens generated in step 4's timing, with and without the cache", 1, 4096);
+    lesson::add_save_figures(app, figures_dir, "this lesson's picture (PNG)");
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, P = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);

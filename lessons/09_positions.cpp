@@ -87,16 +87,13 @@ int main(int argc, char** argv) {
     std::size_t kv_heads = 2, generate = 6, max_positions = 16;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
-    app.add_option("--kv-heads", kv_heads, "key/value heads H_kv for step 7 (must divide --heads)")
-        ->check(CLI::Range(1, 256))
-        ->capture_default_str();
-    app.add_option("--generate", generate, "tokens decoded one at a time with RoPE after the prompt (step 7)")
-        ->check(CLI::Range(1, 1024))
-        ->capture_default_str();
-    app.add_option("--max-positions", max_positions, "rows of step 3's learned position table")
-        ->check(CLI::Range(1, 4096))
-        ->capture_default_str();
-    app.add_option("--save-figures", figures_dir, "also draw this lesson's pictures (PNG) into DIR")->type_name("DIR");
+    lesson::add_bounded_option(app, "--kv-heads", kv_heads, "key/value heads H_kv for step 7 (must divide --heads)", 1,
+                               256);
+    lesson::add_bounded_option(app, "--generate", generate,
+                               "tokens decoded one at a time with RoPE after the prompt (step 7)", 1, 1024);
+    lesson::add_bounded_option(app, "--max-positions", max_positions, "rows of step 3's learned position table", 1,
+                               4096);
+    lesson::add_save_figures(app, figures_dir, "this lesson's pictures (PNG)");
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);

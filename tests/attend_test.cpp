@@ -23,10 +23,15 @@ using Catch::Matchers::Contains;
 namespace {
 
 const fs::path fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "attend";
+// --kv-heads (issue 17): tests/fixtures/gqa, written by scripts/make-fixtures-gqa.
+const fs::path gqa_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "gqa";
+// --rope and --alibi (lesson 09): tests/fixtures/positions, written by scripts/make-fixtures-positions.
+const fs::path positions_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "positions";
 constexpr double tolerance = 1e-5;
 
-nlohmann::json manifest() {
-    std::ifstream in(fixtures / "manifest.json");
+// The manifest.json of one fixture folder: its cases and what each one was made with.
+nlohmann::json manifest(const fs::path& root = fixtures) {
+    std::ifstream in(root / "manifest.json");
     return nlohmann::json::parse(in);
 }
 
@@ -62,6 +67,35 @@ std::vector<std::string> attend_args(const nlohmann::json& c, const fs::path& ou
 template <std::size_t R>
 Tensor<R> load(const fs::path& file) {
     return npy::to_tensor<R>(npy::read(file), file.filename().string());
+}
+
+// The largest difference between our tensor file and PyTorch's, which must have the same shape.
+template <std::size_t R>
+double difference(const fs::path& ours, const fs::path& torch) {
+    const Tensor<R> a = load<R>(ours), b = load<R>(torch);
+    REQUIRE(std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end()));
+    return max_abs_diff(a, b);
+}
+
+// Runs `headwise attend` on fixture case `c` of `root` (with `more` flags after the case's own) and
+// checks the output y and the weights against PyTorch's within `tolerance`. Returns the larger
+// difference and the run's stdout.
+std::pair<double, std::string> attend_matches_torch(const nlohmann::json& c, const fs::path& root,
+                                                    const std::vector<std::string>& more = {}) {
+    const fs::path expected = root / c.at("name").get<std::string>();
+    TempDir out;
+    std::vector<std::string> args = attend_args(c, out.path, true, root);
+    args.insert(args.end(), more.begin(), more.end());
+    const Result r = run_headwise(args);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const double dy = difference<3>(out / "y.npy", expected / "output.npy");
+    const double dw = c.at("average_weights").get<bool>()
+                          ? difference<3>(out / "a.npy", expected / "weights.npy")   // (B, N_q, N_k)
+                          : difference<4>(out / "a.npy", expected / "weights.npy");  // (B, H, N_q, N_k)
+    CHECK(dy <= tolerance);
+    CHECK(dw <= tolerance);
+    return {std::max(dy, dw), r.out};
 }
 
 std::size_t files_in(const fs::path& dir) {
@@ -137,33 +171,8 @@ TEST_CASE("attend matches torch.nn.MultiheadAttention on every fixture", "[atten
     REQUIRE(cases.size() >= 10);
     double worst = 0.0;
     for (const auto& c : cases) {
-        const std::string name = c.at("name").get<std::string>();
-        INFO("case " << name);
-        TempDir out;
-        const Result r = run_headwise(attend_args(c, out.path, true));
-        INFO("stderr: " << r.err);
-        REQUIRE(r.code == 0);
-
-        const Tensor3 y = load<3>(out / "y.npy");
-        const Tensor3 y_torch = load<3>(fixtures / name / "output.npy");
-        REQUIRE(std::equal(y.shape().begin(), y.shape().end(), y_torch.shape().begin()));
-        const double dy = max_abs_diff(y, y_torch);
-        CHECK(dy <= tolerance);
-
-        double dw = 0.0;
-        if (c.at("average_weights").get<bool>()) {
-            const Tensor3 a = load<3>(out / "a.npy");  // (B, N_q, N_k)
-            const Tensor3 a_torch = load<3>(fixtures / name / "weights.npy");
-            REQUIRE(std::equal(a.shape().begin(), a.shape().end(), a_torch.shape().begin()));
-            dw = max_abs_diff(a, a_torch);
-        } else {
-            const Tensor4 a = load<4>(out / "a.npy");  // (B, H, N_q, N_k)
-            const Tensor4 a_torch = load<4>(fixtures / name / "weights.npy");
-            REQUIRE(std::equal(a.shape().begin(), a.shape().end(), a_torch.shape().begin()));
-            dw = max_abs_diff(a, a_torch);
-        }
-        CHECK(dw <= tolerance);
-        worst = std::max({worst, dy, dw});
+        INFO("case " << c.at("name").get<std::string>());
+        worst = std::max(worst, attend_matches_torch(c, fixtures).first);
     }
     INFO("largest difference from PyTorch over all fixtures: " << worst);
     CHECK(worst <= tolerance);
@@ -331,42 +340,18 @@ TEST_CASE("attend leaves an existing output untouched when it fails", "[attend][
 // --kv-heads (issue 17): grouped-query attention against PyTorch, which repeats K/V heads with
 // repeat_interleave and then attends (tests/fixtures/gqa, scripts/make-fixtures-gqa).
 
-namespace {
-
-const fs::path gqa_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "gqa";
-
-nlohmann::json gqa_manifest() {
-    std::ifstream in(gqa_fixtures / "manifest.json");
-    return nlohmann::json::parse(in);
-}
-
-}  // namespace
-
 TEST_CASE("attend --kv-heads matches grouped-query attention computed in PyTorch", "[attend][gqa]") {
-    const auto cases = gqa_manifest().at("cases");
+    const auto cases = manifest(gqa_fixtures).at("cases");
     REQUIRE(cases.size() >= 6);
     double worst = 0.0;
     std::set<std::string> kinds;
     for (const auto& c : cases) {
-        const std::string name = c.at("name").get<std::string>();
-        INFO("case " << name);
-        TempDir out;
-        std::vector<std::string> args = attend_args(c, out.path, true, gqa_fixtures);
-        args.push_back("--kv-heads");
-        args.push_back(std::to_string(c.at("kv_heads").get<int>()));
+        INFO("case " << c.at("name").get<std::string>());
         const int h = c.at("heads").get<int>(), kvh = c.at("kv_heads").get<int>();
         kinds.insert(kvh == h ? "MHA" : kvh == 1 ? "MQA" : "GQA");
-        const Result r = run_headwise(args);
-        INFO("stderr: " << r.err);
-        REQUIRE(r.code == 0);
-        CHECK_THAT(r.out, Contains(fmt::format("H_kv = {} key/value heads", c.at("kv_heads").get<int>())));
-        const double dy = max_abs_diff(load<3>(out / "y.npy"), load<3>(gqa_fixtures / name / "output.npy"));
-        const double dw = c.at("average_weights").get<bool>()
-                              ? max_abs_diff(load<3>(out / "a.npy"), load<3>(gqa_fixtures / name / "weights.npy"))
-                              : max_abs_diff(load<4>(out / "a.npy"), load<4>(gqa_fixtures / name / "weights.npy"));
-        CHECK(dy <= tolerance);
-        CHECK(dw <= tolerance);
-        worst = std::max({worst, dy, dw});
+        const auto [difference, out] = attend_matches_torch(c, gqa_fixtures, {"--kv-heads", std::to_string(kvh)});
+        CHECK_THAT(out, Contains(fmt::format("H_kv = {} key/value heads", kvh)));
+        worst = std::max(worst, difference);
     }
     CHECK(kinds == std::set<std::string>{"GQA", "MHA", "MQA"});  // H_kv = H, 1, and in between
     INFO("largest difference from PyTorch over the GQA fixtures: " << worst);
@@ -401,7 +386,7 @@ TEST_CASE("attend refuses --kv-heads that do not divide --heads, and the MHA lay
 
 TEST_CASE("the library's prefill + decode steps match PyTorch's KV-cache decode and its full forward",
           "[attend][gqa][kv_cache]") {
-    const auto cases = gqa_manifest().at("decode_cases");
+    const auto cases = manifest(gqa_fixtures).at("decode_cases");
     REQUIRE(cases.size() >= 3);
     for (const auto& c : cases) {
         const std::string name = c.at("name").get<std::string>();
@@ -429,52 +414,32 @@ TEST_CASE("the library's prefill + decode steps match PyTorch's KV-cache decode 
 // scripts/make-fixtures-positions (RoPE through transformers' Llama apply_rotary_pos_emb or a
 // complex-product interleaved reference, the ALiBi bias from the paper's slopes, attention in torch).
 
-namespace {
-
-const fs::path positions_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "positions";
-
-nlohmann::json positions_manifest() {
-    std::ifstream in(positions_fixtures / "manifest.json");
-    return nlohmann::json::parse(in);
-}
-
-}  // namespace
-
 TEST_CASE("attend --rope and --alibi match RoPE and ALiBi attention computed in PyTorch", "[attend][positions]") {
-    const auto cases = positions_manifest().at("attend_cases");
+    const auto cases = manifest(positions_fixtures).at("attend_cases");
     REQUIRE(cases.size() >= 6);
     double worst = 0.0;
     std::set<std::string> kinds;
     for (const auto& c : cases) {
-        const std::string name = c.at("name").get<std::string>();
-        INFO("case " << name);
-        TempDir out;
+        INFO("case " << c.at("name").get<std::string>());
         nlohmann::json as_attend = c;  // attend_args reads the gqa/attend manifests' fields
         as_attend["average_weights"] = false;
-        std::vector<std::string> args = attend_args(as_attend, out.path, true, positions_fixtures);
+        std::vector<std::string> more;
         if (!c.at("kv_heads").is_null()) {
-            args.insert(args.end(), {"--kv-heads", std::to_string(c.at("kv_heads").get<int>())});
+            more.insert(more.end(), {"--kv-heads", std::to_string(c.at("kv_heads").get<int>())});
             kinds.insert("kv-heads");
         }
         if (!c.at("rope").is_null()) {
             const auto& rope = c.at("rope");
-            args.insert(args.end(), {"--rope", "--rope-layout", rope.at("layout").get<std::string>(), "--rope-base",
+            more.insert(more.end(), {"--rope", "--rope-layout", rope.at("layout").get<std::string>(), "--rope-base",
                                      fmt::format("{}", rope.at("base").get<double>()), "--positions-from",
                                      std::to_string(rope.at("positions_from").get<int>())});
             kinds.insert("rope " + rope.at("layout").get<std::string>());
         }
         if (c.at("alibi").get<bool>()) {
-            args.push_back("--alibi");
+            more.push_back("--alibi");
             kinds.insert(c.at("causal").get<bool>() ? "alibi causal" : "alibi bidirectional");
         }
-        const Result r = run_headwise(args);
-        INFO("stderr: " << r.err);
-        REQUIRE(r.code == 0);
-        const double dy = max_abs_diff(load<3>(out / "y.npy"), load<3>(positions_fixtures / name / "output.npy"));
-        const double dw = max_abs_diff(load<4>(out / "a.npy"), load<4>(positions_fixtures / name / "weights.npy"));
-        CHECK(dy <= tolerance);
-        CHECK(dw <= tolerance);
-        worst = std::max({worst, dy, dw});
+        worst = std::max(worst, attend_matches_torch(as_attend, positions_fixtures, more).first);
     }
     CHECK(kinds ==
           std::set<std::string>{"kv-heads", "rope half", "rope interleaved", "alibi causal", "alibi bidirectional"});

@@ -4,6 +4,7 @@
 #include "headwise/io/head_view.hpp"
 
 #include "head_view_page.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 using namespace headwise;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
+using headwise::test::TempDir;
 
 namespace {
 
@@ -36,21 +38,6 @@ head_view::Data sample() {
     d.ablation_label = "cosine to the full output";
     return d;
 }
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string templ = (fs::temp_directory_path() / "headwise-head-view-XXXXXX").string();
-        REQUIRE(mkdtemp(templ.data()) != nullptr);
-        path = templ;
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 }  // namespace
 

@@ -14,14 +14,28 @@ using namespace headwise;
 using namespace headwise::test;
 using Catch::Matchers::Contains;
 
+namespace {
+
+// The sentence of the committed transformers fixtures (tests/fixtures/bert/tired).
+const std::string tired = "The dog could not jump the fence because it was too tired.";
+
+// `headwise heads` with `args`, which must succeed (its stderr shown when it does not).
+Result heads(const std::vector<std::string>& args) {
+    std::vector<std::string> command{"heads"};
+    command.insert(command.end(), args.begin(), args.end());
+    const Result r = run_headwise(command);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r;
+}
+
+}  // namespace
+
 TEST_CASE("heads writes (L, H, N, N) attention and the embedding as transformers computes them", "[heads][model]") {
     testing::model_or_skip();
     TempDir out;
     const std::string att = (out.path / "att.npy").string(), emb = (out.path / "emb.npy").string();
-    const Result r = run_headwise({"heads", "--sentence", "The dog could not jump the fence because it was too tired.",
-                                   "--attention", att, "--embedding", emb});
-    INFO(r.err);
-    REQUIRE(r.code == 0);
+    const Result r = heads({"--sentence", tired, "--attention", att, "--embedding", emb});
     CHECK_THAT(r.out, Contains("tokens (15): [CLS] the dog could not jump"));
     CHECK_THAT(r.out, Contains("layer 0 head 2: previous-token 1.000"));  // the sharpest head of layer 0 by default
     const Tensor4 a = testing::fixture<4>(att);                           // (6, 12, 15, 15)
@@ -35,8 +49,7 @@ TEST_CASE("heads writes (L, H, N, N) attention and the embedding as transformers
 
 TEST_CASE("heads draws the head that --layer and --head name, and refuses one the model lacks", "[heads][model]") {
     testing::model_or_skip();
-    const Result r = run_headwise({"heads", "--sentence", "Hello, world!", "--layer", "1", "--head", "8"});
-    REQUIRE(r.code == 0);
+    const Result r = heads({"--sentence", "Hello, world!", "--layer", "1", "--head", "8"});
     CHECK_THAT(r.out, Contains("layer 1 head 8: previous-token"));
     const Result bad = run_headwise({"heads", "--sentence", "Hello", "--head", "12"});
     CHECK(bad.code == 2);
@@ -59,10 +72,7 @@ TEST_CASE("heads --html writes the page with the weights --attention writes, eac
     testing::model_or_skip();
     TempDir out;
     const std::string html = (out.path / "heads.html").string(), att = (out.path / "att.npy").string();
-    const Result r = run_headwise({"heads", "--sentence", "The dog could not jump the fence because it was too tired.",
-                                   "--html", html, "--attention", att});
-    INFO(r.err);
-    REQUIRE(r.code == 0);
+    const Result r = heads({"--sentence", tired, "--html", html, "--attention", att});
     CHECK_THAT(r.out, Contains("wrote " + html));
     const nlohmann::json j = testing::head_view_data(read_text(html));
     const Tensor4 a = testing::fixture<4>(att);  // (6, 12, 15, 15)
@@ -88,17 +98,14 @@ TEST_CASE("heads --sentence-b runs the pair [CLS] a [SEP] b [SEP] and the page m
     TempDir out;
     const std::string html = (out.path / "pair.html").string(), pair = (out.path / "pair.npy").string(),
                       flat = (out.path / "flat.npy").string();
-    const Result r = run_headwise(
-        {"heads", "--sentence", "The cat sat.", "--sentence-b", "It was tired.", "--html", html, "--embedding", pair});
-    INFO(r.err);
-    REQUIRE(r.code == 0);
+    const Result r =
+        heads({"--sentence", "The cat sat.", "--sentence-b", "It was tired.", "--html", html, "--embedding", pair});
     CHECK_THAT(r.out, Contains("tokens (11): [CLS] the cat sat . [SEP] it was tired . [SEP]"));
     const nlohmann::json j = testing::head_view_data(read_text(html));
     CHECK(j.at("boundary") == 6);  // "it", the first token of b
     // The same ids as one sentence (a literal [SEP] stays one token) differ only in the token
     // types, so a different embedding shows that the second sentence is run as type 1.
-    const Result one = run_headwise({"heads", "--sentence", "The cat sat. [SEP] It was tired.", "--embedding", flat});
-    REQUIRE(one.code == 0);
+    const Result one = heads({"--sentence", "The cat sat. [SEP] It was tired.", "--embedding", flat});
     CHECK_THAT(one.out, Contains("tokens (11): [CLS] the cat sat . [SEP] it was tired . [SEP]"));
     const Tensor1 e_pair = testing::fixture<1>(pair), e_flat = testing::fixture<1>(flat);  // (384,)
     CHECK(bert::cosine(e_pair.data(), e_flat.data(), 384) < 0.9999);

@@ -3,6 +3,8 @@
 // message that names the file and the problem.
 #include "headwise/io/npy.hpp"
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,22 +18,11 @@
 namespace fs = std::filesystem;
 using namespace headwise;
 using Catch::Matchers::Contains;
+using headwise::test::TempDir;
 
 namespace {
 
 const fs::path samples = fs::path(HEADWISE_FIXTURES_DIR) / "npy";
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string templ = (fs::temp_directory_path() / "headwise-npy-XXXXXX").string();
-        path = mkdtemp(templ.data());
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 std::string slurp(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);

@@ -6,6 +6,8 @@
 // then fails on its exit code instead of hanging ctest).
 #pragma once
 
+#include "temp_dir.hpp"
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -56,23 +58,6 @@ inline void write_text(const fs::path& p, const std::string& text) {
     fs::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
-
-// A fresh directory under /tmp, removed with everything in it at the end of the scope.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string templ = (fs::temp_directory_path() / "headwise-test-XXXXXX").string();
-        if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path = templ;
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    fs::path operator/(const std::string& name) const { return path / name; }
-};
 
 struct Result {
     int code = -1;  // exit code, or 128 + signal

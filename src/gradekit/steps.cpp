@@ -91,6 +91,25 @@ fs::path sidecar_of(const fs::path& report) { return report.string() + ".warning
 
 }  // namespace
 
+void exec_or_exit(const std::vector<std::string>& args, const char* prefix) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "%scannot start %s: %s\n", prefix, argv[0], std::strerror(errno));
+    _exit(127);
+}
+
+int wait_exit_code(pid_t pid) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) throw std::runtime_error("waitpid failed");
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 1;
+}
+
 int run_captured(const std::vector<std::string>& args, const std::vector<std::string>& env,
                  const std::function<bool(const std::string&)>& on_line, int timeout_s) {
     int fds[2];
@@ -105,12 +124,7 @@ int run_captured(const std::vector<std::string>& args, const std::vector<std::st
         ::dup2(fds[1], 2);
         ::close(fds[1]);
         for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
-        std::vector<char*> argv;
-        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "cannot start %s: %s\n", argv[0], std::strerror(errno));
-        _exit(127);
+        exec_or_exit(args, "");
     }
     ::close(fds[1]);
     using clock = std::chrono::steady_clock;
@@ -149,13 +163,7 @@ int run_captured(const std::vector<std::string>& args, const std::vector<std::st
     }
     if (!pending.empty() && on_line && !stopped) on_line(pending);
     ::close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) throw std::runtime_error("waitpid failed");
-    }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return 1;
+    return wait_exit_code(pid);
 }
 
 CompilerOutput parse_compiler_output(const std::string& log, const Subject& s) {

@@ -12,6 +12,8 @@
 
 #include "gradekit/report.hpp"
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -27,6 +29,14 @@ struct Subject {
     std::vector<fs::path> files;  // the learner's (or the meta-test's subject's) source files
     fs::path report;              // build/grade/ex03.json
 };
+
+// In a child after fork(): becomes `args` (PATH searched), or prints "<prefix>cannot start ARG0:
+// why" on stderr and exits 127.
+[[noreturn]] void exec_or_exit(const std::vector<std::string>& args, const char* prefix);
+
+// Waits for the child `pid` (again when a signal interrupts the wait). Returns its exit code, or
+// 128 + the signal that ended it.
+int wait_exit_code(pid_t pid);
 
 // Runs `args` (PATH searched) with `env` added, feeding each line of its merged stdout and stderr
 // to `on_line`; when it returns true the program is stopped (SIGKILL). After `timeout_s` seconds

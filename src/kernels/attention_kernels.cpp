@@ -11,6 +11,7 @@
 #include "kernels/tiled.cuh"
 #include "kernels/warp.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -20,23 +21,13 @@
 namespace headwise::kernels {
 
 std::string_view name(Version v) {
-    switch (v) {
-        case Version::naive:
-            return "naive";
-        case Version::online:
-            return "online";
-        case Version::tiled:
-            return "tiled";
-        case Version::warp:
-            return "warp";
-        case Version::tensor_core:
-            return "tensor_core";
-        case Version::mma:
-            return "mma";
-        case Version::pipelined:
-            return "pipelined";
-    }
-    return "?";
+    // In the order of Version.
+    constexpr std::array<std::string_view, versions.size()> names{"naive",       "online", "tiled",    "warp",
+                                                                  "tensor_core", "mma",    "pipelined"};
+    static_assert(std::none_of(names.begin(), names.end(), [](std::string_view n) { return n.empty(); }),
+                  "every version needs its name");
+    const auto i = static_cast<std::size_t>(v);
+    return i < names.size() ? names[i] : "?";
 }
 
 bool supports(Version v, int d_head) {
@@ -121,45 +112,36 @@ emulator::LaunchStats emulate_16_bit(Version version, const Problem& p, const In
 
 LaunchConfig launch_config(Version v, const Problem& p) {
     validate(v, p);
-    const auto H = static_cast<unsigned>(p.heads), B = static_cast<unsigned>(p.batch);
+    // Blocks of `threads` threads, each owning `rows` query rows of one (b, h): grid (N / rows, H, B).
+    const auto blocks = [&](int rows, int threads, std::size_t shared_bytes,
+                            std::size_t scratch_floats = 0) -> LaunchConfig {
+        return {{blocks_for(p.seq, rows), static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch)},
+                {static_cast<unsigned>(threads), 1, 1},
+                shared_bytes,
+                scratch_floats,
+                static_cast<unsigned>(rows)};
+    };
     switch (v) {
         case Version::naive:
-            return {{blocks_for(p.seq, NaiveShape::threads), H, B},
-                    {NaiveShape::threads, 1, 1},
-                    0,
-                    scores_elements(p),
-                    NaiveShape::threads};
+            return blocks(NaiveShape::threads, NaiveShape::threads, 0, scores_elements(p));
         case Version::online:
-            return {{blocks_for(p.seq, OnlineShape::threads), H, B},
-                    {OnlineShape::threads, 1, 1},
-                    0,
-                    0,
-                    OnlineShape::threads};
+            return blocks(OnlineShape::threads, OnlineShape::threads, 0);
         case Version::tiled:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = TiledShape<decltype(d)::value>;
-                return {
-                    {blocks_for(p.seq, Shape::rows), H, B}, {Shape::rows, 1, 1}, Shape::shared_bytes, 0, Shape::rows};
+                return blocks(Shape::rows, Shape::rows, Shape::shared_bytes);
             });
         case Version::warp:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 using Shape = WarpShape<decltype(d)::value>;
-                return {{blocks_for(p.seq, Shape::rows), H, B},
-                        {Shape::threads, 1, 1},
-                        Shape::shared_bytes(Shape::pad),
-                        0,
-                        Shape::rows};
+                return blocks(Shape::rows, Shape::threads, Shape::shared_bytes(Shape::pad));
             });
         case Version::tensor_core:
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 constexpr int D = decltype(d)::value;
                 if constexpr (D % 16 == 0) {
                     using Shape = TensorCoreShape<D>;
-                    return {{blocks_for(p.seq, Shape::rows), H, B},
-                            {Shape::threads, 1, 1},
-                            Shape::shared_bytes,
-                            0,
-                            Shape::rows};
+                    return blocks(Shape::rows, Shape::threads, Shape::shared_bytes);
                 } else {
                     throw std::logic_error(
                         "tensor_core: validate() lets no d_head through that is not a multiple of 16");
@@ -171,11 +153,8 @@ LaunchConfig launch_config(Version v, const Problem& p) {
                 constexpr int D = decltype(d)::value;
                 if constexpr (D % 64 == 0) {
                     using Shape = FlashShape<D>;
-                    return {{blocks_for(p.seq, Shape::rows), H, B},
-                            {Shape::threads, 1, 1},
-                            v == Version::mma ? Shape::mma_shared_bytes : Shape::pipelined_shared_bytes,
-                            0,
-                            Shape::rows};
+                    return blocks(Shape::rows, Shape::threads,
+                                  v == Version::mma ? Shape::mma_shared_bytes : Shape::pipelined_shared_bytes);
                 } else {
                     throw std::logic_error("mma, pipelined: validate() lets only d_head 64 and 128 through");
                 }

@@ -205,6 +205,21 @@ __device__ __forceinline__ void write_rows(WarpRows<D>& w, global_ptr<float> out
     }
 }
 
+// The (N, D) slices of q, k and v that this block's head (b, h) = (blockIdx.z, blockIdx.y)
+// attends with, and their first row in the (B, H, N, D) tensors.
+template <class T>
+struct HeadSlices {
+    std::size_t head;  // row 0 of (b, h)
+    global_ptr<const T> q, k, v;
+};
+template <int D, class T>
+__device__ __forceinline__ HeadSlices<T> head_slices(global_ptr<const T> q, global_ptr<const T> k,
+                                                     global_ptr<const T> v, const AttentionArgs& a) {
+    const std::size_t head = (static_cast<std::size_t>(blockIdx.z) * a.heads + blockIdx.y) * a.seq;
+    const std::size_t size = static_cast<std::size_t>(a.seq) * D;
+    return {head, slice(q, head * D, size), slice(k, head * D, size), slice(v, head * D, size)};
+}
+
 // grid (ceil(N / 64), H, B), block 128: warp w of block (bx, h, b) owns query rows bx * 64 + 16 w ..
 //   q, k, v  (B, H, N, D), T = __half or __nv_bfloat16;  key_len (B);  out (B, H, N, D), fp32
 template <int D, class T>
@@ -219,10 +234,7 @@ __global__ void __launch_bounds__(128, 4)
 
     const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
     const int N = a.seq, q0 = static_cast<int>(blockIdx.x) * Br;
-    const std::size_t head = (static_cast<std::size_t>(blockIdx.z) * a.heads + blockIdx.y) * N;  // row 0 of (b, h)
-    const std::size_t size = static_cast<std::size_t>(N) * D;
-    const global_ptr<const T> q_bh = slice(q, head * D, size), k_bh = slice(k, head * D, size),
-                              v_bh = slice(v, head * D, size);  // (N, D) each
+    const HeadSlices<T> bh = head_slices<D>(q, k, v, a);
     const int n_keys = key_len[blockIdx.z];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
     const int row = q0 + 16 * warp + lane / 4;  // this lane's row g; g + 8 is row + 8
@@ -232,7 +244,7 @@ __global__ void __launch_bounds__(128, 4)
 
     for (int e = t; e < Br * C; e += Shape::threads) {  // rows past N are zeros
         const int r = e / C, c = 8 * (e % C);
-        load_16(q_tile, r, c, q_bh, std::size_t(q0 + r) * D + c, q0 + r < N);
+        load_16(q_tile, r, c, bh.q, std::size_t(q0 + r) * D + c, q0 + r < N);
     }
     __syncthreads();
     WarpRows<D> w;
@@ -243,8 +255,8 @@ __global__ void __launch_bounds__(128, 4)
         for (int e = t; e < Bc * C; e += Shape::threads) {  // keys past the block's end are zeros
             const int r = e / C, c = 8 * (e % C);
             const bool real = k0 + r < block_end;
-            load_16(k_tile, r, c, k_bh, std::size_t(k0 + r) * D + c, real);
-            load_16(v_tile, r, c, v_bh, std::size_t(k0 + r) * D + c, real);
+            load_16(k_tile, r, c, bh.k, std::size_t(k0 + r) * D + c, real);
+            load_16(v_tile, r, c, bh.v, std::size_t(k0 + r) * D + c, real);
         }
         __syncthreads();
         if (!a.causal || k0 <= warp_last)  // a tile entirely above the warp's rows: nothing to see
@@ -252,7 +264,7 @@ __global__ void __launch_bounds__(128, 4)
                                           lane);
         __syncthreads();  // the tiles are free for the next ones
     }
-    write_rows(w, out, head, row, N, lane);
+    write_rows(w, out, bh.head, row, N, lane);
 }
 
 // Version 7: version 6 with K/V tiles double-buffered through cp.async into swizzled tiles.
@@ -271,10 +283,7 @@ __global__ void __launch_bounds__(128, 4)
 
     const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
     const int N = a.seq, q0 = static_cast<int>(blockIdx.x) * Br;
-    const std::size_t head = (static_cast<std::size_t>(blockIdx.z) * a.heads + blockIdx.y) * N;  // row 0 of (b, h)
-    const std::size_t size = static_cast<std::size_t>(N) * D;
-    const global_ptr<const T> q_bh = slice(q, head * D, size), k_bh = slice(k, head * D, size),
-                              v_bh = slice(v, head * D, size);  // (N, D) each
+    const HeadSlices<T> bh = head_slices<D>(q, k, v, a);
     const int n_keys = key_len[blockIdx.z];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
     const int n_tiles = (block_end + Bc - 1) / Bc;
@@ -290,8 +299,8 @@ __global__ void __launch_bounds__(128, 4)
             const int r = e / C, c = e % C;
             const bool real = k0 + r < block_end;
             const std::size_t from = std::size_t(k0 + r) * D + 8 * c;
-            cp_async_16(k_tile, stage + r, 8 * swizzle<C>(stage + r, c), k_bh, from, real);
-            cp_async_16(v_tile, stage + r, 8 * swizzle<C>(stage + r, c), v_bh, from, real);
+            cp_async_16(k_tile, stage + r, 8 * swizzle<C>(stage + r, c), bh.k, from, real);
+            cp_async_16(v_tile, stage + r, 8 * swizzle<C>(stage + r, c), bh.v, from, real);
         }
     };
 
@@ -300,7 +309,7 @@ __global__ void __launch_bounds__(128, 4)
     if (n_tiles > 0) {
         for (int e = t; e < Br * C; e += Shape::threads) {  // Q, in the first group with tile 0
             const int r = e / C, c = e % C;
-            cp_async_16(q_tile, r, 8 * swizzle<C>(r, c), q_bh, std::size_t(q0 + r) * D + 8 * c, q0 + r < N);
+            cp_async_16(q_tile, r, 8 * swizzle<C>(r, c), bh.q, std::size_t(q0 + r) * D + 8 * c, q0 + r < N);
         }
         fetch(0);
         cp_async_commit();
@@ -321,7 +330,7 @@ __global__ void __launch_bounds__(128, 4)
                                           k0 + Bc > warp_min_end, scale2, lane);
         __syncthreads();  // this stage is free for tile + 2
     }
-    write_rows(w, out, head, row, N, lane);
+    write_rows(w, out, bh.head, row, N, lane);
 }
 
 }  // namespace headwise::kernels

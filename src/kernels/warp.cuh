@@ -38,6 +38,7 @@
 
 #include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
+#include "kernels/warp_reduce.cuh"
 
 namespace headwise::kernels {
 
@@ -82,14 +83,8 @@ void load4(Tile& tile, int r, int c, float (&x)[4], std::source_location where =
 
 // The largest and the sum of x over the 8 lanes of a row group (lanes that differ in their low
 // three bits): three butterfly steps, the result in every lane of the group.
-__device__ __forceinline__ float group_max(float x) {
-    for (int offset = 4; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
-    return x;
-}
-__device__ __forceinline__ float group_sum(float x) {
-    for (int offset = 4; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-    return x;
-}
+__device__ __forceinline__ float group_max(float x) { return lanes_max<8>(x); }
+__device__ __forceinline__ float group_sum(float x) { return lanes_sum<8>(x); }
 
 // grid (ceil(N / Br), H, B), block (threads): thread t of block (bx, h, b) owns query rows
 // bx * Br + 4 (t / 8) .. + 3, keys t % 8 + 8 jj of each tile, output columns column(t % 8, u).

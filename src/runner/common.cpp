@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "gradekit/steps.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -8,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace headwise::runner {
@@ -64,20 +65,9 @@ int run_program(const std::vector<std::string>& args, const fs::path& cwd) {
     if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
     if (pid == 0) {
         if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
-        std::vector<char*> argv;
-        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "headwise: cannot start %s: %s\n", argv[0], std::strerror(errno));
-        _exit(127);
+        gradekit::exec_or_exit(args, "headwise: ");
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) throw std::runtime_error("waitpid failed");
-    }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return 1;
+    return gradekit::wait_exit_code(pid);
 }
 
 }  // namespace headwise::runner

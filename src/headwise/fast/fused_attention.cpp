@@ -35,6 +35,31 @@ struct Scratch {
     std::vector<float> acc;     // (rows, d_head): running sum of exp(score - max) * v
     std::vector<float> max;     // (rows): running max of each row's scores
     std::vector<float> sum;     // (rows): running sum of exp(score - max)
+
+    // Row r's online-softmax step over one block of its scores: `block_max` is the block's largest
+    // (masked scores already -inf), `row` holds `count` scores in `width` floats. What was summed
+    // under the old max is rescaled to the new one, and the row becomes exp(row - max), its sum
+    // added; the division by the sum waits until the very end, where a row is d_head numbers long
+    // instead of N_k. While the row has seen no key it contributes nothing: the row is zeroed and
+    // the step returns false.
+    bool online_softmax(std::size_t r, float* row, std::size_t count, std::size_t width, float block_max,
+                        std::size_t d_head) {
+        const float old_max = max[r];
+        const float new_max = std::max(old_max, block_max);
+        if (new_max == neg_inf) {
+            std::fill(row, row + width, 0.0f);
+            return false;
+        }
+        if (new_max != old_max && old_max != neg_inf) {
+            const float alpha = std::exp(old_max - new_max);
+            sum[r] *= alpha;
+            float* a = acc.data() + r * d_head;
+            for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
+        }
+        max[r] = new_max;
+        sum[r] += exp_shifted_sum(row, count, new_max);
+        return true;
+    }
 };
 
 class TileRun {
@@ -77,23 +102,7 @@ public:
             if (o_.key_padding_mask != nullptr)
                 for (std::size_t j = j0; j < j1; ++j)
                     if ((*o_.key_padding_mask)(t_.b, j)) row[j - j0] = neg_inf;
-            const float old_max = w_.max[r];
-            const float new_max = std::max(old_max, row_max(row, len));
-            if (new_max == neg_inf) {  // no key of this row seen yet: contributes nothing
-                std::fill(row, row + len, 0.0f);
-                continue;
-            }
-            if (new_max != old_max && old_max != neg_inf) {
-                // What was summed so far used exp(score - old_max): rescale it to the new max.
-                const float alpha = std::exp(old_max - new_max);
-                w_.sum[r] *= alpha;
-                float* a = w_.acc.data() + r * d_head;
-                for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
-            }
-            w_.max[r] = new_max;
-            // row becomes exp(row - max); the division by the sum waits until the very end, where
-            // a row is d_head numbers long instead of N_k.
-            w_.sum[r] += exp_shifted_sum(row, len, new_max);
+            w_.online_softmax(r, row, len, len, row_max(row, len), d_head);
         }
         // acc (n, d_head) += exp(scores) (n, len) . v (len, d_head)
         blas::gemm(false, false, n, d_head, len, 1.0f, sc, len, vp_ + j0 * v_row_, v_row_, 1.0f,
@@ -320,20 +329,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                             row[j - j0] = neg_inf, masked = true;
                     if (masked) row_best = seen > 0 ? row_max(row, seen) : neg_inf;
                 }
-                const float old_max = w.max[r];
-                const float new_max = std::max(old_max, row_best);  // -inf when the row sees no key here
-                if (new_max == neg_inf) {
-                    std::fill(row, row + len, 0.0f);
-                    continue;
-                }
-                if (new_max != old_max && old_max != neg_inf) {
-                    const float alpha = std::exp(old_max - new_max);
-                    w.sum[r] *= alpha;
-                    float* a = w.acc.data() + r * d_head;
-                    for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
-                }
-                w.max[r] = new_max;
-                w.sum[r] += exp_shifted_sum(row, seen, new_max);
+                if (!w.online_softmax(r, row, seen, len, row_best, d_head)) continue;  // no key seen yet
                 std::fill(row + seen, row + len, 0.0f);  // keys after this query (causal): weight 0
             }
             micro_pv_rows<micro_rows>(n, sc, block, vp + j0 * v.row, v.row, len, w.acc.data() + r0 * d_head, d_head);

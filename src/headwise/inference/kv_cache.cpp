@@ -119,15 +119,7 @@ Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor
         return scaled_dot_product_attention(q, repeat_kv(k, group), repeat_kv(v, group), options, weights);
     }
     const std::size_t batch = sq[0], heads = sq[1], nq = sq[2], d_head = sq[3], kv_heads = sk[1], nk = sk[2];
-    if (options.attn_mask != nullptr && (options.attn_mask->shape()[0] != nq || options.attn_mask->shape()[1] != nk)) {
-        throw usage_error(fmt::format("attention: attn_mask must be (N_q, N_k) = ({}, {}), got ({}, {})", nq, nk,
-                                      options.attn_mask->shape()[0], options.attn_mask->shape()[1]));
-    }
-    if (options.key_padding_mask != nullptr &&
-        (options.key_padding_mask->shape()[0] != batch || options.key_padding_mask->shape()[1] != nk)) {
-        throw usage_error(fmt::format("attention: key_padding_mask must be (B, N_k) = ({}, {}), got ({}, {})", batch,
-                                      nk, options.key_padding_mask->shape()[0], options.key_padding_mask->shape()[1]));
-    }
+    check_masks(options, batch, nq, nk);
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     grouped_into({batch, heads, nq, nk, d_head}, kv_heads, strided<const float>(q.data(), heads, nq, d_head),

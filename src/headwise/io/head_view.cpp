@@ -45,6 +45,32 @@ void append_string(std::string& out, std::string_view s) {
     out += '"';
 }
 
+// A JSON array of strings.
+void append_strings(std::string& out, const std::vector<std::string>& items) {
+    out += '[';
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) out += ',';
+        append_string(out, items[i]);
+    }
+    out += ']';
+}
+
+// A table with one row per layer (roles, ablation cosines): null when there is none, otherwise an
+// array of the rows, each written by `row`.
+template <class Row, class AppendRow>
+void append_per_layer(std::string& out, const std::vector<Row>& table, AppendRow row) {
+    if (table.empty()) {
+        out += "null";
+        return;
+    }
+    out += '[';
+    for (std::size_t l = 0; l < table.size(); ++l) {
+        if (l) out += ',';
+        row(table[l]);
+    }
+    out += ']';
+}
+
 // A weight with weight_digits after the point, trailing zeros dropped ("0.25", "1", "0").
 void append_weight(std::string& out, float w) {
     std::string s = fmt::format("{:.{}f}", w, weight_digits);
@@ -95,12 +121,9 @@ std::string json(const Data& d) {
     append_string(out, d.title);
     out += ",\"subtitle\":";
     append_string(out, d.subtitle);
-    out += ",\"tokens\":[";
-    for (std::size_t i = 0; i < N; ++i) {
-        if (i) out += ',';
-        append_string(out, d.tokens[i]);
-    }
-    out += fmt::format("],\"boundary\":{},\"weights\":[", d.boundary);
+    out += ",\"tokens\":";
+    append_strings(out, d.tokens);
+    out += fmt::format(",\"boundary\":{},\"weights\":[", d.boundary);
     for (std::size_t l = 0; l < d.weights.size(); ++l) {  // weights[l][h] = the (N, N) matrix, row by row
         out += l ? ",[" : "[";
         const std::size_t H = d.weights[l].shape()[0];
@@ -116,29 +139,10 @@ std::string json(const Data& d) {
         out += ']';
     }
     out += "],\"roles\":";
-    if (d.roles.empty()) {
-        out += "null";
-    } else {
-        out += '[';
-        for (std::size_t l = 0; l < d.roles.size(); ++l) {
-            out += l ? ",[" : "[";
-            for (std::size_t h = 0; h < d.roles[l].size(); ++h) {
-                if (h) out += ',';
-                append_string(out, d.roles[l][h]);
-            }
-            out += ']';
-        }
-        out += ']';
-    }
+    append_per_layer(out, d.roles, [&](const std::vector<std::string>& row) { append_strings(out, row); });
     out += ",\"ablation\":";
-    if (d.ablation.empty()) {
-        out += "null";
-    } else {
-        out += '[';
-        for (std::size_t l = 0; l < d.ablation.size(); ++l)
-            out += fmt::format("{}[{:.6f}]", l ? "," : "", fmt::join(d.ablation[l], ","));
-        out += ']';
-    }
+    append_per_layer(out, d.ablation,
+                     [&](const std::vector<double>& row) { out += fmt::format("[{:.6f}]", fmt::join(row, ",")); });
     out += ",\"ablation_label\":";
     append_string(out, d.ablation_label);
     out += '}';

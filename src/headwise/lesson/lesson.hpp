@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace headwise::lesson {
 
@@ -31,6 +32,23 @@ inline constexpr double work_limit = 2e11;
 //     line and exit 1.
 // The story returns the exit code (0, or cli::exit_failure when a check it prints fails).
 int run(CLI::App& app, int argc, char** argv, const std::function<int()>& story);
+
+// The two shapes of flag a lesson adds beyond cli::add_lesson_options, one line each in main():
+// a number that must lie in [lo, hi] (its default shown in --help; a value outside is refused by
+// run() with one line and exit 2) ...
+template <class T, class Bound>
+CLI::Option* add_bounded_option(CLI::App& app, const std::string& flag, T& value, const std::string& help, Bound lo,
+                                Bound hi) {
+    return app.add_option(flag, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+}
+
+// ... and --save-figures DIR, "also draw `what` into DIR".
+inline CLI::Option* add_save_figures(CLI::App& app, std::string& dir, const std::string& what) {
+    return app.add_option("--save-figures", dir, "also draw " + what + " into DIR")->type_name("DIR");
+}
+
+// A multi-line block (a heat map) printed indented under the lesson's text.
+void print_indented(const std::string& block);
 
 // Bytes the lesson has allocated and not yet freed (what the memory limit is checked against).
 std::size_t bytes_allocated();

@@ -95,6 +95,15 @@ std::size_t bytes_allocated() {
     return static_cast<std::size_t>(std::max<std::int64_t>(bytes_in_use.load(std::memory_order_relaxed), 0));
 }
 
+void print_indented(const std::string& block) {
+    std::size_t start = 0;
+    while (start < block.size()) {
+        const std::size_t end = std::min(block.find('\n', start), block.size());
+        fmt::print("    {}\n", block.substr(start, end - start));
+        start = end + 1;
+    }
+}
+
 }  // namespace headwise::lesson
 
 // The replaced allocation functions, every form but the over-aligned ones (which keep their own,

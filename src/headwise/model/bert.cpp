@@ -1,5 +1,7 @@
 #include "headwise/model/bert.hpp"
 
+#include "headwise/model/json_object.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -43,13 +45,7 @@ Config read_config(const fs::path& config_json) {
     const std::string file = config_json.string();
     std::ifstream in(config_json);
     if (!in) throw usage_error(fmt::format("{}: cannot read", file));
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw usage_error(fmt::format("{}: not valid JSON ({})", file, e.what()));
-    }
-    if (!j.is_object()) throw usage_error(fmt::format("{}: not a JSON object", file));
+    nlohmann::json j = parse_json_object(in, file, "the config");
     auto size = [&](const char* key, std::size_t low, std::size_t high) {
         if (!j.contains(key) || !j[key].is_number_unsigned())
             throw usage_error(fmt::format("{}: \"{}\" is missing or not a positive integer", file, key));

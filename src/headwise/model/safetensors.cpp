@@ -1,5 +1,7 @@
 #include "headwise/model/safetensors.hpp"
 
+#include "headwise/model/json_object.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -119,13 +121,7 @@ void File::index() {
     }
     if (n > max_header) throw usage_error(fmt::format("{}: a header of {} bytes is not plausible", file, n));
     const std::string_view text(reinterpret_cast<const char*>(base + 8), static_cast<std::size_t>(n));
-    nlohmann::json header;
-    try {
-        header = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        throw usage_error(fmt::format("{}: the header is not valid JSON ({})", file, e.what()));
-    }
-    if (!header.is_object()) throw usage_error(fmt::format("{}: the header is not a JSON object", file));
+    const nlohmann::json header = parse_json_object(text, file, "the header");
     data_ = base + 8 + n;
     data_size_ = size - 8 - static_cast<std::size_t>(n);
 

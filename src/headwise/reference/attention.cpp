@@ -47,6 +47,8 @@ bool masked(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t
     return false;
 }
 
+}  // namespace
+
 void check_masks(const AttentionOptions& o, std::size_t batch, std::size_t nq, std::size_t nk) {
     if (o.attn_mask != nullptr && (o.attn_mask->shape()[0] != nq || o.attn_mask->shape()[1] != nk)) {
         throw usage_error(fmt::format("attention: attn_mask must be (N_q, N_k) = ({}, {}), got ({}, {})", nq, nk,
@@ -58,8 +60,6 @@ void check_masks(const AttentionOptions& o, std::size_t batch, std::size_t nq, s
                                       nk, o.key_padding_mask->shape()[0], o.key_padding_mask->shape()[1]));
     }
 }
-
-}  // namespace
 
 Tensor3 linear(const Tensor3& x, const Tensor2& w, const Tensor1& b) {
     const std::size_t in = x.shape()[2];

@@ -38,6 +38,10 @@ Tensor4 scaled_dot_product_attention(const Tensor4& q, const Tensor4& k, const T
 Tensor4 attention_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v, const AttentionOptions& options = {},
                             Tensor4* weights = nullptr);
 
+// Throws usage_error naming the shapes unless attn_mask (where given) is (N_q, N_k) and
+// key_padding_mask (where given) is (B, N_k).
+void check_masks(const AttentionOptions& options, std::size_t batch, std::size_t nq, std::size_t nk);
+
 // nn.MultiheadAttention's parameters, in its layout.
 struct MultiHeadAttention {
     std::size_t heads = 1;
