@@ -435,7 +435,7 @@ private:
         void* fake_stack = nullptr;  // ASan's, while the fiber is suspended
         State state = State::ready;
         std::uint64_t barriers = 0;
-        detail::AsyncState async;  // its cp.async copies not yet waited for
+        detail::AsyncState async;           // its cp.async copies not yet waited for
         std::source_location barrier_site;  // the __syncthreads() it waits at
     };
 

@@ -199,14 +199,14 @@ int main(int argc, char** argv) {
                     const kernels::device::Timing t = kernels::device::time(version, p, in, warmup, repeats);
                     const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
                     out << fmt::format("{},{},{},{},{},{},{},{:d},{:.4f},{:.4f},{:.3f},{},{},{},{}\n", gpu,
-                                       kernels::name(version), dtype, B, H, N, D, int(causal), t.median_ms,
-                                       t.min_ms, tflops, t.registers, t.shared_bytes, t.local_bytes,
+                                       kernels::name(version), dtype, B, H, N, D, int(causal), t.median_ms, t.min_ms,
+                                       tflops, t.registers, t.shared_bytes, t.local_bytes,
                                        causal ? "causal: TFLOP/s of the unmasked half" : "");
                     fmt::print(
                         "{:<11} {} N={:<5}{} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B "
                         "local)\n",
-                        kernels::name(version), dtype, N, causal ? " causal" : "", t.median_ms, tflops,
-                        t.registers, t.shared_bytes, t.local_bytes);
+                        kernels::name(version), dtype, N, causal ? " causal" : "", t.median_ms, tflops, t.registers,
+                        t.shared_bytes, t.local_bytes);
                     out.flush();
                 }
         }
