@@ -9,6 +9,7 @@
 // Each forward is checked against the double-precision reference (on a slice) before it is
 // timed. FLOPs are the dense count 2*B*N*d*4d + 4*B*N^2*d, also for causal, so causal
 // GFLOP/s show the work skipped above the diagonal as speed.
+#include "bench_common.hpp"
 #include "headwise/reference/attention.hpp"
 #include "headwise/fast/blas.hpp"
 #include "headwise/fast/blas_coretype.hpp"
@@ -213,24 +214,19 @@ int memory_run(char** argv, int argc) {
     o.causal = causal;
     const double before = status_bytes("VmRSS");
     std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) starts again from here
-    auto cpu_now = [] {
-        timespec ts{};
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-    };
-    const double c0 = cpu_now();
+    const double c0 = bench::cpu_now();
     const auto t0 = std::chrono::steady_clock::now();
     const Tensor3 y = mha.forward(x, o);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double cpu = cpu_now() - c0;
+    const double cpu = bench::cpu_now() - c0;
     const double peak = status_bytes("VmHWM");
     const double output = double(y.size()) * sizeof(float);
     // A second call: the workspace, the packed keys and the threads' stacks are there already.
-    const double c1 = cpu_now();
+    const double c1 = bench::cpu_now();
     const auto t1 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(mha.forward(x, o).data());
     const double warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    const double warm_cpu = cpu_now() - c1;
+    const double warm_cpu = bench::cpu_now() - c1;
     fmt::print(
         "{{\"B\": {}, \"N\": {}, \"d\": {}, \"H\": {}, \"causal\": {}, \"seconds\": {:.3f}, \"cpu_seconds\": {:.3f}, "
         "\"warm_seconds\": {:.3f}, \"warm_cpu_seconds\": {:.3f}, "
@@ -255,48 +251,33 @@ int kernels_run(char** argv, int argc) {
     const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
     AttentionOptions o;
     o.causal = causal;
-    auto cpu_now = [] {
-        timespec ts{};
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-    };
     std::vector<double> wall[2], cpu[2];
     for (std::size_t r = 0; r <= rounds; ++r)
         for (int kernel : {0, 1}) {
             detail::set_default_kernel(kernel != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
-            const double c0 = cpu_now();
+            const double c0 = bench::cpu_now();
             const auto t0 = std::chrono::steady_clock::now();
             Tensor4 y = scaled_dot_product_attention(q, k, v, o);
             benchmark::DoNotOptimize(y.data());
             if (r == 0) continue;  // warm-up
             wall[kernel].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            cpu[kernel].push_back(cpu_now() - c0);
+            cpu[kernel].push_back(bench::cpu_now() - c0);
         }
-    auto median = [](std::vector<double> x) {
-        std::sort(x.begin(), x.end());
-        return x[x.size() / 2];
-    };
     const double gflop = 4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9;
     for (int kernel : {0, 1})
         fmt::print(
             "({}, {}, {}, {}) causal={} {:<13} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
-            batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * median(wall[kernel]),
-            1e3 * median(cpu[kernel]), 2 * gflop / median(cpu[kernel]));
-    fmt::print("micro-kernel / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", median(wall[0]) / median(wall[1]),
-               median(cpu[0]) / median(cpu[1]));
+            batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * bench::median(wall[kernel]),
+            1e3 * bench::median(cpu[kernel]), 2 * gflop / bench::median(cpu[kernel]));
+    fmt::print("micro-kernel / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n",
+               bench::median(wall[0]) / bench::median(wall[1]), bench::median(cpu[0]) / bench::median(cpu[1]));
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::size_t threads = 0;
-    try {
-        threads = detail::worker_count();
-    } catch (const usage_error& e) {  // a bad HEADWISE_THREADS
-        fmt::print(stderr, "headwise_bench: {}\n", e.what());
-        return 2;
-    }
+    const std::size_t threads = bench::worker_count_or_exit("headwise_bench");
     if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
         const blas::KernelReport k = blas::kernel_report();
         const char* env = std::getenv("OPENBLAS_CORETYPE");

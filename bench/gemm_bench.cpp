@@ -21,6 +21,7 @@
 // Every candidate's output is checked against openblas-split's before anything is timed. Each
 // round runs every candidate in turn (a warm-up call, then the best of three); the table gives the
 // medians over rounds of wall time and of the process's CPU time per call, and GFLOP/s.
+#include "bench_common.hpp"
 #include "headwise/fast/blas.hpp"
 #include "headwise/fast/parallel.hpp"
 
@@ -194,27 +195,10 @@ void tiles_2d(Problem& p, std::size_t threads) {
     });
 }
 
-double cpu_now() {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::size_t threads = 0;
-    try {
-        threads = detail::worker_count();
-    } catch (const usage_error& e) {  // a bad HEADWISE_THREADS
-        fmt::print(stderr, "headwise_gemm_bench: {}\n", e.what());
-        return 2;
-    }
+    const std::size_t threads = bench::worker_count_or_exit("headwise_gemm_bench");
     const long rounds = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 9;
     if (argc > 2 || rounds < 1 || rounds > 1000) {
         fmt::print(stderr, "headwise_gemm_bench: usage: headwise_gemm_bench [rounds from 1 to 1000]\n");
@@ -296,12 +280,12 @@ int main(int argc, char** argv) {
                 candidates[ci].run(problems[pi]);  // warm-up: the other candidates' caches and threads are cold
                 double best_wall = INFINITY, best_cpu = INFINITY;
                 for (int call = 0; call < 3; ++call) {
-                    const double c0 = cpu_now();
+                    const double c0 = bench::cpu_now();
                     const auto t0 = std::chrono::steady_clock::now();
                     candidates[ci].run(problems[pi]);
                     best_wall = std::min(best_wall,
                                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-                    best_cpu = std::min(best_cpu, cpu_now() - c0);
+                    best_cpu = std::min(best_cpu, bench::cpu_now() - c0);
                 }
                 candidates[ci].after();
                 wall[pi][ci].push_back(best_wall);
@@ -318,11 +302,11 @@ int main(int argc, char** argv) {
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Shape& s = problems[pi].shape;
         const double gflop = 2.0 * double(s.rows) * double(s.in) * double(s.out) * 1e-9;
-        const double split = median(wall[pi][0]);
+        const double split = bench::median(wall[pi][0]);
         for (std::size_t ci = 0; ci < candidates.size(); ++ci) {
-            const double w = median(wall[pi][ci]);
+            const double w = bench::median(wall[pi][ci]);
             fmt::print("{:<22}{:<16}{:>10.3f}{:>10.3f}{:>9.1f}{:>9.2f}x\n", s.name, candidates[ci].name, 1e3 * w,
-                       1e3 * median(cpu[pi][ci]), gflop / w, split / w);
+                       1e3 * bench::median(cpu[pi][ci]), gflop / w, split / w);
         }
     }
     return 0;
