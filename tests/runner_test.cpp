@@ -491,11 +491,10 @@ TEST_CASE("grade says it builds first, and on a terminal shows the step it is bu
     }
 }
 
-TEST_CASE("./headwise announces no build when nothing is built (ninja only re-checks its globs)",
-          "[runner][run][progress]") {
-    // The same stand-ins, but cmake has nothing to do: ninja prints its glob check and "no work
-    // to do", which must not read as a build of "the runner and the lessons".
-    TempDir root;
+namespace {
+// A copy of the real ./headwise script in a scratch root whose set-up scripts, configured build
+// tree and runner are stand-ins (the runner echoes its arguments); cmake is each test's own.
+void stand_in_root(const fs::path& root) {
     fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "headwise", root / "headwise");
     fs::permissions(root / "headwise", fs::perms::owner_all);
     write_script(root / "scripts" / "install-deps", "#!/bin/sh\nexit 0\n");
@@ -503,6 +502,15 @@ TEST_CASE("./headwise announces no build when nothing is built (ninja only re-ch
     write_text(root / "build" / "CMakeCache.txt", "");
     write_text(root / "build" / "build.ninja", "");
     write_script(root / "build" / "src" / "headwise", "#!/bin/sh\necho \"the runner ran: $*\"\n");
+}
+}  // namespace
+
+TEST_CASE("./headwise announces no build when nothing is built (ninja only re-checks its globs)",
+          "[runner][run][progress]") {
+    // The same stand-ins, but cmake has nothing to do: ninja prints its glob check and "no work
+    // to do", which must not read as a build of "the runner and the lessons".
+    TempDir root;
+    stand_in_root(root.path);
     write_script(root / "bin" / "cmake",
                  "#!/bin/sh\necho '[0/2] Re-checking globbed directories...'\necho 'ninja: no work to do.'\n");
     const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
@@ -514,16 +522,9 @@ TEST_CASE("./headwise announces no build when nothing is built (ninja only re-ch
 
 TEST_CASE("./headwise says what it builds before running, and on a terminal shows each build step",
           "[runner][run][progress]") {
-    // A copy of the real ./headwise script in a scratch root whose set-up scripts, build tree and
-    // runner are stand-ins: what is tested is the script's own output while cmake builds.
+    // What is tested is the script's own output while a stand-in cmake builds two steps.
     TempDir root;
-    fs::copy_file(fs::path(HEADWISE_TEST_SOURCE_DIR) / "headwise", root / "headwise");
-    fs::permissions(root / "headwise", fs::perms::owner_all);
-    write_script(root / "scripts" / "install-deps", "#!/bin/sh\nexit 0\n");
-    write_script(root / "scripts" / "fetch-model", "#!/bin/sh\nexit 0\n");
-    write_text(root / "build" / "CMakeCache.txt", "");
-    write_text(root / "build" / "build.ninja", "");
-    write_script(root / "build" / "src" / "headwise", "#!/bin/sh\necho \"the runner ran: $*\"\n");
+    stand_in_root(root.path);
     fake_cmake(root / "bin", "lessons/CMakeFiles/01_single_head.dir/01_single_head.cpp.o", "lessons/01_single_head", 0);
     const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
     const std::string announced = "headwise: building the runner and the lessons (the first build takes a few minutes";
