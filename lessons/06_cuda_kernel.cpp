@@ -470,6 +470,9 @@ int main(int argc, char** argv) {
                     "softmax in fp32, O (16, {}) += P V: {} more\n",
                     cfg.block[0] / 32, 2 * D / 16, D, 2 * D / 16);
                 fmt::print(
+                    "          S goes through shared memory: lanes r and r+16 take row r's even and odd keys (one "
+                    "shuffle for its max); O's fragments go through it only in tiles where a row's max grew\n");
+                fmt::print(
                     "          q, k, v are rounded to fp16 first (round to nearest even); each mma multiplies fp16 "
                     "tiles and adds in fp32\n");
             }

@@ -246,11 +246,13 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
     //     whose words fall in 8 banks, 4 each: 3 extra wavefronts for each of a warp's 16 writes.
     //     Unpadded, the 8 lanes of a row group reading key rows x, x + 8, .. (rows of 32 floats)
     //     hit one bank with 8 different words: 7 extra wavefronts on each of the 4*D key reads.
-    //   shared, tensor_core (wmma loads and stores are not counted): Br*D query writes; per tile
-    //     2*Bc*D key/value writes (zeros past the end), and per warp: a score read per visible
-    //     key of each of its 16 rows, 16*32 P writes, 16 rescale writes, per 16 columns of O
-    //     256 rescales and 256 reads of the factor; at the end 16 writes and, per 16 columns,
-    //     2 reads per element of a real row. Every request is one wavefront.
+    //   shared, tensor_core (wmma loads and stores, and the 16-byte copies that fill the Q, K, V
+    //     tiles, are not counted): per tile and warp, 16*32 score reads (every key, masked or
+    //     not), 16*32 P writes, 16 rescale writes, and -- only in a tile where some row of the
+    //     warp that had seen a key finds a larger score -- per 16 columns of O 256 rescales and
+    //     256 reads of the factor; at the end 16 writes and, per 16 columns, 2 reads per element
+    //     of a real row. Every request is one wavefront. Whether a row's maximum grows is
+    //     decided here from the scores of the 16-bit q and k, in double.
     const bool causal = GENERATE(false, true);
     Case c = make_case(2, 3, 100, 32, causal);
     c.key_len = {100, 37};
@@ -262,6 +264,18 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
     };
     std::uint64_t loads = 0, stores = 0, tc_load_bytes = 0;
     std::uint64_t warp_accesses = 0, warp_conflicts = 0, unpadded_conflicts = 0, tc_accesses = 0;
+    const Case r16 = rounded(c);
+    std::uint64_t rescaled = 0, kept = 0;  // warp tiles whose O goes through the scratch, and those whose O does not
+    // The largest score of query i of (b, h) among keys [from, to), -inf when there are none.
+    auto max_score = [&](int b, int h, std::uint64_t i, std::uint64_t from, std::uint64_t to) {
+        double best = -INFINITY;
+        for (std::uint64_t j = from; j < to; ++j) {
+            double dot = 0.0;
+            for (std::uint64_t e = 0; e < D; ++e) dot += double(r16.q(b, h, i, e)) * double(r16.k(b, h, j, e));
+            best = std::max(best, dot);
+        }
+        return best;
+    };
     for (int b = 0; b < 2; ++b) {
         for (std::uint64_t q0 = 0; q0 < N; q0 += Br) {
             const std::uint64_t rows = std::min(Br, N - q0);
@@ -269,7 +283,7 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
             loads += H * (128 + rows * D), stores += H * rows * D;
             tc_load_bytes += H * (4 * 128 + 2 * rows * D);
             warp_accesses += H * Br * D;
-            tc_accesses += H * Br * D;
+            std::vector<double> seen(H * Br, -INFINITY);  // each row's largest score so far, per head
             for (std::uint64_t k0 = 0; k0 < block_end; k0 += Bc) {
                 const std::uint64_t tile_rows = std::min(Bc, block_end - k0);
                 loads += H * 2 * D * tile_rows;
@@ -277,13 +291,21 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
                 warp_accesses += H * (2 * Bc * D + 128 * (4 * D + 4 * D + 16 + tile_rows * (4 + D / 8)));
                 warp_conflicts += H * 4 * 16 * 3;
                 unpadded_conflicts += H * 4 * (16 * 3 + 4 * D * 7);
-                tc_accesses += H * 2 * Bc * D;
-                for (std::uint64_t r = 0; r < Br; ++r) {
-                    const std::uint64_t end = end_of(q0 + r, b);
-                    const std::uint64_t visible = end > k0 ? std::min(Bc, end - k0) : 0;
-                    tc_accesses += H * visible;
+                tc_accesses += H * 4 * (16 * 32 + 16 * 32 + 16);  // per warp, 4 warps
+                for (int h = 0; h < int(H); ++h) {
+                    for (std::uint64_t w = 0; w < 4; ++w) {
+                        bool grew = false;
+                        for (std::uint64_t r = 16 * w; r < 16 * w + 16; ++r) {
+                            const std::uint64_t end = end_of(q0 + r, b);
+                            const double tile_max = max_score(b, h, q0 + r, k0, std::min(end, k0 + Bc));
+                            double& so_far = seen[std::size_t(h) * Br + r];
+                            grew = grew || (so_far != -INFINITY && tile_max > so_far);
+                            so_far = std::max(so_far, tile_max);
+                        }
+                        if (grew) tc_accesses += (D / 16) * 512;
+                        ++(grew ? rescaled : kept);
+                    }
                 }
-                tc_accesses += H * 4 * (16 * 32 + 16 + (D / 16) * 512);  // per warp, 4 warps
             }
             tc_accesses += H * 4 * 16;  // 1 / l, per warp
             for (std::uint64_t r = 0; r < rows; ++r) tc_accesses += H * (D / 16) * 16 * 2;
@@ -306,6 +328,8 @@ TEST_CASE("kernels: the warp and tensor-core kernels' traffic and bank conflicts
     CHECK(unpadded.shared.conflicts() == unpadded_conflicts);
     CHECK(tc.shared.accesses == tc_accesses);
     CHECK(tc.shared.conflicts() == 0);
+    CHECK(rescaled > 0);  // both kinds of tile occur, so the count tells them apart
+    CHECK(kept > 0);
     CHECK(excess_error(out, reference(c)) == 0.0);  // the unpadded layout is slower, not wrong
 }
 

@@ -16,12 +16,13 @@
 //                                        16 bytes from global src[offset ..] into tile(r, c ..),
 //                                        asynchronously; zeros when !valid
 //   load_16(tile, r, c, src, offset, valid)
-//                                        the same copy made by the thread itself, through registers
+//                                        the same copy made by the thread itself (kernels/copy16.cuh)
 //   cp_async_commit(), cp_async_wait<N>()
 //                                        close a group of copies; wait for all but the newest N
 //   swizzle<ChunksPerRow>(r, chunk)      where 16-byte chunk `chunk` of row r is stored
 #pragma once
 
+#include "kernels/copy16.cuh"
 #include "kernels/portable.cuh"
 
 #include <cstdint>
@@ -115,14 +116,6 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-// 16 bytes from src[offset ..] into tile(r, c ..), through registers (zeros when !valid).
-template <class T, class Tile>
-__device__ __forceinline__ void load_16(Tile& tile, int r, int c, const T* src, std::size_t offset, bool valid) {
-    uint4 x = make_uint4(0, 0, 0, 0);
-    if (valid) x = *reinterpret_cast<const uint4*>(src + offset);
-    *reinterpret_cast<uint4*>(tile.ptr(r, c)) = x;
-}
-
 // The shapes by name.
 template <class Tile>
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
@@ -149,21 +142,6 @@ using emulator::ldmatrix;
 using emulator::ldmatrix_x4;
 using emulator::ldmatrix_x4_trans;
 using emulator::mma_m16n8k16;
-
-// The emulator's load_16: element by element, bounds- and race-checked. Not in the bank count,
-// like cp.async: a GPU serves a 16-byte store per 8 lanes, which the 4-byte model would misread.
-template <class T, int Rows, int Cols>
-void load_16(emulator::shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<const T> src, std::size_t offset,
-             bool valid, std::source_location where = std::source_location::current()) {
-    constexpr int count = int(16 / sizeof(T));
-    if (r < 0 || r >= Rows || c < 0 || c + count > Cols)
-        emulator::detail::shared_out_of_bounds(r, c + count - 1, Rows, Cols, where);
-    for (int e = 0; e < count; ++e) {
-        const T x = valid ? static_cast<T>(src[std::ptrdiff_t(offset) + e]) : T(0.0f);
-        emulator::detail::shared_write(tile.words[r][c + e], r, c + e, where);
-        tile.data[r][c + e] = x;
-    }
-}
 
 inline std::uint32_t bits_of(__half x) { return x.bits; }
 inline std::uint32_t bits_of(__nv_bfloat16 x) { return x.bits; }

@@ -10,12 +10,24 @@
 //   O += P V      P rounded to 16 bits, O accumulated in fp32 fragments
 //
 // Inputs q, k, v are fp16 (or bf16) in global memory; the output is fp32. Each warp owns 16 query
-// rows; a block's warps share the K/V tiles in shared memory, as in version 3. Causal tiles that
-// no row of the block can see are never loaded. A fragment's element layout is the hardware's
-// secret, so anything done per row (masking, the softmax, rescaling O by exp(m_old - m_new))
-// happens in shared memory: S is stored as a (16, Bc) float tile, the warp does the softmax on it
-// (lane j owns key k0 + j) and writes P as 16-bit values; O's fragments make a round trip through
-// a (16, 16) float scratch to be rescaled row by row.
+// rows; a block's warps share the K/V tiles in shared memory, as in version 3, and fill them 16
+// bytes (8 elements) per load (kernels/copy16.cuh). Causal tiles that no row of the block can see
+// are never loaded. A fragment's element layout is the hardware's secret, so anything done per
+// row (masking, the softmax, rescaling O by exp(m_old - m_new)) happens in shared memory:
+//   - S is stored as a (16, Bc) float tile. Two lanes share a row (lanes r and r + 16 own row r,
+//     its even and its odd keys): each keeps the row's running max and its own part of the
+//     normaliser, and a row's maximum is one shuffle away (the other lane of the pair).
+//     Bank conflicts: rows of the score tile are 48 floats apart, so that the 16 columns of an O
+//     scratch row and those of the next row fall in different banks (the rescaling below reads two
+//     rows at once). Then rows r and r + 2 start in the same bank: row r takes its keys in an
+//     order rotated by 2 (r / 2) keys, which puts the 32 words a warp reads at once (and the 16
+//     words of P it writes) in as many banks.
+//   - P is written back as 16-bit values and read as a wmma A fragment.
+//   - O's fragments make a round trip through a (16, 16) float scratch to be rescaled row by row,
+//     but only in tiles where some row's maximum grew (__any_sync: once the first few hundred keys
+//     are seen, most tiles change no row's maximum, and O stays in its fragments).
+// exp(x - m) is computed as exp2(x log2(e) - m log2(e)): scores are scaled by scale * log2(e)
+// once, and m is kept in those units.
 //
 // Precision, derived (the tests check both bounds, docs/06_cuda_kernel.md says the same):
 //   u = 2^-11 for fp16 (2^-8 for bf16): the relative error of one rounding to nearest.
@@ -29,9 +41,9 @@
 //   For N(0, 1) inputs at d_head = 64 that is about 0.05; the errors measured are ~1e-3.
 #pragma once
 
+#include "kernels/copy16.cuh"
 #include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
-#include "kernels/warp_reduce.cuh"
 
 namespace headwise::kernels {
 
@@ -40,19 +52,20 @@ struct TensorCoreShape {
     static_assert(D % 16 == 0, "wmma tiles are 16 wide: d_head must be a multiple of 16");
     static constexpr int warps = D <= 64 ? 4 : 2;  // per block (2 at d_head 128 to stay within 48 KiB)
     static constexpr int threads = 32 * warps;
-    static constexpr int min_blocks = D <= 64 ? 3 : 1;  // 3 x 4 warps per SM: at most 168 registers
+    static constexpr int min_blocks = D <= 64 ? 4 : 1;  // 4 x 4 warps per SM: at most 128 registers
     static constexpr int rows = 16 * warps;             // Br: query rows per block, 16 per warp
-    static constexpr int cols = 32;                     // Bc: keys per tile, one per lane in the softmax
+    static constexpr int cols = 32;                     // Bc: keys per tile, 16 per lane of a row's pair
+    static constexpr int chunks = D / 8;                // 16-byte chunks (8 elements) per row of Q, K, V
     static constexpr int ld_in = D + 8;                 // row stride of the 16-bit Q, K, V tiles (+16 bytes)
     static constexpr int ld_s = cols + 16;              // row stride of the float score tile
-    static constexpr int ld_p = cols + 8;               // row stride of the 16-bit P tile
+    static constexpr int ld_p = cols + 16;              // row stride of the 16-bit P tile
     static constexpr std::size_t shared_bytes = 2 * std::size_t(rows + 2 * cols) * ld_in +
                                                 4 * std::size_t(rows) * ld_s + 2 * std::size_t(rows) * ld_p +
                                                 4 * std::size_t(warps) * 16;
 };
 
 // grid (ceil(N / Br), H, B), block (32 * warps): warp w of block (bx, h, b) owns query rows
-// bx * Br + 16 w .. + 15.
+// bx * Br + 16 w .. + 15; lanes r and r + 16 of the warp share its row r.
 //   q, k, v  (B, H, N, D), T = __half or __nv_bfloat16
 //   key_len  (B)
 //   out      (B, H, N, D), fp32
@@ -62,8 +75,9 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
                           global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     namespace wmma = nvcuda::wmma;
     using Shape = TensorCoreShape<D>;
-    constexpr int Br = Shape::rows, Bc = Shape::cols, LI = Shape::ld_in, LS = Shape::ld_s, LP = Shape::ld_p;
-    static_assert(Bc == 32, "the softmax gives one key of the tile to each lane");
+    constexpr int Br = Shape::rows, Bc = Shape::cols, C = Shape::chunks;
+    constexpr int LI = Shape::ld_in, LS = Shape::ld_s, LP = Shape::ld_p;
+    static_assert(Bc == 32, "the two lanes of a row take 16 keys of the tile each");
     __shared__ shared_tile<T, Br, LI> q_tile;                  // (Br, D) + padding
     __shared__ shared_tile<T, Bc, LI> k_tile;                  // (Bc, D) + padding
     __shared__ shared_tile<T, Bc, LI> v_tile;                  // (Bc, D) + padding
@@ -73,7 +87,9 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
 
     const int t = static_cast<int>(threadIdx.x);
     const int warp = t / 32, lane = t % 32;
-    const int r0 = 16 * warp;  // the warp's first row in the block
+    const int r0 = 16 * warp;                      // the warp's first row in the block
+    const int row = lane % 16, half = lane / 16;  // the lane's row of the warp's 16; its keys are 2j + half
+    const int rotation = 2 * (row / 2);           // ... taken from 2j + rotation (mod Bc): see bank conflicts
     const int N = a.seq;
     const int q0 = static_cast<int>(blockIdx.x) * Br;
     const int h = static_cast<int>(blockIdx.y);
@@ -84,13 +100,13 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
     const global_ptr<const T> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
     const int n_keys = key_len[b];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
-    const T zero = T(0.0f);
+    const int i = q0 + r0 + row;                                // the lane's query
+    const int end = i < N ? key_end(i, n_keys, a.causal) : 0;  // the keys [0, end) it may see
+    const float scale2 = a.scale * 1.4426950408889634f;        // log2(e): exp(x) = exp2(x log2(e))
 
-    for (int e = t; e < Br * D; e += Shape::threads) {  // rows past N are zeros
-        const int r = e / D, c = e % D;
-        T x = zero;
-        if (q0 + r < N) x = q_bh[at(q0 + r, D, c)];
-        q_tile(r, c) = x;
+    for (int e = t; e < Br * C; e += Shape::threads) {  // rows past N are zeros
+        const int r = e / C, c = 8 * (e % C);
+        load_16(q_tile, r, c, q_bh, at(q0 + r, D, c), q0 + r < N);
     }
     __syncthreads();
 
@@ -101,17 +117,15 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
         wmma::load_matrix_sync(q_frag[n], q_tile.ptr(r0, 16 * n), LI);
         wmma::fill_fragment(o_frag[n], 0.0f);
     }
-    // Row (lane % 16)'s running maximum and normaliser: lane r hands them to the warp with a
-    // shuffle when row r's turn comes (16 values in every lane would cost 30 more registers).
-    float m_lane = -INFINITY, l_lane = 0.0f;
+    float m = -INFINITY;  // the row's running maximum, in log2 units (the same in both lanes of the row)
+    float l = 0.0f;       // this lane's part of the row's normaliser: the sum over its keys
 
     for (int k0 = 0; k0 < block_end; k0 += Bc) {
-        for (int e = t; e < Bc * D; e += Shape::threads) {  // keys past the block's end are zeros
-            const int r = e / D, c = e % D;
-            T kx = zero, vx = zero;
-            if (k0 + r < block_end) kx = k_bh[at(k0 + r, D, c)], vx = v_bh[at(k0 + r, D, c)];
-            k_tile(r, c) = kx;
-            v_tile(r, c) = vx;
+        for (int e = t; e < Bc * C; e += Shape::threads) {  // keys past the block's end are zeros
+            const int r = e / C, c = 8 * (e % C);
+            const bool real = k0 + r < block_end;
+            load_16(k_tile, r, c, k_bh, at(k0 + r, D, c), real);
+            load_16(v_tile, r, c, v_bh, at(k0 + r, D, c), real);
         }
         __syncthreads();
 
@@ -130,35 +144,48 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
         }
         __syncwarp();
 
-        // Online softmax in fp32, a row at a time; lane j owns key k0 + j.
+        // Online softmax in fp32 on the lane's 16 keys of its row (of the tile's 32): s[j] is key_of(j).
+        const auto key_of = [&](int j) { return (2 * j + rotation) % Bc + half; };
+        float s[Bc / 2];
+        float mx = -INFINITY;
         HEADWISE_UNROLL
-        for (int r = 0; r < 16; ++r) {
-            const int i = q0 + r0 + r;
-            const int end = i < N ? key_end(i, n_keys, a.causal) : 0;
-            const float s = k0 + lane < end ? s_tile(r0 + r, lane) * a.scale : -INFINITY;
-            const float m_old = __shfl_sync(0xffffffffu, m_lane, r), l_old = __shfl_sync(0xffffffffu, l_lane, r);
-            const float m_new = fmaxf(m_old, warp_max(s));
-            const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
-            const float p = expf(s - m_safe);                        // 0 for a masked key
-            const float rescale = expf(m_old - m_safe);
-            const float l_new = l_old * rescale + warp_sum(p);
-            if (lane % 16 == r) m_lane = m_new, l_lane = l_new;
-            p_tile(r0 + r, lane) = T(p);
-            if (lane == 0) row_tile(warp, r) = rescale;
+        for (int j = 0; j < Bc / 2; ++j) {
+            const int key = key_of(j);
+            const float x = s_tile(r0 + row, key) * scale2;  // read by every lane: one request per j
+            s[j] = k0 + key < end ? x : -INFINITY;
+            mx = fmaxf(mx, s[j]);
         }
+        const float m_new = fmaxf(m, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16)));  // the row's, both lanes
+        const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
+        const float rescale = exp2f(m - m_safe);                  // 0 while the row had seen nothing
+        float sum = 0.0f;
+        HEADWISE_UNROLL
+        for (int j = 0; j < Bc / 2; ++j) {
+            const float p = exp2f(s[j] - m_safe);  // 0 for a masked key
+            p_tile(r0 + row, key_of(j)) = T(p);
+            sum += p;
+        }
+        // O must be rescaled where a row's maximum grew after it had seen a key (before that, O's
+        // row is zeros): in this tile, for some row of the warp?
+        const bool rescale_o = __any_sync(0xffffffffu, m != -INFINITY && m_new > m);
+        l = l * rescale + sum;
+        m = m_new;
+        if (half == 0) row_tile(warp, row) = rescale;
         __syncwarp();
 
-        // O *= rescale (row by row, through the scratch), then O += P V.
+        // O *= rescale (row by row, through the scratch) where needed, then O += P V.
         wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> p_frag[Bc / 16];
         HEADWISE_UNROLL
         for (int kk = 0; kk < Bc / 16; ++kk) wmma::load_matrix_sync(p_frag[kk], p_tile.ptr(r0, 16 * kk), LP);
         HEADWISE_UNROLL
         for (int n = 0; n < D / 16; ++n) {
-            wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
-            __syncwarp();
-            for (int e = lane; e < 256; e += 32) s_tile(r0 + e / 16, e % 16) *= row_tile(warp, e / 16);
-            __syncwarp();
-            wmma::load_matrix_sync(o_frag[n], s_tile.ptr(r0, 0), LS, wmma::mem_row_major);
+            if (rescale_o) {  // the same in every lane of the warp
+                wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
+                __syncwarp();
+                for (int e = lane; e < 256; e += 32) s_tile(r0 + e / 16, e % 16) *= row_tile(warp, e / 16);
+                __syncwarp();
+                wmma::load_matrix_sync(o_frag[n], s_tile.ptr(r0, 0), LS, wmma::mem_row_major);
+            }
             HEADWISE_UNROLL
             for (int kk = 0; kk < Bc / 16; ++kk) {
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> v_frag;
@@ -169,16 +196,17 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
         __syncthreads();  // the tiles are free for the next ones
     }
 
-    // out = O / l, a row with no visible key gives zeros.
-    if (lane < 16) row_tile(warp, lane) = l_lane > 0.0f ? 1.0f / l_lane : 0.0f;
+    // out = O / l, l the sum of the row's two parts; a row with no visible key gives zeros.
+    l += __shfl_xor_sync(0xffffffffu, l, 16);
+    if (half == 0) row_tile(warp, row) = l > 0.0f ? 1.0f / l : 0.0f;
     __syncwarp();
     HEADWISE_UNROLL
     for (int n = 0; n < D / 16; ++n) {
         wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
         __syncwarp();
         for (int e = lane; e < 256; e += 32) {
-            const int r = e / 16, c = e % 16, i = q0 + r0 + r;
-            if (i < N) out[at(head + i, D, 16 * n + c)] = s_tile(r0 + r, c) * row_tile(warp, r);
+            const int r = e / 16, c = e % 16, qi = q0 + r0 + r;
+            if (qi < N) out[at(head + qi, D, 16 * n + c)] = s_tile(r0 + r, c) * row_tile(warp, r);
         }
         __syncwarp();
     }
