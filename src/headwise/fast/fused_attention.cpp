@@ -394,11 +394,37 @@ Kernel resolve(const Tiling& tiling, std::size_t d_head) {
 }
 }  // namespace
 
+namespace {
+// With enough heads to share out (four per core and more), each core packs one head's K^T and V
+// into its own buffer and runs that head's tiles at once, while they are still in its L2 (256 KiB
+// at N_k = 512, d_head = 64). Otherwise every head is packed first (one buffer for the call) and the
+// tiles of all heads are shared out: a few heads of long sequences still keep every core busy.
+bool packs_per_head(const AttentionShape& s) { return s.batch * s.heads >= 4 * worker_count(); }
+
+// K^T of head (b, h) in panels of 32 keys, zero-padded past N_k: (N_k / 32, d_head, 32), into
+// k_dst; its V as one contiguous (N_k, d_head) block into v_dst. Rows of V in place are
+// 3 * d_model floats apart, a stride that keeps only two L1 sets busy.
+void pack_head(const AttentionShape& s, Strided<const float> k, Strided<const float> v, std::size_t bh, float* k_dst,
+               float* v_dst) {
+    const float* k_src = k.data + (bh / s.heads) * k.batch + (bh % s.heads) * k.head;
+    const float* v_src = v.data + (bh / s.heads) * v.batch + (bh % s.heads) * v.head;
+    const std::size_t per_head = s.d_head * round32(s.nk);
+    std::fill(k_dst + s.nk / 32 * 32 * s.d_head, k_dst + per_head, 0.0f);
+    for (std::size_t j = 0; j < s.nk; ++j) {
+        float* panel = k_dst + (j / 32) * 32 * s.d_head + j % 32;
+        for (std::size_t c = 0; c < s.d_head; ++c) panel[32 * c] = k_src[j * k.row + c];
+        std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
+    }
+}
+}  // namespace
+
 std::size_t fused_attention_scratch_bytes(const AttentionShape& s, const Tiling& tiling) {
     const std::size_t rows = rows_per_tile(s, tiling), keys = std::max<std::size_t>(1, std::min(tiling.keys, s.nk));
     const std::size_t per_worker = (rows * keys + rows * s.d_head + 2 * rows) * sizeof(float);
-    // The micro-kernels' K^T and V, every head of the call: 2 * (B, H, N_k rounded up to 32, d_head).
-    const std::size_t packed = 2 * s.batch * s.heads * s.d_head * round32(s.nk) * sizeof(float);
+    // The micro-kernels' K^T and V: 2 * (N_k rounded up to 32, d_head) per head, for every head of
+    // the call or, packed per head, for one head per core.
+    const std::size_t per_head = 2 * s.d_head * round32(s.nk) * sizeof(float);
+    const std::size_t packed = per_head * (packs_per_head(s) ? worker_count() : s.batch * s.heads);
     return worker_count() * per_worker + (resolve(tiling, s.d_head) == Kernel::micro_kernel ? packed : 0);
 }
 
@@ -406,6 +432,20 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
                      Strided<float> out, float scale, const AttentionOptions& options, const Tiling& tiling) {
     const Kernel kernel = resolve(tiling, s.d_head);
     const std::size_t rows = rows_per_tile(s, tiling);
+    std::vector<Scratch> scratch(worker_count());
+    const std::size_t per_head = s.d_head * round32(s.nk);
+    if (kernel == Kernel::micro_kernel && packs_per_head(s)) {
+        parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t worker) {
+            float* const kt = thread_workspace(2 * per_head, 1);  // this core's, kept from call to call
+            pack_head(s, k, v, bh, kt, kt + per_head);
+            const Strided<const float> v_head{kt + per_head, 0, 0, s.d_head};  // one head: strides 0
+            for (std::size_t i0 = 0; i0 < s.nq; i0 += rows) {
+                const Tile tile{bh / s.heads, bh % s.heads, i0, std::min(s.nq, i0 + rows)};
+                run_tile_micro(s, tile, q, kt, v_head, out, scale, options, tiling, scratch[worker]);
+            }
+        });
+        return;
+    }
     std::vector<Tile> tiles;
     for (std::size_t b = 0; b < s.batch; ++b)
         for (std::size_t h = 0; h < s.heads; ++h)
@@ -414,31 +454,17 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
     if (options.causal)
         std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) { return a.i1 > b.i1; });
 
-    std::vector<Scratch> scratch(worker_count());
     if (kernel == Kernel::blas) {
         parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
             run_tile(s, tiles[t], q, k, v, out, scale, options, tiling, scratch[worker]);
         });
         return;
     }
-    // K^T of every head in panels of 32 keys, zero-padded past N_k: (B * H, N_k / 32, d_head, 32);
-    // and V of every head as one contiguous (N_k, d_head) block. Rows of V in place are
-    // 3 * d_model floats apart, a stride that keeps only two L1 sets busy.
-    const std::size_t per_head = s.d_head * round32(s.nk);
+    // Every head packed first: (B * H, N_k / 32, d_head, 32) and (B * H, N_k, d_head).
     float* const kt = thread_workspace(2 * s.batch * s.heads * per_head, 1);
     float* const vp = kt + s.batch * s.heads * per_head;
-    parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t) {
-        const float* k_src = k.data + (bh / s.heads) * k.batch + (bh % s.heads) * k.head;
-        const float* v_src = v.data + (bh / s.heads) * v.batch + (bh % s.heads) * v.head;
-        float* k_dst = kt + bh * per_head;
-        float* v_dst = vp + bh * per_head;
-        std::fill(k_dst + s.nk / 32 * 32 * s.d_head, k_dst + per_head, 0.0f);
-        for (std::size_t j = 0; j < s.nk; ++j) {
-            float* panel = k_dst + (j / 32) * 32 * s.d_head + j % 32;
-            for (std::size_t c = 0; c < s.d_head; ++c) panel[32 * c] = k_src[j * k.row + c];
-            std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
-        }
-    });
+    parallel_for(s.batch * s.heads,
+                 [&](std::size_t bh, std::size_t) { pack_head(s, k, v, bh, kt + bh * per_head, vp + bh * per_head); });
     parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
         const Tile& tile = tiles[t];
         const std::size_t bh = tile.b * s.heads + tile.h;
