@@ -298,8 +298,15 @@ std::string reason_now(Version v) {
             return "register tiling: a thread computes 4 x 4 scores from 8 loaded floats (version 3: one load per "
                    "multiply-add), 16-byte loads, no bank conflicts in the inner loops";
         case Version::tensor_core:
-            return "wmma: S and P V on tensor cores, the softmax through shared memory between them; a row's running "
-                   "max and sum held by one lane";
+            return "wmma: S and P V on tensor cores, the softmax through shared memory between them, two lanes per "
+                   "row (one shuffle for its max); tiles filled 16 bytes per load; O rescaled through shared memory "
+                   "only in tiles where a row's max grew";
+        case Version::mma:
+            return "mma.sync with the published fragment layout: S, P and O stay in registers (P's registers are "
+                   "the A operand of P V), the softmax on them with quad shuffles, K and V by ldmatrix";
+        case Version::pipelined:
+            return "version 6 with the next K/V tile copied by cp.async while this one is multiplied, into "
+                   "XOR-swizzled tiles (no bank conflicts without padding)";
         default:
             return "see its .cuh file";
     }
@@ -318,7 +325,8 @@ std::string reason_then(Version v) {
             return "measured kernel: a warp on one query row at a time, lanes splitting keys then d_head -- one "
                    "shared-memory load per multiply-add and 152 registers, half as fast as version 3";
         case Version::tensor_core:
-            return "measured kernel: all 16 rows' running max and sum in every lane, 170 registers: 2 blocks per SM";
+            return "measured kernel: 16 rows one at a time, two 5-step warp reductions each (384 shuffles in its "
+                   "code), 2-byte tile loads, 170 registers: 2 blocks per SM";
         default:
             return "measured kernel: an earlier version of the same file";
     }
