@@ -8,7 +8,8 @@
 //
 //   Q (16, D)   per warp, loaded once with ldmatrix into A fragments: D / 16 x 4 registers
 //   S = Q K^T   (16, Bc): Bc / 8 accumulators of (16, 8), K read from shared memory by ldmatrix
-//   softmax     on S's registers: a row's max and sum over the 4 lanes of a quad (two shuffles)
+//   softmax     on S's registers: a row's max and sum over the 4 lanes of a quad (two shuffles),
+//               exp as 2^x on the special-function unit (fast_exp2: one instruction, not exp2f's four)
 //   P           S's accumulators rounded to 16 bits ARE the A fragments of P V: the C layout of
 //               two neighbouring (16, 8) tiles is the A layout of one (16, 16) -- no shared memory
 //   O += P V    V read by ldmatrix.trans (V is (key, d) in memory, B wants it column by column)
@@ -140,12 +141,12 @@ __device__ __forceinline__ void attend_tile(WarpRows<D>& w, QTile& q_tile, int r
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float m_new = fmaxf(w.m[h], mx);
         const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: every p is 0
-        const float rescale = exp2f(w.m[h] - m_safe);
+        const float rescale = fast_exp2(w.m[h] - m_safe);
         float sum = 0.0f;
         HEADWISE_UNROLL
         for (int n = 0; n < Bc / 8; ++n) HEADWISE_UNROLL
         for (int e = 0; e < 2; ++e) {
-            const float p = exp2f(s[n][2 * h + e] - m_safe);
+            const float p = fast_exp2(s[n][2 * h + e] - m_safe);
             s[n][2 * h + e] = p;
             sum += p;
         }

@@ -20,11 +20,14 @@
 //   cp_async_commit(), cp_async_wait<N>()
 //                                        close a group of copies; wait for all but the newest N
 //   swizzle<ChunksPerRow>(r, chunk)      where 16-byte chunk `chunk` of row r is stored
+//   fast_exp2(x)                         2^x in one instruction (ex2.approx.ftz), results below
+//                                        2^-126 flushed to 0
 #pragma once
 
 #include "kernels/copy16.cuh"
 #include "kernels/portable.cuh"
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -116,6 +119,15 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// 2^x on the special-function unit: one MUFU.EX2. exp2f adds a range test and a fix-up around it
+// for results below 2^-126 (four instructions), which a softmax weight can do without: flushed to
+// 0, it changes the row's sum by less than 2^-126. Relative error about 2^-22 (PTX ISA).
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // The shapes by name.
 template <class Tile>
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], Tile& tile, int r, int c) {
@@ -142,6 +154,12 @@ using emulator::ldmatrix;
 using emulator::ldmatrix_x4;
 using emulator::ldmatrix_x4_trans;
 using emulator::mma_m16n8k16;
+
+// The emulator's fast_exp2: 2^x, flushed to 0 below 2^-126 as the hardware's .ftz does.
+inline float fast_exp2(float x) {
+    const float y = std::exp2(x);
+    return y < 0x1p-126f ? 0.0f : y;
+}
 
 inline std::uint32_t bits_of(__half x) { return x.bits; }
 inline std::uint32_t bits_of(__nv_bfloat16 x) { return x.bits; }
