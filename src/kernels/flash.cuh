@@ -29,7 +29,8 @@
 // Bc / 2 registers, O (16, D) D / 2, Q D / 4 -- at d_head 128 Q is read from shared memory again
 // for each tile instead, and the tile is 16 keys (ptxas -v: 128 registers, no spill, both d_heads).
 // Causal: key tiles past the block's last row are never loaded, a warp skips tiles entirely above
-// its rows, and only tiles that cross the diagonal (or the padding) pay for the mask.
+// its rows, only tiles that cross the diagonal (or the padding) pay for the mask, and the blocks
+// with the most tiles start first.
 // Offsets into q, k, v, out are 64-bit: N x N x d_head may exceed 2^31.
 //
 // Precision: as version 5's (tensor_core.cuh derives it), the same two bounds hold: inputs and
@@ -206,6 +207,14 @@ __device__ __forceinline__ void write_rows(WarpRows<D>& w, global_ptr<float> out
     }
 }
 
+// Which block of query rows this block owns. Causal, block x has x + 1 key tiles to walk: the
+// last blocks of a head cost the most, so they are given out first (the GPU starts blocks in
+// blockIdx order), and the last blocks to start are the cheap ones instead of the dearest.
+__device__ __forceinline__ int query_block(const AttentionArgs& a) {
+    const int x = static_cast<int>(blockIdx.x);
+    return a.causal ? static_cast<int>(gridDim.x) - 1 - x : x;
+}
+
 // The (N, D) slices of q, k and v that this block's head (b, h) = (blockIdx.z, blockIdx.y)
 // attends with, and their first row in the (B, H, N, D) tensors.
 template <class T>
@@ -234,7 +243,7 @@ __global__ void __launch_bounds__(128, 4)
     __shared__ shared_tile<T, Bc, LD> v_tile;  // (Bc, D) + padding
 
     const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
-    const int N = a.seq, q0 = static_cast<int>(blockIdx.x) * Br;
+    const int N = a.seq, q0 = query_block(a) * Br;
     const HeadSlices<T> bh = head_slices<D>(q, k, v, a);
     const int n_keys = key_len[blockIdx.z];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
@@ -283,7 +292,7 @@ __global__ void __launch_bounds__(128, 4)
     __shared__ shared_tile<T, 2 * Bc, D> v_tile;  // two stages of (Bc, D), swizzled
 
     const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
-    const int N = a.seq, q0 = static_cast<int>(blockIdx.x) * Br;
+    const int N = a.seq, q0 = query_block(a) * Br;
     const HeadSlices<T> bh = head_slices<D>(q, k, v, a);
     const int n_keys = key_len[blockIdx.z];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
