@@ -401,20 +401,60 @@ namespace {
 // tiles of all heads are shared out: a few heads of long sequences still keep every core busy.
 bool packs_per_head(const AttentionShape& s) { return s.batch * s.heads >= 4 * worker_count(); }
 
+// out (16, 16; rows ldo apart) = the first 16 columns of in (`rows` rows, ld apart; rows past
+// `rows` are zeros), transposed: 16 loads, four rounds of in-register shuffles (pairs of floats,
+// then of pairs, then of 128-bit lanes, twice), 16 stores -- instead of 256 scalar stores, each
+// to its own cache line of the panel.
+__attribute__((target("avx512f"))) void transpose16(const float* in, std::size_t ld, std::size_t rows, float* out,
+                                                    std::size_t ldo) {
+    using v16i = int __attribute__((vector_size(64)));  // __builtin_shuffle's lane numbers: 0-15 x, 16-31 y
+    constexpr v16i pairs_lo = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};
+    constexpr v16i pairs_hi = {2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31};
+    constexpr v16i quads_lo = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
+    constexpr v16i quads_hi = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
+    constexpr v16i lanes_even = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+    constexpr v16i lanes_odd = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+    v16 r[16], t[16];
+    for (std::size_t i = 0; i < 16; ++i) r[i] = i < rows ? load16(in + i * ld) : v16{};
+    for (int i = 0; i < 16; i += 2) {  // rows i and i + 1 interleaved, within each 128-bit lane
+        t[i] = __builtin_shuffle(r[i], r[i + 1], pairs_lo);
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], pairs_hi);
+    }
+    for (int i = 0; i < 16; i += 4) {  // 4 rows' elements side by side in each 128-bit lane
+        r[i] = __builtin_shuffle(t[i], t[i + 2], quads_lo);
+        r[i + 1] = __builtin_shuffle(t[i], t[i + 2], quads_hi);
+        r[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], quads_lo);
+        r[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], quads_hi);
+    }
+    for (int i = 0; i < 16; i += 8)  // 128-bit lanes of 8 rows
+        for (int j = 0; j < 4; ++j) {
+            t[i + j] = __builtin_shuffle(r[i + j], r[i + j + 4], lanes_even);
+            t[i + j + 4] = __builtin_shuffle(r[i + j], r[i + j + 4], lanes_odd);
+        }
+    for (int j = 0; j < 8; ++j) {  // ... of all 16: r[c] is column c
+        r[j] = __builtin_shuffle(t[j], t[j + 8], lanes_even);
+        r[j + 8] = __builtin_shuffle(t[j], t[j + 8], lanes_odd);
+    }
+    for (std::size_t c = 0; c < 16; ++c) store16(out + c * ldo, r[c]);
+}
+
 // K^T of head (b, h) in panels of 32 keys, zero-padded past N_k: (N_k / 32, d_head, 32), into
 // k_dst; its V as one contiguous (N_k, d_head) block into v_dst. Rows of V in place are
-// 3 * d_model floats apart, a stride that keeps only two L1 sets busy.
+// 3 * d_model floats apart, a stride that keeps only two L1 sets busy. AVX-512 and d_head a
+// multiple of 16: the micro-kernels' conditions.
 void pack_head(const AttentionShape& s, Strided<const float> k, Strided<const float> v, std::size_t bh, float* k_dst,
                float* v_dst) {
     const float* k_src = k.data + (bh / s.heads) * k.batch + (bh % s.heads) * k.head;
     const float* v_src = v.data + (bh / s.heads) * v.batch + (bh % s.heads) * v.head;
     const std::size_t per_head = s.d_head * round32(s.nk);
     std::fill(k_dst + s.nk / 32 * 32 * s.d_head, k_dst + per_head, 0.0f);
-    for (std::size_t j = 0; j < s.nk; ++j) {
-        float* panel = k_dst + (j / 32) * 32 * s.d_head + j % 32;
-        for (std::size_t c = 0; c < s.d_head; ++c) panel[32 * c] = k_src[j * k.row + c];
-        std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
+    for (std::size_t j0 = 0; j0 < s.nk; j0 += 16) {  // 16 keys by 16 columns at a time
+        float* panel = k_dst + (j0 / 32) * 32 * s.d_head + j0 % 32;
+        for (std::size_t c = 0; c < s.d_head; c += 16)
+            transpose16(k_src + j0 * k.row + c, k.row, std::min<std::size_t>(16, s.nk - j0), panel + 32 * c, 32);
     }
+    for (std::size_t j = 0; j < s.nk; ++j)
+        std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
 }
 }  // namespace
 
