@@ -269,8 +269,7 @@ TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1,
                 }
 }
 
-TEST_CASE("attention: the fused path agrees with the reference whether each core packs its own heads or all are "
-          "packed first",
+TEST_CASE("attention: the fused path matches the reference whether cores pack per head or all heads first",
           "[attention][fused]") {
     // With four heads per core or more, each core packs a head's K^T and V and runs its tiles at
     // once; with fewer, every head is packed before the tiles are shared out. B * H is chosen from

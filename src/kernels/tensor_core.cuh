@@ -87,7 +87,7 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
 
     const int t = static_cast<int>(threadIdx.x);
     const int warp = t / 32, lane = t % 32;
-    const int r0 = 16 * warp;                      // the warp's first row in the block
+    const int r0 = 16 * warp;                     // the warp's first row in the block
     const int row = lane % 16, half = lane / 16;  // the lane's row of the warp's 16; its keys are 2j + half
     const int rotation = 2 * (row / 2);           // ... taken from 2j + rotation (mod Bc): see bank conflicts
     const int N = a.seq;
@@ -100,7 +100,7 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
     const global_ptr<const T> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
     const int n_keys = key_len[b];
     const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
-    const int i = q0 + r0 + row;                                // the lane's query
+    const int i = q0 + r0 + row;                               // the lane's query
     const int end = i < N ? key_end(i, n_keys, a.causal) : 0;  // the keys [0, end) it may see
     const float scale2 = a.scale * 1.4426950408889634f;        // log2(e): exp(x) = exp2(x log2(e))
 
@@ -157,7 +157,7 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
         }
         const float m_new = fmaxf(m, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16)));  // the row's, both lanes
         const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
-        const float rescale = exp2f(m - m_safe);                  // 0 while the row had seen nothing
+        const float rescale = exp2f(m - m_safe);                 // 0 while the row had seen nothing
         float sum = 0.0f;
         HEADWISE_UNROLL
         for (int j = 0; j < Bc / 2; ++j) {
