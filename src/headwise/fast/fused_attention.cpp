@@ -188,10 +188,11 @@ __attribute__((target("avx512f"), always_inline)) inline __mmask16 first_lanes(s
     return valid >= from + 16 ? __mmask16(0xffff) : valid > from ? __mmask16((1u << (valid - from)) - 1u) : 0;
 }
 
-// s (R, len32) = scale * q (R rows, q_row apart) . K^T, for len32 (a multiple of 32) keys whose
-// K^T lies in panels of 32 keys: panel p holds (d_head, 32) contiguously, so the 64 rows of a
-// panel are one 8 KiB stream (rows of a plain (d_head, N_k) K^T are N_k floats apart, and at
-// N_k = 4096 all of them fall into the same L1 set). Row r's largest score among its first
+// s (R, len rounded up to 16) = scale * q (R rows, q_row apart) . K^T, for len keys whose K^T
+// lies in panels of 32 keys: panel p holds (d_head, 32) contiguously, so the 64 rows of a panel
+// are one 8 KiB stream (rows of a plain (d_head, N_k) K^T are N_k floats apart, and at
+// N_k = 4096 all of them fall into the same L1 set). A last panel with at most 16 keys to go is
+// computed half-wide (causal row groups end anywhere in a panel). Row r's largest score among its first
 // valid[r] (at most `len`: with a causal mask, the keys up to its own query) goes to
 // row_max[r] on the way, so no second pass over the scores looks for it.
 template <std::size_t R>
@@ -202,6 +203,19 @@ __attribute__((target("avx512f"))) void micro_scores(const float* q, std::size_t
     for (std::size_t r = 0; r < R; ++r) m[r] = _mm512_set1_ps(neg_inf);
     for (std::size_t j = 0; j < len; j += 32) {
         const float* kt = panels + (j / 32) * 32 * d_head;
+        if (len - j <= 16) {  // the last keys fit in the panel's first 16: half the work
+            v16 acc[R] = {};
+            for (std::size_t c = 0; c < d_head; ++c) {
+                const v16 b0 = load16(kt + 32 * c);
+                for (std::size_t r = 0; r < R; ++r) acc[r] += q[r * q_row + c] * b0;
+            }
+            for (std::size_t r = 0; r < R; ++r) {
+                const v16 s0 = acc[r] * scale;
+                store16(s + r * ls + j, s0);
+                m[r] = _mm512_mask_max_ps(m[r], first_lanes(valid[r], j), m[r], __m512(s0));
+            }
+            break;
+        }
         v16 acc[R][2] = {};
         for (std::size_t c = 0; c < d_head; ++c) {
             const v16 b0 = load16(kt + 32 * c), b1 = load16(kt + 32 * c + 16);
@@ -405,35 +419,49 @@ bool packs_per_head(const AttentionShape& s) { return s.batch * s.heads >= 4 * w
 // `rows` are zeros), transposed: 16 loads, four rounds of in-register shuffles (pairs of floats,
 // then of pairs, then of 128-bit lanes, twice), 16 stores -- instead of 256 scalar stores, each
 // to its own cache line of the panel.
+// Lanes I... of (x, y): 0-15 name x's lanes, 16-31 y's. GCC (12 and later) and clang both have
+// __builtin_shufflevector; the intrinsics' headers trip GCC 12's -Wuninitialized.
+template <int... I>
+__attribute__((target("avx512f"), always_inline)) inline v16 shuffle(v16 x, v16 y) {
+    return __builtin_shufflevector(x, y, I...);
+}
+// Within each 128-bit lane: x0 y0 x1 y1, x2 y2 x3 y3 (unpcklps / unpckhps) ...
+#define HEADWISE_SHUFFLE(name, ...)                                                   \
+    __attribute__((target("avx512f"), always_inline)) inline v16 name(v16 x, v16 y) { \
+        return shuffle<__VA_ARGS__>(x, y);                                            \
+    }
+HEADWISE_SHUFFLE(pairs_lo, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29)
+HEADWISE_SHUFFLE(pairs_hi, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31)
+// ... x0 x1 y0 y1, x2 x3 y2 y3 (shufps 0x44 / 0xee) ...
+HEADWISE_SHUFFLE(quads_lo, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29)
+HEADWISE_SHUFFLE(quads_hi, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31)
+// ... and whole lanes: x's lanes 0 and 2 then y's, or lanes 1 and 3 (shuff32x4 0x88 / 0xdd).
+HEADWISE_SHUFFLE(lanes_even, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+HEADWISE_SHUFFLE(lanes_odd, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
+#undef HEADWISE_SHUFFLE
+
 __attribute__((target("avx512f"))) void transpose16(const float* in, std::size_t ld, std::size_t rows, float* out,
                                                     std::size_t ldo) {
-    using v16i = int __attribute__((vector_size(64)));  // __builtin_shuffle's lane numbers: 0-15 x, 16-31 y
-    constexpr v16i pairs_lo = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};
-    constexpr v16i pairs_hi = {2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31};
-    constexpr v16i quads_lo = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
-    constexpr v16i quads_hi = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
-    constexpr v16i lanes_even = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
-    constexpr v16i lanes_odd = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
     v16 r[16], t[16];
     for (std::size_t i = 0; i < 16; ++i) r[i] = i < rows ? load16(in + i * ld) : v16{};
     for (int i = 0; i < 16; i += 2) {  // rows i and i + 1 interleaved, within each 128-bit lane
-        t[i] = __builtin_shuffle(r[i], r[i + 1], pairs_lo);
-        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], pairs_hi);
+        t[i] = pairs_lo(r[i], r[i + 1]);
+        t[i + 1] = pairs_hi(r[i], r[i + 1]);
     }
     for (int i = 0; i < 16; i += 4) {  // 4 rows' elements side by side in each 128-bit lane
-        r[i] = __builtin_shuffle(t[i], t[i + 2], quads_lo);
-        r[i + 1] = __builtin_shuffle(t[i], t[i + 2], quads_hi);
-        r[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], quads_lo);
-        r[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], quads_hi);
+        r[i] = quads_lo(t[i], t[i + 2]);
+        r[i + 1] = quads_hi(t[i], t[i + 2]);
+        r[i + 2] = quads_lo(t[i + 1], t[i + 3]);
+        r[i + 3] = quads_hi(t[i + 1], t[i + 3]);
     }
     for (int i = 0; i < 16; i += 8)  // 128-bit lanes of 8 rows
         for (int j = 0; j < 4; ++j) {
-            t[i + j] = __builtin_shuffle(r[i + j], r[i + j + 4], lanes_even);
-            t[i + j + 4] = __builtin_shuffle(r[i + j], r[i + j + 4], lanes_odd);
+            t[i + j] = lanes_even(r[i + j], r[i + j + 4]);
+            t[i + j + 4] = lanes_odd(r[i + j], r[i + j + 4]);
         }
     for (int j = 0; j < 8; ++j) {  // ... of all 16: r[c] is column c
-        r[j] = __builtin_shuffle(t[j], t[j + 8], lanes_even);
-        r[j + 8] = __builtin_shuffle(t[j], t[j + 8], lanes_odd);
+        r[j] = lanes_even(t[j], t[j + 8]);
+        r[j + 8] = lanes_odd(t[j], t[j + 8]);
     }
     for (std::size_t c = 0; c < 16; ++c) store16(out + c * ldo, r[c]);
 }
