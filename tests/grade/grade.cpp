@@ -263,11 +263,17 @@ Clause where_they_differ(const Failing& f) {
     return text.empty() ? std::nullopt : Clause(text);
 }
 
+// How many of the differing values have exactly these bits.
+std::size_t differing_with_bits(const Failing& f, std::uint32_t bits) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(f.actual[i]) == bits && f.differs[i]) ++n;
+    return n;
+}
+
 // Values with the bits grade builds fill fresh memory with: never written.
 Clause fill_pattern(const Failing& f) {
-    std::size_t unwritten = 0;
-    for (std::size_t i = 0; i < f.size(); ++i)
-        if (std::bit_cast<std::uint32_t>(f.actual[i]) == 0xbebebebeu && f.differs[i]) ++unwritten;
+    const std::size_t unwritten = differing_with_bits(f, 0xbebebebeu);
     if (unwritten == 0) return std::nullopt;
     return fmt::format(
         "{} of them hold {:.6g}, the pattern grade builds fill fresh memory with: elements read or returned before "
@@ -279,9 +285,7 @@ Clause fill_pattern(const Failing& f) {
 // (0xfe bytes, -1.69e38 as a float): a local variable read before it was ever set. A value added
 // to it is lost in its rounding, so the bits survive an accumulation.
 Clause local_fill_pattern(const Failing& f) {
-    std::size_t unset = 0;
-    for (std::size_t i = 0; i < f.size(); ++i)
-        if (std::bit_cast<std::uint32_t>(f.actual[i]) == 0xfefefefeu && f.differs[i]) ++unset;
+    const std::size_t unset = differing_with_bits(f, 0xfefefefeu);
     if (unset == 0) return std::nullopt;
     return fmt::format(
         "{} of them hold {:.6g}, the pattern grade builds fill every local variable with: a local read before it "
