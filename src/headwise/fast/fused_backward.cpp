@@ -1,18 +1,16 @@
 #include "headwise/fast/fused_backward.hpp"
 
 #include "headwise/fast/blas.hpp"
+#include "headwise/fast/fused_tile.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/fast/vexp.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 namespace headwise::detail {
 
 namespace {
-
-constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 // One (batch, head)'s operands: row n of x is x.data + n * x.row.
 struct HeadView {
@@ -50,7 +48,7 @@ public:
         for (std::size_t r = 0; r < n; ++r) {
             const std::size_t i = i0 + r;
             float* row = p + r * len;
-            mask_row(row, i, j0, j1);
+            mask_scores(o_, b_, i, j0, j1, row);
             if (h.lse[i] == neg_inf) {
                 std::fill(row, row + len, 0.0f);
                 continue;
@@ -82,18 +80,6 @@ public:
     }
 
 private:
-    // Keys of [j0, j1) hidden from query i become -inf (exp gives 0).
-    void mask_row(float* row, std::size_t i, std::size_t j0, std::size_t j1) const {
-        if (o_.causal)
-            for (std::size_t j = std::max(j0, i + 1); j < j1; ++j) row[j - j0] = neg_inf;
-        if (o_.attn_mask != nullptr)
-            for (std::size_t j = j0; j < j1; ++j)
-                if ((*o_.attn_mask)(i, j)) row[j - j0] = neg_inf;
-        if (o_.key_padding_mask != nullptr)
-            for (std::size_t j = j0; j < j1; ++j)
-                if ((*o_.key_padding_mask)(b_, j)) row[j - j0] = neg_inf;
-    }
-
     const AttentionShape& s_;
     std::size_t b_;
     float scale_;

@@ -285,7 +285,7 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
 
 namespace {
 
-// The fast path's working memory is capped at this many bytes whatever N is (issue 19: at most
+// The fast path's working memory is capped at this many bytes whatever N is (at most
 // 64 MiB beyond inputs and outputs at (1, 16384, 1024, 16), where Q, K and V alone are 192 MiB).
 // Up to the cap, the whole batch and every head go at once: the biggest GEMMs, the fastest path.
 constexpr std::size_t default_fused_budget_bytes = 64u << 20;
