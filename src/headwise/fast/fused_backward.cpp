@@ -37,8 +37,6 @@ public:
     // Queries [i0, i1) against keys [j0, j1) of head h.
     void run(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
         const std::size_t n = i1 - i0, len = j1 - j0, dh = s_.d_head;
-        w_.p.resize(std::max(w_.p.size(), n * len));
-        w_.dp.resize(std::max(w_.dp.size(), n * len));
         float* const p = w_.p.data();
         float* const dp = w_.dp.data();
         // S (n, len) = scale q (n, d_head) . k^T (d_head, len)
@@ -135,7 +133,13 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
                               const float* lse, Strided<float> dq, Strided<float> dk, Strided<float> dv, float scale,
                               const AttentionOptions& options, const BackwardTiling& tiling) {
     const std::size_t rows = std::max<std::size_t>(1, tiling.rows), keys = std::max<std::size_t>(1, tiling.keys);
+    // Each core's two tiles at their largest from the start: grown pair by pair, a vector would
+    // hold its old and new blocks at once.
     std::vector<BackwardScratch> scratch(worker_count());
+    for (BackwardScratch& w : scratch) {
+        w.p.resize(std::min(rows, s.nq) * std::min(keys, s.nk));
+        w.dp.resize(w.p.size());
+    }
     if (per_head(s, tiling)) {  // one head per task: its dq, dk and dv are this core's alone
         parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t worker) {
             BackwardScratch& w = scratch[worker];

@@ -36,6 +36,7 @@ struct HeadBackward {
     std::size_t b, nq, nk, d_head;
     double scale;
     const AttentionOptions& options;
+    const float* bias;  // (N_q, N_k) of this head, or null
 
     // Row i's weights p (N_k) = softmax(scale * q_i . k^T + mask); all zero if every key is masked.
     void weights(const float* qi, const float* k, std::size_t i, std::vector<double>& p) const {
@@ -44,7 +45,8 @@ struct HeadBackward {
         for (std::size_t j = 0; j < nk; ++j) {
             double dot = 0.0;
             for (std::size_t c = 0; c < d_head; ++c) dot += double(qi[c]) * double(k[j * d_head + c]);
-            p[j] = detail::masked(options, b, i, j) ? neg_inf : dot * scale;
+            const double add = bias != nullptr ? double(bias[i * nk + j]) : 0.0;
+            p[j] = detail::masked(options, b, i, j) ? neg_inf : dot * scale + add;
             m = std::max(m, p[j]);
         }
         double sum = 0.0;
@@ -89,8 +91,14 @@ struct HeadBackward {
 }  // namespace
 
 AttentionGrads attention_backward_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Tensor4& d_out,
-                                            const AttentionOptions& options) {
+                                            const AttentionOptions& options, const Tensor3* bias) {
     check_backward_shapes(q, k, v, d_out, options);
+    if (bias != nullptr &&
+        (bias->shape()[0] != q.shape()[1] || bias->shape()[1] != q.shape()[2] || bias->shape()[2] != k.shape()[2])) {
+        throw usage_error(fmt::format("attention backward: bias must be (H, N_q, N_k) = ({}, {}, {}), got ({}, {}, {})",
+                                      q.shape()[1], q.shape()[2], k.shape()[2], bias->shape()[0], bias->shape()[1],
+                                      bias->shape()[2]));
+    }
     const std::size_t batch = q.shape()[0], heads = q.shape()[1], nq = q.shape()[2], d_head = q.shape()[3];
     const std::size_t nk = k.shape()[2];
     const double scale =
@@ -107,7 +115,8 @@ AttentionGrads attention_backward_reference(const Tensor4& q, const Tensor4& k, 
             std::fill(dq.begin(), dq.end(), 0.0);
             std::fill(dk.begin(), dk.end(), 0.0);
             std::fill(dv.begin(), dv.end(), 0.0);
-            const HeadBackward head{b, nq, nk, d_head, scale, options};
+            const HeadBackward head{
+                b, nq, nk, d_head, scale, options, bias != nullptr ? bias->data() + h * nq * nk : nullptr};
             head.run(q.data() + bh * nq * d_head, k.data() + bh * nk * d_head, v.data() + bh * nk * d_head,
                      d_out.data() + bh * nq * d_head, dq.data(), dk.data(), dv.data());
             std::copy(dq.begin(), dq.end(), g.dq.data() + bh * nq * d_head);

@@ -25,8 +25,10 @@ struct AttentionGrads {
 // The backward of scaled_dot_product_attention (same options: causal, attn_mask, key_padding_mask,
 // scale). d_out (B, H, N_q, d_head). Plain loops in double: the oracle. A fully masked row gives 0
 // grads. usage_error naming the shapes when q, k, v, d_out or the masks do not fit together.
+// `bias` (H, N_q, N_k), where given, is added to head h's scores (ALiBi, positions.hpp): a constant,
+// so it has no gradient of its own, but it changes P and so every other gradient.
 AttentionGrads attention_backward_reference(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Tensor4& d_out,
-                                            const AttentionOptions& options = {});
+                                            const AttentionOptions& options = {}, const Tensor3* bias = nullptr);
 
 // The fast one (fast/fused_backward.hpp does the work): flash-style tiles, P recomputed from the
 // forward's log-sum-exp, no N_q x N_k buffer, the forward's thread pool and BLAS. Same contract.
