@@ -22,6 +22,7 @@
 #include "headwise/base/cli.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/inference/kv_cache.hpp"
+#include "headwise/inference/layer_backward.hpp"
 #include "headwise/io/npy.hpp"
 #include "headwise/reference/positions.hpp"
 
@@ -41,6 +42,7 @@ struct AttendArgs {
     std::string in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;
     std::string key_padding_mask;
     std::string output, weights;
+    std::string grad_output, grads;  // --grad-output dY.npy, --grads DIR
     long long heads = 0;
     long long kv_heads = 0;  // 0: --kv-heads not given, multi-head attention
     bool causal = false;
@@ -173,71 +175,91 @@ void check_output_paths(const AttendArgs& a) {
 // CPU against 177 ms, in one run (docs/performance.md); a warm forward is ~3% slower that way.
 constexpr std::size_t attend_workspace_budget = std::size_t{16} << 20;
 
-int attend(const AttendArgs& a) {
-    check_output_paths(a);
-    const std::size_t threads = detail::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
-    detail::set_fused_budget(attend_workspace_budget);
-    const auto heads = static_cast<std::size_t>(a.heads);
+// Everything the files say, read and checked. Not copyable: options point at padding.
+struct Problem {
+    Tensor3 query;                                // (B, N_q, d_model)
+    std::optional<Tensor3> key_file, value_file;  // (B, N_k, d_model), cross-attention only
+    bool self_attention = true;
+    std::size_t batch = 0, n_q = 0, n_k = 0, d_model = 0, heads = 0, kv_heads = 0;
+    bool grouped = false;  // --kv-heads given
+    MultiHeadAttention mha;
+    PositionEncoding positions;  // --rope, --alibi
+    Mask2 padding;
+    AttentionOptions options;
+    std::optional<Tensor3> grad_output;  // (B, N_q, d_model), --grad-output
 
-    // Inputs, each checked for rank, empty dimensions and NaN/Inf as it is read.
-    const Tensor3 query = load<3>(a.query, "--query (B, N_q, d_model)");  // (B, N_q, d_model)
-    const std::size_t batch = query.shape()[0], n_q = query.shape()[1], d_model = query.shape()[2];
-    const bool self_attention = a.key.empty();
-    std::optional<Tensor3> key_file, value_file;
-    if (!self_attention) {
-        key_file = load<3>(a.key, "--key (B, N_k, d_model)");        // (B, N_k, d_model)
-        value_file = load<3>(a.value, "--value (B, N_k, d_model)");  // (B, N_k, d_model)
-    }
-    const Tensor3& key = self_attention ? query : *key_file;
-    const Tensor3& value = self_attention ? query : *value_file;
-    const std::size_t n_k = key.shape()[1];
+    Problem() = default;
+    Problem(const Problem&) = delete;
+    Problem& operator=(const Problem&) = delete;
+    const Tensor3& key() const { return self_attention ? query : *key_file; }
+    const Tensor3& value() const { return self_attention ? query : *value_file; }
+    bool with_positions() const { return positions.rope || positions.alibi; }
+};
 
-    const std::string fit_query = fmt::format("to fit --query {}", npy::shape_string(shape_of(query)));
-    if (!self_attention) {
-        require_shape("--key", shape_of(key), {batch, any, d_model}, {"B", "N_k", "d_model"}, fit_query);
-        require_shape("--value", shape_of(value), {batch, n_k, d_model}, {"B", "N_k", "d_model"},
-                      fmt::format("to fit --key {}", npy::shape_string(shape_of(key))));
+// query, key, value, --heads and --kv-heads, each checked for rank, shape, NaN/Inf as it is read.
+void load_inputs(const AttendArgs& a, Problem& p) {
+    p.heads = static_cast<std::size_t>(a.heads);
+    p.query = load<3>(a.query, "--query (B, N_q, d_model)");  // (B, N_q, d_model)
+    p.batch = p.query.shape()[0], p.n_q = p.query.shape()[1], p.d_model = p.query.shape()[2];
+    p.self_attention = a.key.empty();
+    if (!p.self_attention) {
+        p.key_file = load<3>(a.key, "--key (B, N_k, d_model)");        // (B, N_k, d_model)
+        p.value_file = load<3>(a.value, "--value (B, N_k, d_model)");  // (B, N_k, d_model)
     }
-    if (d_model % heads != 0) {
+    p.n_k = p.key().shape()[1];
+    const std::string fit_query = fmt::format("to fit --query {}", npy::shape_string(shape_of(p.query)));
+    if (!p.self_attention) {
+        require_shape("--key", shape_of(p.key()), {p.batch, any, p.d_model}, {"B", "N_k", "d_model"}, fit_query);
+        require_shape("--value", shape_of(p.value()), {p.batch, p.n_k, p.d_model}, {"B", "N_k", "d_model"},
+                      fmt::format("to fit --key {}", npy::shape_string(shape_of(p.key()))));
+    }
+    if (p.d_model % p.heads != 0) {
         throw usage_error(
             fmt::format("d_model = {} (dimension 2 of --query) is not divisible by --heads {}: d_head would be {:g}",
-                        d_model, heads, double(d_model) / double(heads)));
+                        p.d_model, p.heads, double(p.d_model) / double(p.heads)));
     }
-
     // --kv-heads: fewer K/V rows in in_proj (grouped-query attention); without it H_kv = H.
-    const bool grouped = a.kv_heads > 0;
-    const auto kv_heads = grouped ? static_cast<std::size_t>(a.kv_heads) : heads;
-    if (heads % kv_heads != 0) {
+    p.grouped = a.kv_heads > 0;
+    p.kv_heads = p.grouped ? static_cast<std::size_t>(a.kv_heads) : p.heads;
+    if (p.heads % p.kv_heads != 0) {
         throw usage_error(
             fmt::format("--kv-heads {} does not divide --heads {}: query heads share key/value heads in "
                         "equal groups (H / H_kv would be {:g})",
-                        kv_heads, heads, double(heads) / double(kv_heads)));
+                        p.kv_heads, p.heads, double(p.heads) / double(p.kv_heads)));
     }
-    const std::size_t d_head = d_model / heads;
-    PositionEncoding positions;  // --rope, --alibi
+    if (!a.grad_output.empty()) {
+        p.grad_output = load<3>(a.grad_output, "--grad-output (B, N_q, d_model)");
+        require_shape("--grad-output", shape_of(*p.grad_output), {p.batch, p.n_q, p.d_model}, {"B", "N_q", "d_model"},
+                      fmt::format("the output's shape, to fit --query {}", npy::shape_string(shape_of(p.query))));
+    }
+}
+
+// --rope, --alibi, the weights and biases, the key padding mask and --causal.
+void load_parameters(const AttendArgs& a, Problem& p) {
+    const std::size_t d_head = p.d_model / p.heads;
     if (a.rope) {
         if (d_head % 2 != 0) {
             throw usage_error(
                 fmt::format("--rope rotates pairs of dimensions: d_head = d_model {} / --heads {} = {} "
                             "must be even",
-                            d_model, heads, d_head));
+                            p.d_model, p.heads, d_head));
         }
-        positions.rope =
+        p.positions.rope =
             Rope{a.rope_base, a.rope_layout == "interleaved" ? RopeLayout::interleaved : RopeLayout::half, 1.0};
-        validate(*positions.rope, d_head);  // the base: "RoPE base must be ..." in the library's words
-        positions.first_position = static_cast<std::size_t>(a.positions_from);
+        validate(*p.positions.rope, d_head);  // the base: "RoPE base must be ..." in the library's words
+        p.positions.first_position = static_cast<std::size_t>(a.positions_from);
     }
-    positions.alibi = a.alibi;
-    const std::size_t in_rows = d_model + 2 * kv_heads * (d_model / heads);  // 3 * d_model when H_kv = H
-    const std::string in_rows_name = grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model";
-
-    MultiHeadAttention mha;
-    mha.heads = heads;
+    p.positions.alibi = a.alibi;
+    const std::size_t in_rows = p.d_model + 2 * p.kv_heads * d_head;  // 3 * d_model when H_kv = H
+    const std::string in_rows_name = p.grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model";
+    const std::string fit_query = fmt::format("to fit --query {}", npy::shape_string(shape_of(p.query)));
+    MultiHeadAttention& mha = p.mha;
+    mha.heads = p.heads;
     mha.in_proj_weight = load<2>(a.in_proj_weight, "--in-proj-weight (" + in_rows_name + ", d_model)");
-    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {in_rows, d_model}, {in_rows_name, "d_model"},
+    require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {in_rows, p.d_model}, {in_rows_name, "d_model"},
                   fit_query);
     mha.out_proj_weight = load<2>(a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
-    require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {d_model, d_model}, {"d_model", "d_model"},
+    require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {p.d_model, p.d_model}, {"d_model", "d_model"},
                   fit_query);
     if (!a.in_proj_bias.empty()) {
         mha.in_proj_bias = load<1>(a.in_proj_bias, "--in-proj-bias (" + in_rows_name + ")");
@@ -245,110 +267,162 @@ int attend(const AttendArgs& a) {
     }
     if (!a.out_proj_bias.empty()) {
         mha.out_proj_bias = load<1>(a.out_proj_bias, "--out-proj-bias (d_model)");
-        require_shape("--out-proj-bias", shape_of(mha.out_proj_bias), {d_model}, {"d_model"}, fit_query);
+        require_shape("--out-proj-bias", shape_of(mha.out_proj_bias), {p.d_model}, {"d_model"}, fit_query);
     }
-
-    AttentionOptions options;
-    options.causal = a.causal;
-    Mask2 padding;
+    p.options.causal = a.causal;
     if (!a.key_padding_mask.empty()) {
-        padding = npy::to_mask(npy::read(a.key_padding_mask), "--key-padding-mask (B, N_k)");
+        p.padding = npy::to_mask(npy::read(a.key_padding_mask), "--key-padding-mask (B, N_k)");
         require_shape(
-            "--key-padding-mask", shape_of(padding), {batch, n_k}, {"B", "N_k"},
-            fmt::format("to fit --{} {}", self_attention ? "query" : "key", npy::shape_string(shape_of(key))));
-        options.key_padding_mask = &padding;
+            "--key-padding-mask", shape_of(p.padding), {p.batch, p.n_k}, {"B", "N_k"},
+            fmt::format("to fit --{} {}", p.self_attention ? "query" : "key", npy::shape_string(shape_of(p.key()))));
+        p.options.key_padding_mask = &p.padding;
     }
+}
 
-    // Memory for what is really allocated: the forward's scratch (with --weights, the
-    // (B, H, N_q, N_k) weights; without, a bounded workspace and nothing of size N_q x N_k) and
-    // the output. Files are written straight from the tensors (npy::stage): no second copy.
-    const bool want_weights = !a.weights.empty();
-    const std::size_t output_bytes = cli::checked_product({batch, n_q, d_model, sizeof(float)}, "output");
-    if (want_weights) {
+GroupedQueryAttention as_grouped(const Problem& p) {
+    return {p.heads, p.kv_heads, p.mha.in_proj_weight, p.mha.in_proj_bias, p.mha.out_proj_weight, p.mha.out_proj_bias};
+}
+
+// Memory for what is really allocated: the forward's scratch (with --weights, the
+// (B, H, N_q, N_k) weights; without, a bounded workspace and nothing of size N_q x N_k), the
+// output, and with --grads the backward's tape and gradients. Files are written straight from the
+// tensors (npy::stage): no second copy.
+void check_memory(const AttendArgs& a, const Problem& p) {
+    const std::size_t output_bytes = cli::checked_product({p.batch, p.n_q, p.d_model, sizeof(float)}, "output");
+    if (!a.weights.empty()) {
         const std::size_t weight_count =
-            cli::checked_product({batch, heads, n_q, n_k}, "attention weights (B, H, N_q, N_k)");
+            cli::checked_product({p.batch, p.heads, p.n_q, p.n_k}, "attention weights (B, H, N_q, N_k)");
         cli::require_memory(
             cli::checked_product({weight_count, sizeof(float)}, "attention weights") +
-                mha.forward_scratch_bytes(batch, n_q, n_k, true) + output_bytes,
-            fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", batch, heads, n_q, n_k));
+                p.mha.forward_scratch_bytes(p.batch, p.n_q, p.n_k, true) + output_bytes,
+            fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", p.batch, p.heads, p.n_q, p.n_k));
     } else {
         cli::require_memory(
-            mha.forward_scratch_bytes(batch, n_q, n_k, false) + output_bytes,
-            fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", batch, n_q, n_k, d_model));
+            p.mha.forward_scratch_bytes(p.batch, p.n_q, p.n_k, false) + output_bytes,
+            fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", p.batch, p.n_q, p.n_k, p.d_model));
     }
-
     if (a.alibi) {  // the (H, N_q, N_k) bias
-        cli::require_memory(cli::checked_product({heads, n_q, n_k, sizeof(float)}, "ALiBi bias") + output_bytes,
-                            fmt::format("the ALiBi bias (H, N_q, N_k) = ({}, {}, {})", heads, n_q, n_k));
+        cli::require_memory(cli::checked_product({p.heads, p.n_q, p.n_k, sizeof(float)}, "ALiBi bias") + output_bytes,
+                            fmt::format("the ALiBi bias (H, N_q, N_k) = ({}, {}, {})", p.heads, p.n_q, p.n_k));
     }
-    const bool with_positions = positions.rope || positions.alibi;
-    std::optional<GroupedQueryAttention> gqa;  // the same weights, read with H_kv key/value heads
-    if (grouped || with_positions)
-        gqa = GroupedQueryAttention{
-            heads, kv_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj_weight, mha.out_proj_bias};
-    if (grouped)
-        require_no_overflow(query, key, value, gqa->with_repeated_kv());  // the equal MHA bounds GQA
-    else
-        require_no_overflow(query, key, value, mha);  // (a ?: between the two would copy mha's weights)
-    Tensor4 weights;                                  // (B, H, N_q, N_k), only with --weights
-    Tensor4* wanted = want_weights ? &weights : nullptr;
-    const Tensor3 output = with_positions ? forward_with_positions(*gqa, query, key, value, positions, options, wanted)
-                           : grouped      ? gqa->forward(query, key, value, options, wanted)
-                                          : mha.forward(query, key, value, options, wanted);  // (B, N_q, d_model)
-    if (!cli::all_finite(output.data(), output.size()) || !cli::all_finite(weights.data(), weights.size())) {
-        throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
+    if (p.grad_output) {
+        cli::require_memory(
+            layer_backward_bytes(as_grouped(p), p.batch, p.n_q, p.n_k, p.self_attention, a.alibi) + output_bytes,
+            fmt::format("the backward (B, N_q, N_k, d_model) = ({}, {}, {}, {})", p.batch, p.n_q, p.n_k, p.d_model));
     }
+}
 
-    // Every output is written to a temporary file first; renamed into place only when all are ready.
-    std::vector<npy::PendingFile> pending;
-    pending.push_back(npy::stage(a.output, output));
-    std::string weights_note;
-    if (!a.weights.empty()) {
-        if (a.average_weights) {
-            Tensor3 averaged = Tensor3::from_shape({batch, n_q, n_k});  // (B, N_q, N_k): mean over H
-            for (std::size_t b = 0; b < batch; ++b)
-                for (std::size_t i = 0; i < n_q; ++i)
-                    for (std::size_t j = 0; j < n_k; ++j) {
-                        double sum = 0.0;
-                        for (std::size_t h = 0; h < heads; ++h) sum += weights(b, h, i, j);
-                        averaged(b, i, j) = static_cast<float>(sum / double(heads));
-                    }
-            pending.push_back(npy::stage(a.weights, averaged));
-            weights_note = fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}",
-                                       npy::shape_string(shape_of(averaged)), a.weights);
-        } else {
-            pending.push_back(npy::stage(a.weights, weights));
-            weights_note =
-                fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
-        }
+// --grads DIR must be a directory, and none of its gradient files may be one of the inputs.
+void check_grads_dir(const AttendArgs& a) {
+    if (a.grads.empty()) return;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(a.grads, ec)) throw usage_error(fmt::format("--grads {}: the directory does not exist", a.grads));
+    if (!fs::is_directory(a.grads, ec)) throw usage_error(fmt::format("--grads {}: is not a directory", a.grads));
+    for (const char* name :
+         {"query", "key", "value", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias"}) {
+        const fs::path target = fs::weakly_canonical(fs::path(a.grads) / (std::string(name) + ".npy"), ec);
+        if (fs::is_directory(target, ec))
+            throw usage_error(fmt::format("--grads {}: {}.npy is a directory, so the gradient cannot be written there",
+                                          a.grads, name));
+        for (const std::string* in : {&a.query, &a.key, &a.value, &a.in_proj_weight, &a.in_proj_bias,
+                                      &a.out_proj_weight, &a.out_proj_bias, &a.key_padding_mask, &a.grad_output})
+            if (!in->empty() && fs::weakly_canonical(*in, ec) == target)
+                throw usage_error(
+                    fmt::format("--grads {}: its {}.npy would overwrite the input {}: write the "
+                                "gradients to another directory",
+                                a.grads, name, *in));
     }
-    for (auto& p : pending) p.commit();
+}
 
-    fmt::print("attend: {} attention, H = {} heads of d_head = {}{}{}{}\n", self_attention ? "self" : "cross", heads,
-               d_model / heads,
-               grouped
-                   ? fmt::format(", H_kv = {} key/value heads (query head h reads h / {})", kv_heads, heads / kv_heads)
-                   : "",
-               a.causal ? ", causal" : "", options.key_padding_mask ? ", key padding mask" : "");
-    if (positions.rope)
+// The forward: with --weights the weights come along (B, H, N_q, N_k).
+Tensor3 run_forward(const Problem& p, const std::optional<GroupedQueryAttention>& gqa, Tensor4* weights) {
+    if (p.with_positions())
+        return forward_with_positions(*gqa, p.query, p.key(), p.value(), p.positions, p.options, weights);
+    if (p.grouped) return gqa->forward(p.query, p.key(), p.value(), p.options, weights);
+    return p.mha.forward(p.query, p.key(), p.value(), p.options, weights);  // (B, N_q, d_model)
+}
+
+// --weights, as asked: (B, H, N_q, N_k), or averaged over heads (B, N_q, N_k). Returns its line.
+std::string stage_weights(const AttendArgs& a, const Problem& p, const Tensor4& weights,
+                          std::vector<npy::PendingFile>& pending) {
+    if (!a.average_weights) {
+        pending.push_back(npy::stage(a.weights, weights));
+        return fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
+    }
+    Tensor3 averaged = Tensor3::from_shape({p.batch, p.n_q, p.n_k});  // (B, N_q, N_k): mean over H
+    for (std::size_t b = 0; b < p.batch; ++b)
+        for (std::size_t i = 0; i < p.n_q; ++i)
+            for (std::size_t j = 0; j < p.n_k; ++j) {
+                double sum = 0.0;
+                for (std::size_t h = 0; h < p.heads; ++h) sum += weights(b, h, i, j);
+                averaged(b, i, j) = static_cast<float>(sum / double(p.heads));
+            }
+    pending.push_back(npy::stage(a.weights, averaged));
+    return fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}", npy::shape_string(shape_of(averaged)),
+                       a.weights);
+}
+
+// Each gradient into DIR as <input>.npy, in the input's shape. Returns the summary's lines.
+std::string stage_grads(const AttendArgs& a, const Problem& p, const LayerGrads& g,
+                        std::vector<npy::PendingFile>& pending) {
+    namespace fs = std::filesystem;
+    std::string lines;
+    auto put = [&](const char* name, const auto& t) {
+        if (t.size() == 0) return;
+        if (!cli::all_finite(t.data(), t.size()))
+            throw usage_error(
+                fmt::format("the gradient of {} overflowed float32 (inputs too large?); nothing was "
+                            "written",
+                            name));
+        const fs::path file = fs::path(a.grads) / (std::string(name) + ".npy");
+        pending.push_back(npy::stage(file, t));
+        lines += fmt::format("  d {:<15} {:<16} -> {}\n", name, npy::shape_string(shape_of(t)), file.string());
+    };
+    put("query", g.query);
+    if (!p.self_attention) {
+        put("key", g.key);
+        put("value", g.value);
+    }
+    put("in_proj_weight", g.in_proj_weight);
+    put("in_proj_bias", g.in_proj_bias);
+    put("out_proj_weight", g.out_proj_weight);
+    put("out_proj_bias", g.out_proj_bias);
+    return lines;
+}
+
+void print_summary(const AttendArgs& a, const Problem& p, const Tensor3& output, const std::string& weights_note,
+                   const std::string& grads_note, std::size_t threads) {
+    fmt::print("attend: {} attention, H = {} heads of d_head = {}{}{}{}\n", p.self_attention ? "self" : "cross",
+               p.heads, p.d_model / p.heads,
+               p.grouped ? fmt::format(", H_kv = {} key/value heads (query head h reads h / {})", p.kv_heads,
+                                       p.heads / p.kv_heads)
+                         : "",
+               a.causal ? ", causal" : "", p.options.key_padding_mask ? ", key padding mask" : "");
+    if (p.positions.rope)
         fmt::print("  RoPE     {} pairs, base {:g}, positions {}..{}\n", a.rope_layout, a.rope_base,
-                   positions.first_position, positions.first_position + std::max(n_q, n_k) - 1);
-    if (positions.alibi) fmt::print("  ALiBi    slopes 2^(-8h/H) for H = {}: bias -slope_h |i - j|\n", heads);
-    fmt::print("  query    {:<16} [B, N_q, d_model]\n", npy::shape_string(shape_of(query)));
-    if (!self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(key)));
+                   p.positions.first_position, p.positions.first_position + std::max(p.n_q, p.n_k) - 1);
+    if (p.positions.alibi) fmt::print("  ALiBi    slopes 2^(-8h/H) for H = {}: bias -slope_h |i - j|\n", p.heads);
+    fmt::print("  query    {:<16} [B, N_q, d_model]\n", npy::shape_string(shape_of(p.query)));
+    if (!p.self_attention) fmt::print("  key      {:<16} [B, N_k, d_model]\n", npy::shape_string(shape_of(p.key())));
     fmt::print("  output   {:<16} [B, N_q, d_model] -> {}\n", npy::shape_string(shape_of(output)), a.output);
     if (!weights_note.empty()) fmt::print("  {}\n", weights_note);
+    if (!grads_note.empty())
+        fmt::print("  gradients of the loss sum(output * --grad-output), PyTorch's .grad of each input:\n{}",
+                   grads_note);
     fmt::print("  threads  {} (the CPUs this process may use; HEADWISE_THREADS overrides)\n", threads);
+}
 
-    // PyTorch returns NaN for a query whose keys are all masked; headwise defines it as zeros.
-    // Row i of batch b sees no key when every key it may see is padding (keys [0, i] when causal,
-    // all of them otherwise): counted from each batch's first unpadded key, in O(B * N).
+// PyTorch returns NaN for a query whose keys are all masked; headwise defines it as zeros.
+// Row i of batch b sees no key when every key it may see is padding (keys [0, i] when causal,
+// all of them otherwise): counted from each batch's first unpadded key, in O(B * N).
+void note_empty_rows(const Problem& p) {
     std::size_t empty_rows = 0;
-    for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t b = 0; b < p.batch; ++b) {
         std::size_t first_seen = 0;  // the first key that is not padding (n_k when there is none)
-        while (first_seen < n_k && options.key_padding_mask && padding(b, first_seen)) ++first_seen;
-        for (std::size_t i = 0; i < n_q; ++i) {
-            const std::size_t last_visible = a.causal ? std::min(i, n_k - 1) : n_k - 1;  // n_k >= 1
+        while (first_seen < p.n_k && p.options.key_padding_mask && p.padding(b, first_seen)) ++first_seen;
+        for (std::size_t i = 0; i < p.n_q; ++i) {
+            const std::size_t last_visible = p.options.causal ? std::min(i, p.n_k - 1) : p.n_k - 1;  // n_k >= 1
             empty_rows += first_seen > last_visible;
         }
     }
@@ -358,6 +432,49 @@ int attend(const AttendArgs& a) {
                    "output is 0 before out_proj (PyTorch gives NaN there)\n",
                    empty_rows);
     }
+}
+
+int attend(const AttendArgs& a) {
+    check_output_paths(a);
+    check_grads_dir(a);
+    const std::size_t threads = detail::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
+    detail::set_fused_budget(attend_workspace_budget);
+    Problem p;
+    load_inputs(a, p);
+    load_parameters(a, p);
+    check_memory(a, p);
+
+    std::optional<GroupedQueryAttention> gqa;  // the same weights, read with H_kv key/value heads
+    if (p.grouped || p.with_positions() || p.grad_output) gqa = as_grouped(p);
+    if (p.grouped)
+        require_no_overflow(p.query, p.key(), p.value(), gqa->with_repeated_kv());  // the equal MHA bounds GQA
+    else
+        require_no_overflow(p.query, p.key(), p.value(), p.mha);  // (a ?: between the two would copy mha's weights)
+
+    Tensor4 weights;  // (B, H, N_q, N_k), only with --weights
+    std::optional<LayerGrads> grads;
+    Tensor3 output;       // (B, N_q, d_model)
+    if (p.grad_output) {  // the forward keeps its tape, and the backward follows
+        LayerTape tape;
+        output = layer_forward(*gqa, p.query, p.key(), p.value(), p.positions, p.options, tape);
+        grads = layer_backward(*gqa, p.query, p.key(), p.value(), p.positions, p.options, tape, *p.grad_output);
+        if (!a.weights.empty()) run_forward(p, gqa, &weights);
+    } else {
+        output = run_forward(p, gqa, a.weights.empty() ? nullptr : &weights);
+    }
+    if (!cli::all_finite(output.data(), output.size()) || !cli::all_finite(weights.data(), weights.size())) {
+        throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
+    }
+
+    // Every output is written to a temporary file first; renamed into place only when all are ready.
+    std::vector<npy::PendingFile> pending;
+    pending.push_back(npy::stage(a.output, output));
+    const std::string weights_note = a.weights.empty() ? "" : stage_weights(a, p, weights, pending);
+    const std::string grads_note = grads ? stage_grads(a, p, *grads, pending) : "";
+    for (auto& f : pending) f.commit();
+
+    print_summary(a, p, output, weights_note, grads_note, threads);
+    note_empty_rows(p);
     return 0;
 }
 
@@ -377,6 +494,8 @@ void add_attend_command(CLI::App& app, Action& action) {
         "  query head h reads K/V head h / (H / H_kv) (PyTorch: repeat_interleave K, V over the head axis).\n"
         "Positions: --rope rotates q and k (half-split pairs as in Hugging Face's Llama, or --rope-layout\n"
         "  interleaved), token n at position --positions-from + n; --alibi adds -slope_h |i - j| to the scores.\n"
+        "Gradients: --grad-output dY.npy --grads DIR writes the backward of the loss sum(output * dY):\n"
+        "  one .npy per input that has a gradient, named after its flag (query.npy, in_proj_weight.npy, ...).\n"
         "Inputs may be float32 or float64 (C or Fortran order); outputs are float32.\n");
     cmd->add_option("--query", a->query, "query (B, N_q, d_model) .npy")->required();
     auto* key = cmd->add_option("--key", a->key, "key (B, N_k, d_model) .npy; omit key and value for self-attention");
@@ -420,6 +539,15 @@ void add_attend_command(CLI::App& app, Action& action) {
     auto* weights = cmd->add_option("--weights", a->weights, "also write the attention weights (B, H, N_q, N_k)");
     cmd->add_flag("--average-weights", a->average_weights, "write weights averaged over heads: (B, N_q, N_k)")
         ->needs(weights);
+    auto* grad_output =
+        cmd->add_option("--grad-output", a->grad_output,
+                        "dY (B, N_q, d_model) .npy: the loss's gradient with respect to the output; with --grads");
+    auto* grads = cmd->add_option("--grads", a->grads,
+                                  "write into DIR PyTorch's .grad of every input (query.npy, key.npy, value.npy, "
+                                  "in_proj_weight.npy, ...), float32, each in its input's shape")
+                      ->type_name("DIR");
+    grads->needs(grad_output);
+    grad_output->needs(grads);
     cmd->callback([&action, a] {
         action = [a] {
             try {

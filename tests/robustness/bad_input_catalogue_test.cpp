@@ -355,6 +355,15 @@ const std::vector<Case> attend_cases{
     {"attend", {"--weights", "{w}/out/y.npy"}, "--output and --weights are the same file"},
     {"attend", {"--average-weights", "", "--weights", "-"}, "--weights"},
     {"attend", {"--no-such-flag", ""}, "--no-such-flag"},
+    // --grad-output dY --grads DIR: the backward (dY must be the output's (1, 2, 4)).
+    {"attend", {"--grads", "{w}/out"}, "--grads requires --grad-output"},
+    {"attend", {"--grad-output", "{w}/q.npy"}, "--grad-output requires --grads"},
+    {"attend",
+     {"--grad-output", "{w}/k.npy", "--grads", "{w}/out"},
+     "--grad-output has shape \\(1, 3, 4\\) but must be \\(B, N_q, d_model\\) = \\(1, 2, 4\\)"},
+    {"attend", {"--grad-output", "{w}/nan_query.npy", "--grads", "{w}/out"}, "nan_query.npy.*nan at \\(0, 1, 2\\)"},
+    {"attend", {"--grad-output", "{w}/q.npy", "--grads", "{w}/no/such/dir"}, "--grads .*does not exist"},
+    {"attend", {"--grad-output", "{w}/q.npy", "--grads", "{w}/q.npy"}, "--grads .*is not a directory"},
 };
 
 // ---- .npy bytes, written by hand -------------------------------------------------------------
