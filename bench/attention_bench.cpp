@@ -15,6 +15,8 @@
 #include "headwise/fast/blas_coretype.hpp"
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/parallel.hpp"
+#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/attention_backward.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -89,6 +91,48 @@ void BM_mha_forward_with_weights(benchmark::State& state) {
     count_gflops(state, mha_flops(double(batch), double(n), double(d)));
 }
 
+// The fused attention backward must agree with the double-precision reference before its layer
+// is timed: one (1, 2, N, d_head) problem, P recomputed from the forward's log-sum-exp.
+void check_backward_against_reference(std::size_t n, std::size_t d_head, bool causal) {
+    Random rng(2);
+    const Tensor4 q = rng.normal<4>({1, 2, n, d_head}), k = rng.normal<4>({1, 2, n, d_head});
+    const Tensor4 v = rng.normal<4>({1, 2, n, d_head}), d_out = rng.normal<4>({1, 2, n, d_head});
+    AttentionOptions o;
+    o.causal = causal;
+    const AttentionGrads fast = scaled_dot_product_attention_backward(q, k, v, d_out, o);
+    const AttentionGrads ref = attention_backward_reference(q, k, v, d_out, o);
+    const double diff = std::max({max_abs_diff(fast.dq, ref.dq), max_abs_diff(fast.dk, ref.dk),
+                                  max_abs_diff(fast.dv, ref.dv)});
+    if (!(diff < 1e-3)) {
+        fmt::print(stderr, "headwise_bench: the fused backward differs from the reference by {:.3g}; not timing it\n",
+                   diff);
+        std::exit(1);
+    }
+}
+
+// A training step's attention: the layer's forward keeping its tape, then the backward of every
+// input and parameter from d_y (what `attend --grad-output` runs, without its file I/O). FLOPs:
+// the dense count of the forward, times three (the backward's products are twice the forward's).
+void BM_mha_backward(benchmark::State& state) {
+    const auto [batch, n, d, heads] = sizes(state);
+    const bool causal = state.range(4) != 0;
+    check_backward_against_reference(std::min<std::size_t>(n, 512), d / heads, causal);
+    Random rng(1);
+    const auto m = GroupedQueryAttention::from_multi_head(MultiHeadAttention::random(d, heads, true, rng));
+    const Tensor3 x = rng.normal<3>({batch, n, d});    // (B, N, d_model)
+    const Tensor3 d_y = rng.normal<3>({batch, n, d});  // (B, N, d_model)
+    AttentionOptions o;
+    o.causal = causal;
+    for (auto _ : state) {
+        LayerTape tape;
+        Tensor3 y = layer_forward(m, x, x, x, {}, o, tape);
+        LayerGrads g = layer_backward(m, x, x, x, {}, o, tape, d_y);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::DoNotOptimize(g.query.data());
+    }
+    count_gflops(state, 3.0 * mha_flops(double(batch), double(n), double(d)));
+}
+
 // The attention part alone (no projections): softmax(q k^T / sqrt(d_head)) v on (B, H, N, d_head),
 // so a forward's time can be split into projections and attention; with the BLAS kernel
 // (kernel:0) or the AVX-512 micro-kernels (kernel:1, BLAS where the CPU lacks AVX-512).
@@ -154,6 +198,18 @@ BENCHMARK(BM_mha_forward)
     ->Args({2, 2048, 2048, 16, 0})  // d_head 128
     ->Args({2, 2048, 2048, 16, 1})
     ->Args({2, 128, 128, 4, 0})  // the --quick sizes of scripts/bench-compare
+    ->Args({2, 128, 128, 4, 1})
+    ->ArgNames({"B", "N", "d", "H", "causal"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_mha_backward)
+    ->Args({8, 512, 512, 8, 0})
+    ->Args({8, 512, 512, 8, 1})
+    ->Args({4, 1024, 768, 12, 0})
+    ->Args({4, 1024, 768, 12, 1})
+    ->Args({1, 4096, 512, 8, 0})
+    ->Args({1, 4096, 512, 8, 1})
+    ->Args({2, 128, 128, 4, 0})
     ->Args({2, 128, 128, 4, 1})
     ->ArgNames({"B", "N", "d", "H", "causal"})
     ->Unit(benchmark::kMillisecond)
