@@ -99,12 +99,20 @@ struct Case {
     AttentionOptions options;
 };
 
+// Seeded normal q, d_out (B, H, N_q, d_head) and k, v (B, H, N_k, d_head) for a case.
+struct Inputs {
+    Tensor4 q, k, v, d_out;
+    Inputs(const Case& c, std::uint64_t seed) {
+        Random rng(seed);
+        q = rng.normal<4>({c.batch, c.heads, c.nq, c.d_head});
+        k = rng.normal<4>({c.batch, c.heads, c.nk, c.d_head});
+        v = rng.normal<4>({c.batch, c.heads, c.nk, c.d_head});
+        d_out = rng.normal<4>({c.batch, c.heads, c.nq, c.d_head});
+    }
+};
+
 void check_against_finite_differences(const Case& c, std::uint64_t seed) {
-    Random rng(seed);
-    const Tensor4 q = rng.normal<4>({c.batch, c.heads, c.nq, c.d_head});
-    const Tensor4 k = rng.normal<4>({c.batch, c.heads, c.nk, c.d_head});
-    const Tensor4 v = rng.normal<4>({c.batch, c.heads, c.nk, c.d_head});
-    const Tensor4 d_out = rng.normal<4>({c.batch, c.heads, c.nq, c.d_head});
+    const auto [q, k, v, d_out] = Inputs(c, seed);
     const double scale = c.options.scale ? double(*c.options.scale) : 1.0 / std::sqrt(double(c.d_head));
     const DoubleLoss loss{c.batch, c.heads, c.nq, c.nk, c.d_head, scale, c.options, as_doubles(d_out)};
     const AttentionGrads g = attention_backward_reference(q, k, v, d_out, c.options);
@@ -225,19 +233,9 @@ TEST_CASE("attention backward: a d_out that is not the output's shape is refused
 
 namespace {
 
-struct FastCase {
-    std::size_t batch, heads, nq, nk, d_head;
-    AttentionOptions options;
-    detail::BackwardTiling tiling;
-};
-
 // The fused backward on (b, h, n, d) tensors, its lse from the fused forward, against the reference.
-void check_fast_against_reference(const FastCase& c, std::uint64_t seed) {
-    Random rng(seed);
-    const Tensor4 q = rng.normal<4>({c.batch, c.heads, c.nq, c.d_head});
-    const Tensor4 k = rng.normal<4>({c.batch, c.heads, c.nk, c.d_head});
-    const Tensor4 v = rng.normal<4>({c.batch, c.heads, c.nk, c.d_head});
-    const Tensor4 d_out = rng.normal<4>({c.batch, c.heads, c.nq, c.d_head});
+void check_fast_against_reference(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
+    const auto [q, k, v, d_out] = Inputs(c, seed);
     const AttentionGrads want = attention_backward_reference(q, k, v, d_out, c.options);
     auto view = [&](auto* data, std::size_t n) {
         return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, c.heads * n * c.d_head, n * c.d_head,
@@ -254,7 +252,7 @@ void check_fast_against_reference(const FastCase& c, std::uint64_t seed) {
     const Tensor4& o = out;
     detail::fused_attention_backward(shape, view(q.data(), c.nq), view(k.data(), c.nk), view(v.data(), c.nk),
                                      view(o.data(), c.nq), view(d_out.data(), c.nq), lse.data(), view(dq.data(), c.nq),
-                                     view(dk.data(), c.nk), view(dv.data(), c.nk), scale, c.options, c.tiling);
+                                     view(dk.data(), c.nk), view(dv.data(), c.nk), scale, c.options, tiling);
     CHECK(relative_error(dq, as_doubles(want.dq)) < 1e-4);
     CHECK(relative_error(dk, as_doubles(want.dk)) < 1e-4);
     CHECK(relative_error(dv, as_doubles(want.dv)) < 1e-4);
@@ -278,13 +276,13 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
         INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks"));
         const detail::BackwardTiling small{8, 5, split};
-        check_fast_against_reference({2, 3, 29, 37, 4, {}, small}, 21);
-        check_fast_against_reference({2, 3, 29, 37, 16, causal, small}, 22);  // the forward's micro-kernels
-        check_fast_against_reference({2, 3, 37, 29, 8, causal, small}, 23);   // N_q > N_k
-        check_fast_against_reference({2, 2, 29, 37, 8, padded, small}, 24);
-        check_fast_against_reference({1, 2, 29, 37, 8, masked, small}, 25);
-        check_fast_against_reference({2, 2, 1, 1, 8, causal, small}, 26);
-        check_fast_against_reference({1, 2, 300, 300, 32, causal, {128, 128, split}}, 27);
+        check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
+        check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);  // the forward's micro-kernels
+        check_fast_against_reference({2, 3, 37, 29, 8, causal}, small, 23);   // N_q > N_k
+        check_fast_against_reference({2, 2, 29, 37, 8, padded}, small, 24);
+        check_fast_against_reference({1, 2, 29, 37, 8, masked}, small, 25);
+        check_fast_against_reference({2, 2, 1, 1, 8, causal}, small, 26);
+        check_fast_against_reference({1, 2, 300, 300, 32, causal}, {128, 128, split}, 27);
     }
 }
 

@@ -82,6 +82,31 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
     if (failure) std::rethrow_exception(failure);
 }
 
+namespace {
+// panel(r0, r1) over [0, rows), one panel per core, or all at once on one core when there are few
+// rows or too few multiply-adds to be worth sharing.
+template <class Panel>
+void in_row_panels(std::size_t rows, double macs, const Panel& panel) {
+    const std::size_t workers = worker_count();
+    if (workers <= 1 || rows < 2 * workers || macs < min_parallel_macs) {
+        panel(0, rows);
+        return;
+    }
+    const std::size_t step = (rows + workers - 1) / workers;
+    parallel_for(workers, [&](std::size_t p, std::size_t) { panel(p * step, std::min(rows, (p + 1) * step)); });
+}
+}  // namespace
+
+void gemm_rows(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
+               const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+    in_row_panels(m, double(m) * double(n) * double(k), [&](std::size_t r0, std::size_t r1) {
+        if (r1 <= r0) return;
+        // Rows r0.. of op(A): rows of A, or with trans_a its columns.
+        blas::gemm(trans_a, trans_b, r1 - r0, n, k, 1.0f, trans_a ? a + r0 : a + r0 * lda, lda, b, ldb, beta,
+                   c + r0 * ldc, ldc);
+    });
+}
+
 void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
                  float* y) {
     linear_rows(x, rows, in, in, w, in, out, b, false, y, out);
@@ -97,14 +122,7 @@ void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t l
         blas::gemm(false, true, r1 - r0, out, in, 1.0f, x + r0 * ldx, ldx, w, ldw, add_bias || accumulate ? 1.0f : 0.0f,
                    y + r0 * ldy, ldy);
     };
-    const std::size_t workers = worker_count();
-    if (workers <= 1 || rows < 2 * workers ||
-        static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out) < min_parallel_macs) {
-        panel(0, rows);
-        return;
-    }
-    const std::size_t step = (rows + workers - 1) / workers;
-    parallel_for(workers, [&](std::size_t p, std::size_t) { panel(p * step, std::min(rows, (p + 1) * step)); });
+    in_row_panels(rows, static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out), panel);
 }
 
 }  // namespace headwise::detail

@@ -26,6 +26,12 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t index,
 void linear_rows(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* b,
                  float* y);
 
+// C (m, n) = op(A) . op(B) + beta C, as blas::gemm (alpha 1), with C's m rows in one panel per
+// core when the product is big enough to be worth it (the backward's products: d_y . W_o,
+// dy^T . x for a weight's gradient, dq . W_q for an input's).
+void gemm_rows(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
+               const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
+
 // The same on matrices that are blocks of bigger ones: row r of x starts at x + r * ldx, row o of
 // w at w + o * ldw, row r of y at y + r * ldy. With `accumulate`, y += x . w^T (b is not added).
 void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t ldx, const float* w, std::size_t ldw,

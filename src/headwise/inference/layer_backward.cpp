@@ -1,7 +1,6 @@
 #include "headwise/inference/layer_backward.hpp"
 
 #include "headwise/base/limits.hpp"
-#include "headwise/fast/blas.hpp"
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/fused_backward.hpp"
 #include "headwise/fast/parallel.hpp"
@@ -140,8 +139,8 @@ AttentionGradsRows fused_backward(const Sizes& s, const LayerTape& tape, const T
 // dW[rows r0 ..) (width, d_model) = dy^T . x, and db[r0 ..) = the column sums of dy (rows of B * N).
 void weight_grads(const Tensor3& dy, const Tensor3& x, std::size_t r0, LayerGrads& g) {
     const std::size_t rows = x.shape()[0] * x.shape()[1], d = x.shape()[2], width = dy.shape()[2];
-    blas::gemm(true, false, width, d, rows, 1.0f, dy.data(), width, x.data(), d, 0.0f, g.in_proj_weight.data() + r0 * d,
-               d);
+    detail::gemm_rows(true, false, width, d, rows, dy.data(), width, x.data(), d, 0.0f,
+                      g.in_proj_weight.data() + r0 * d, d);
     if (g.in_proj_bias.size() != 0) {
         const Tensor1 db = column_sums(dy.data(), rows, width);
         std::copy(db.begin(), db.end(), g.in_proj_bias.begin() + r0);
@@ -152,8 +151,8 @@ void weight_grads(const Tensor3& dy, const Tensor3& x, std::size_t r0, LayerGrad
 void input_grad(const GroupedQueryAttention& m, const Tensor3& dy, std::size_t r0, bool accumulate, Tensor3& dx) {
     const std::size_t rows = dy.shape()[0] * dy.shape()[1], width = dy.shape()[2], d = m.d_model();
     if (dx.size() == 0) dx = Tensor3::from_shape({dy.shape()[0], dy.shape()[1], d});
-    blas::gemm(false, false, rows, d, width, 1.0f, dy.data(), width, m.in_proj_weight.data() + r0 * d, d,
-               accumulate ? 1.0f : 0.0f, dx.data(), d);
+    detail::gemm_rows(false, false, rows, d, width, dy.data(), width, m.in_proj_weight.data() + r0 * d, d,
+                      accumulate ? 1.0f : 0.0f, dx.data(), d);
 }
 
 }  // namespace
@@ -216,10 +215,11 @@ LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, 
     if (m.in_proj_bias.size() != 0) g.in_proj_bias = Tensor1::from_shape(m.in_proj_bias.shape());
     // Through out_proj: dW_o (d_model, d_model) = d_y^T . heads, db_o = sum d_y, d_heads = d_y . W_o.
     g.out_proj_weight = Tensor2::from_shape({d, d});
-    blas::gemm(true, false, d, d, rows_q, 1.0f, d_y.data(), d, tape.heads.data(), d, 0.0f, g.out_proj_weight.data(), d);
+    detail::gemm_rows(true, false, d, d, rows_q, d_y.data(), d, tape.heads.data(), d, 0.0f, g.out_proj_weight.data(),
+                      d);
     if (m.out_proj_bias.size() != 0) g.out_proj_bias = column_sums(d_y.data(), rows_q, d);
     Tensor3 d_heads = Tensor3::from_shape({s.batch, s.nq, d});  // (B, N_q, H * d_head)
-    blas::gemm(false, false, rows_q, d, d, 1.0f, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
+    detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
     // Through the attention, then RoPE back.
     AttentionGradsRows a =
         positions.alibi ? alibi_backward(s, tape, d_heads, options) : fused_backward(s, tape, d_heads, options);
