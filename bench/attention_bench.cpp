@@ -101,8 +101,8 @@ void check_backward_against_reference(std::size_t n, std::size_t d_head, bool ca
     o.causal = causal;
     const AttentionGrads fast = scaled_dot_product_attention_backward(q, k, v, d_out, o);
     const AttentionGrads ref = attention_backward_reference(q, k, v, d_out, o);
-    const double diff = std::max({max_abs_diff(fast.dq, ref.dq), max_abs_diff(fast.dk, ref.dk),
-                                  max_abs_diff(fast.dv, ref.dv)});
+    const double diff =
+        std::max({max_abs_diff(fast.dq, ref.dq), max_abs_diff(fast.dk, ref.dk), max_abs_diff(fast.dv, ref.dv)});
     if (!(diff < 1e-3)) {
         fmt::print(stderr, "headwise_bench: the fused backward differs from the reference by {:.3g}; not timing it\n",
                    diff);
