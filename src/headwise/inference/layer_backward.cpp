@@ -3,6 +3,7 @@
 #include "headwise/base/limits.hpp"
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/fused_backward.hpp"
+#include "headwise/fast/huge_pages.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/reference/attention.hpp"
 #include "headwise/reference/attention_backward.hpp"
@@ -41,6 +42,14 @@ Sizes sizes_of(const GroupedQueryAttention& m, const Tensor3& query, const Tenso
     return {query.shape()[0], query.shape()[1], key.shape()[1], d, m.d_head(), m.heads, m.kv_heads};
 }
 
+// A (B, N, width) tensor for a one-shot process to fill: asked for in huge pages before its first
+// write (huge_pages.hpp: a 4 KiB page fault per 4 KiB is a tenth of the time at these sizes).
+Tensor3 fresh(std::size_t batch, std::size_t n, std::size_t width) {
+    Tensor3 t = Tensor3::from_shape({batch, n, width});
+    prefer_huge_pages(t.data(), t.size() * sizeof(float));
+    return t;
+}
+
 bool same_tensor(const Tensor3& a, const Tensor3& b) { return a.data() == b.data() && a.shape() == b.shape(); }
 
 float scale_of(const AttentionOptions& o, std::size_t d_head) {
@@ -50,7 +59,7 @@ float scale_of(const AttentionOptions& o, std::size_t d_head) {
 // y (B, N, width) = x (B, N, d_model) . W[r0 .. r0 + width)^T + b[r0 .. r0 + width)
 Tensor3 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0, std::size_t width) {
     const std::size_t d = m.d_model();
-    Tensor3 y = Tensor3::from_shape({x.shape()[0], x.shape()[1], width});
+    Tensor3 y = fresh(x.shape()[0], x.shape()[1], width);
     detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + r0 * d, width,
                         m.in_proj_bias.size() ? m.in_proj_bias.data() + r0 : nullptr, y.data());
     return y;
@@ -113,9 +122,8 @@ AttentionGradsRows alibi_backward(const Sizes& s, const LayerTape& tape, const T
 
 AttentionGradsRows fused_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_heads,
                                   const AttentionOptions& options) {
-    AttentionGradsRows g{Tensor3::from_shape({s.batch, s.nq, s.heads * s.d_head}),
-                         Tensor3::from_shape({s.batch, s.nk, s.kv_width()}),
-                         Tensor3::from_shape({s.batch, s.nk, s.kv_width()})};
+    AttentionGradsRows g{fresh(s.batch, s.nq, s.heads * s.d_head), fresh(s.batch, s.nk, s.kv_width()),
+                         fresh(s.batch, s.nk, s.kv_width())};
     Tensor3 dk_member, dv_member;  // the later members' dk, dv, added to the first's
     if (s.group() > 1) dk_member = dv_member = Tensor3::from_shape({s.batch, s.nk, s.kv_width()});
     const float scale = scale_of(options, s.d_head);
@@ -150,7 +158,7 @@ void weight_grads(const Tensor3& dy, const Tensor3& x, std::size_t r0, LayerGrad
 // dx (B, N, d_model) (+)= dy (B, N, width) . W[r0 .. r0 + width)
 void input_grad(const GroupedQueryAttention& m, const Tensor3& dy, std::size_t r0, bool accumulate, Tensor3& dx) {
     const std::size_t rows = dy.shape()[0] * dy.shape()[1], width = dy.shape()[2], d = m.d_model();
-    if (dx.size() == 0) dx = Tensor3::from_shape({dy.shape()[0], dy.shape()[1], d});
+    if (dx.size() == 0) dx = fresh(dy.shape()[0], dy.shape()[1], d);
     detail::gemm_rows(false, false, rows, d, width, dy.data(), width, m.in_proj_weight.data() + r0 * d, d,
                       accumulate ? 1.0f : 0.0f, dx.data(), d);
 }
@@ -180,7 +188,7 @@ Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, cons
         tape.heads = merge_heads(attention_with_bias(split_heads(tape.q, s.heads), split_heads(tape.k, s.kv_heads),
                                                      split_heads(tape.v, s.kv_heads), &bias, options));
     } else {
-        tape.heads = Tensor3::from_shape({s.batch, s.nq, d});  // (B, N_q, H * d_head)
+        tape.heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
         tape.lse.resize(s.group() * s.batch * s.kv_heads * s.nq);
         for (std::size_t r = 0; r < s.group(); ++r)
             detail::fused_attention(s.per_member(), member_heads(std::as_const(tape.q).data(), s, r),
@@ -189,7 +197,7 @@ Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, cons
                                     scale_of(options, s.d_head), options, {},
                                     tape.lse.data() + r * s.batch * s.kv_heads * s.nq);
     }
-    Tensor3 y = Tensor3::from_shape({s.batch, s.nq, d});  // (B, N_q, d_model)
+    Tensor3 y = fresh(s.batch, s.nq, d);  // (B, N_q, d_model)
     detail::linear_rows(tape.heads.data(), s.batch * s.nq, d, m.out_proj_weight.data(), d,
                         m.out_proj_bias.size() ? m.out_proj_bias.data() : nullptr, y.data());
     return y;
@@ -218,7 +226,7 @@ LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, 
     detail::gemm_rows(true, false, d, d, rows_q, d_y.data(), d, tape.heads.data(), d, 0.0f, g.out_proj_weight.data(),
                       d);
     if (m.out_proj_bias.size() != 0) g.out_proj_bias = column_sums(d_y.data(), rows_q, d);
-    Tensor3 d_heads = Tensor3::from_shape({s.batch, s.nq, d});  // (B, N_q, H * d_head)
+    Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
     detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
     // Through the attention, then RoPE back.
     AttentionGradsRows a =
