@@ -17,6 +17,7 @@
 #include "headwise/lesson/lesson.hpp"
 
 #include <cstring>
+#include <tuple>
 
 using namespace headwise;
 
@@ -77,6 +78,168 @@ std::string verdict(const auto& a, const auto& b) {
     return fmt::format("max |diff| = {:.2e}", max_abs_diff(a, b));
 }
 
+// What every step reads: the sizes, the shape tracer and the seeded random stream (drawn from in
+// step order, so a seed gives the same numbers however the steps are printed).
+struct Setup {
+    Dims dims;
+    std::size_t B, N, d, H, dh;  // batch, tokens, d_model, heads, d_head = d_model / H
+    Tracer trace;
+    Random rng;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The steps, in the order the lesson tells them.
+
+// One input and its three projections, each (B, N, d_model).
+struct Projected {
+    Tensor3 x;        // (B, N, d_model)
+    Tensor2 w_q;      // (d_model, d_model), (out, in)
+    Tensor3 q, k, v;  // (B, N, d_model)
+};
+
+Projected step1_project(Setup& s) {
+    s.trace.section("step 1: one projection of width d_model serves all heads");
+    const auto [B, N, d] = std::tuple{s.B, s.N, s.d};
+    const Tensor3 x = s.rng.normal<3>({B, N, d});   // (B, N, d_model)
+    const Tensor2 w_q = s.rng.linear_weight(d, d);  // (d_model, d_model), (out, in)
+    const Tensor2 w_k = s.rng.linear_weight(d, d);  // (d_model, d_model)
+    const Tensor2 w_v = s.rng.linear_weight(d, d);  // (d_model, d_model)
+    s.trace("x", x, "B, N, d_model");
+    s.trace("w_q", w_q, "d_out, d_model");
+    Projected p{x, w_q, linear(x, w_q), linear(x, w_k), linear(x, w_v)};  // q, k, v: (B, N, d_model)
+    s.trace("q = x . w_q^T", p.q, "B, N, d_model");
+    s.trace("k = x . w_k^T", p.k, "B, N, d_model");
+    s.trace("v = x . w_v^T", p.v, "B, N, d_model");
+    return p;
+}
+
+// q (B, N, d_model) -> q_heads (B, H, N, d_head), by hand and by the library.
+Tensor4 step2_split(const Setup& s, const Tensor3& q) {
+    s.trace.section("step 2: split = reshape the last axis into (H, d_head), then swap N and H");
+    const auto [B, N, H, dh] = std::tuple{s.B, s.N, s.H, s.dh};
+    const Tensor4 q_bnhd = xt::reshape_view(q, std::array<std::size_t, 4>{B, N, H, dh});  // (B, N, H, d_head)
+    s.trace("q.view(B, N, H, dh)", q_bnhd, "B, N, H, d_head");
+    const Tensor4 q_heads = xt::transpose(q_bnhd, {0, 2, 1, 3});  // axes 1 and 2 swapped: (B, H, N, d_head)
+    s.trace("q.transpose(1, 2)", q_heads, "B, H, N, d_head");
+    const Tensor4 q_library = split_heads(q, H);  // (B, H, N, d_head)
+    s.trace("split_heads(q)", q_library, "B, H, N, d_head");
+    fmt::print("  by hand vs headwise::split_heads: {}\n", verdict(q_heads, q_library));
+    std::size_t misplaced = 0;
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t n = 0; n < N; ++n)
+                for (std::size_t c = 0; c < dh; ++c) misplaced += q_heads(b, h, n, c) != q(b, n, h * dh + c);
+    fmt::print("  q_heads(b, h, n, c) == q(b, n, h*d_head + c) for all {} elements: {} misplaced\n", q_heads.size(),
+               misplaced);
+    fmt::print("  so head h of token n holds features {}*h .. {}*h+{} of that token's query, nothing else.\n", dh, dh,
+               dh - 1);
+    return q_heads;
+}
+
+// Where the straight reshape puts each number, and what attention makes of it.
+void step3_straight_reshape(const Setup& s, const Projected& p, const Tensor4& q_heads) {
+    s.trace.section("step 3: the tempting shortcut -- reshape straight to (B, H, N, d_head)");
+    const auto [B, N, H] = std::tuple{s.B, s.N, s.H};
+    // Label every number with the token and the feature it came from, then split the labels.
+    const Tensor3 token_of = index_along(s.dims, 1);                // (B, N, d_model), value = token index
+    const Tensor3 feature_of = index_along(s.dims, 2);              // (B, N, d_model), value = feature index
+    const Tensor4 tok_split = split_heads(token_of, H);             // (B, H, N, d_head)
+    const Tensor4 feat_split = split_heads(feature_of, H);          // (B, H, N, d_head)
+    const Tensor4 tok_straight = reshape_straight(token_of, H);     // (B, H, N, d_head)
+    const Tensor4 feat_straight = reshape_straight(feature_of, H);  // (B, H, N, d_head)
+    s.trace("tokens, split", tok_split, "B, H, N, d_head");
+    s.trace("tokens, straight", tok_straight, "B, H, N, d_head");
+    fmt::print("  Same shape. Where the rows of head 0 (batch 0) come from:\n");
+    fmt::print("    {:<10} {:<26} {}\n", "row", "reshape + transpose", "straight reshape");
+    const std::size_t shown = std::min<std::size_t>(N, 6);
+    for (std::size_t n = 0; n < shown; ++n) {
+        fmt::print("    {:<10} {:<26} {}\n", fmt::format("head 0, {}", n), origin(tok_split, feat_split, 0, n),
+                   origin(tok_straight, feat_straight, 0, n));
+    }
+    if (shown < N) fmt::print("    ... ({} more rows)\n", N - shown);
+    const std::size_t rows = B * H * N;
+    const std::size_t same = std::min(rows_agreeing(tok_split, tok_straight), rows_agreeing(feat_split, feat_straight));
+    fmt::print("  rows holding the same token and features both ways: {} of {}{}\n", same, rows,
+               H == 1 ? " (with one head the two are the same thing)" : "");
+    std::size_t from_token0 = 0;  // rows of head 0 (batch 0) that the straight reshape fills from token 0
+    for (std::size_t n = 0; n < N; ++n) from_token0 += xt::amax(xt::view(tok_straight, 0, 0, n))() == 0.0f;
+    fmt::print("  with the straight reshape, {} of head 0's {} rows are slices of token 0: {}\n", from_token0, N,
+               from_token0 > 1 ? "its 'tokens' are pieces of one token" : "here it happens to match");
+
+    // What attention computes on each: same shapes, no error, different answer.
+    const Tensor4 k_heads = split_heads(p.k, H), v_heads = split_heads(p.v, H);            // (B, H, N, d_head)
+    const Tensor4 q_wrong = reshape_straight(p.q, H), k_wrong = reshape_straight(p.k, H),  // (B, H, N, d_head)
+        v_wrong = reshape_straight(p.v, H);
+    const Tensor3 out_right = merge_heads(scaled_dot_product_attention(q_heads, k_heads, v_heads));  // (B, N, d_model)
+    const Tensor3 out_wrong =
+        unreshape_straight(scaled_dot_product_attention(q_wrong, k_wrong, v_wrong));  // (B, N, d_model)
+    s.trace("attention, split", out_right, "B, N, d_model");
+    s.trace("attention, straight", out_wrong, "B, N, d_model");
+    fmt::print("  attention output, split vs straight reshape: {} (mean |output| = {:.2e})\n",
+               verdict(out_right, out_wrong), static_cast<double>(xt::mean(xt::abs(out_right))()));
+}
+
+// q_heads (B, H, N, d_head) -> (B, N, d_model): the round trip, and the straight reshape's.
+void step4_merge(const Setup& s, const Tensor3& q, const Tensor4& q_heads) {
+    s.trace.section("step 4: merge = swap H and N back, then flatten (H, d_head) into d_model");
+    const Tensor4 back = xt::transpose(q_heads, {0, 2, 1, 3});  // (B, N, H, d_head)
+    s.trace("heads.transpose(1, 2)", back, "B, N, H, d_head");
+    const Tensor3 merged = xt::reshape_view(back, std::array<std::size_t, 3>{s.B, s.N, s.d});  // (B, N, d_model)
+    s.trace(".reshape(B,N,d_model)", merged, "B, N, d_model");
+    const Tensor3 merged_library = merge_heads(q_heads);  // (B, N, d_model)
+    s.trace("merge_heads(q_heads)", merged_library, "B, N, d_model");
+    fmt::print("  round trip merge(split(q)) vs q: {}\n", verdict(merged, q));
+    fmt::print("  by hand vs headwise::merge_heads: {}\n", verdict(merged, merged_library));
+    const Tensor3 straight_round_trip = unreshape_straight(reshape_straight(q, s.H));  // (B, N, d_model)
+    fmt::print(
+        "  the straight reshape round-trips too: {} -- a round-trip test cannot catch it;\n"
+        "  only looking at which numbers share a head (step 3) does.\n",
+        verdict(straight_round_trip, q));
+}
+
+// Head h's queries (B, N, d_head) from rows h*d_head.. of w_q alone equal head h of the split.
+void step5_head_rows(const Setup& s, const Projected& p, const Tensor4& q_heads) {
+    s.trace.section("step 5: head h is a block of rows of w_q -- the split is a view of one projection");
+    // PyTorch stores w_q as (out, in) and computes x . w_q^T, so output feature j is row j.
+    // In the paper's Q = X W_Q, with W_Q = w_q^T of shape (d_model, d_model), the same block is
+    // columns h*d_head .. (h+1)*d_head - 1 of W_Q.
+    const auto [H, dh] = std::tuple{s.H, s.dh};
+    double worst = 0.0;
+    bool all_identical = true;
+    for (std::size_t h = 0; h < H; ++h) {
+        const Tensor2 w_q_h = xt::view(p.w_q, xt::range(h * dh, (h + 1) * dh), xt::all());  // (d_head, d_model)
+        const Tensor3 q_h = linear(p.x, w_q_h);                                             // (B, N, d_head)
+        const Tensor3 from_split = xt::view(q_heads, xt::all(), h);                         // (B, N, d_head)
+        if (h == 0 || h + 1 == H) {
+            s.trace(fmt::format("w_q[{}:{}, :]", h * dh, (h + 1) * dh), w_q_h, "d_head, d_model");
+            s.trace(fmt::format("x . w_q[{}:{}, :]^T", h * dh, (h + 1) * dh), q_h, "B, N, d_head");
+            s.trace(fmt::format("q_heads[:, {}]", h), from_split, "B, N, d_head");
+        }
+        all_identical = all_identical && bit_identical(q_h, from_split);
+        worst = std::max(worst, max_abs_diff(q_h, from_split));
+    }
+    fmt::print("  projecting with each head's {} rows alone vs splitting the full projection, all {} heads: {}\n", dh,
+               H, all_identical ? std::string("bit-identical") : fmt::format("max |diff| = {:.2e}", worst));
+    fmt::print("  head h owns rows h*{0} .. h*{0}+{1} of w_q (columns of W_Q):", dh, dh - 1);
+    for (std::size_t h = 0; h < std::min<std::size_t>(H, 8); ++h) fmt::print(" {}:{}..{}", h, h * dh, (h + 1) * dh - 1);
+    fmt::print("{}\n", H > 8 ? " ..." : "");
+    fmt::print("  The same holds for w_k and w_v: H heads cost no more weights than one wide projection.\n");
+}
+
+// W_Q (d_model, d_model) drawn with each head's columns marked, when --save-figures asks for it.
+void figure_w_q_columns(const Setup& s, const Tensor2& w_q, const std::string& figures_dir) {
+    if (figures_dir.empty()) return;
+    s.trace.section("figure: the columns of W_Q, coloured by the head that owns them");
+    const auto [d, H, dh] = std::tuple{s.d, s.H, s.dh};
+    const Tensor2 W_Q = xt::transpose(w_q);  // (d_model, d_model): the paper's Q = X W_Q
+    figure::HeatmapPanel panel{
+        fmt::format("W_Q = w_q^T  ({} x {}), intensity = |weight|", d, d), figure::grid_of(W_Q), {}, {}, H};
+    figure::save(figure::heatmaps(
+                     fmt::format("Which columns of W_Q belong to which head (d_model = {}, H = {})", d, H), {&panel, 1},
+                     fmt::format("rows: input features; columns h*{0} .. h*{0}+{1}: head h's queries", dh, dh - 1)),
+                 figures_dir, "02_w_q_columns_per_head.png");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,146 +249,18 @@ int main(int argc, char** argv) {
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
     lesson::add_save_figures(app, figures_dir, "this lesson's picture (PNG)");
     return lesson::run(app, argc, argv, [&] {
-        const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
-        cli::require_divisible(d, H);
-        const std::size_t dh = d / H;
-        const Tracer trace(!opt.quiet);
-        Random rng(opt.seed);
-
-        fmt::print("Lesson 02: split and merge heads   B={} N={} d_model={} H={} d_head={} seed={}\n", B, N, d, H, dh,
-                   opt.seed);
-
-        // -----------------------------------------------------------------------------------------
-        trace.section("step 1: one projection of width d_model serves all heads");
-        const Tensor3 x = rng.normal<3>({B, N, d});   // (B, N, d_model)
-        const Tensor2 w_q = rng.linear_weight(d, d);  // (d_model, d_model), (out, in)
-        const Tensor2 w_k = rng.linear_weight(d, d);  // (d_model, d_model)
-        const Tensor2 w_v = rng.linear_weight(d, d);  // (d_model, d_model)
-        trace("x", x, "B, N, d_model");
-        trace("w_q", w_q, "d_out, d_model");
-        const Tensor3 q = linear(x, w_q);  // (B, N, d_model)
-        const Tensor3 k = linear(x, w_k);  // (B, N, d_model)
-        const Tensor3 v = linear(x, w_v);  // (B, N, d_model)
-        trace("q = x . w_q^T", q, "B, N, d_model");
-        trace("k = x . w_k^T", k, "B, N, d_model");
-        trace("v = x . w_v^T", v, "B, N, d_model");
-
-        // -----------------------------------------------------------------------------------------
-        trace.section("step 2: split = reshape the last axis into (H, d_head), then swap N and H");
-        const Tensor4 q_bnhd = xt::reshape_view(q, std::array<std::size_t, 4>{B, N, H, dh});  // (B, N, H, d_head)
-        trace("q.view(B, N, H, dh)", q_bnhd, "B, N, H, d_head");
-        const Tensor4 q_heads = xt::transpose(q_bnhd, {0, 2, 1, 3});  // axes 1 and 2 swapped: (B, H, N, d_head)
-        trace("q.transpose(1, 2)", q_heads, "B, H, N, d_head");
-        const Tensor4 q_library = split_heads(q, H);  // (B, H, N, d_head)
-        trace("split_heads(q)", q_library, "B, H, N, d_head");
-        fmt::print("  by hand vs headwise::split_heads: {}\n", verdict(q_heads, q_library));
-        std::size_t misplaced = 0;
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t h = 0; h < H; ++h)
-                for (std::size_t n = 0; n < N; ++n)
-                    for (std::size_t c = 0; c < dh; ++c) misplaced += q_heads(b, h, n, c) != q(b, n, h * dh + c);
-        fmt::print("  q_heads(b, h, n, c) == q(b, n, h*d_head + c) for all {} elements: {} misplaced\n", q_heads.size(),
-                   misplaced);
-        fmt::print("  so head h of token n holds features {}*h .. {}*h+{} of that token's query, nothing else.\n", dh,
-                   dh, dh - 1);
-
-        // -----------------------------------------------------------------------------------------
-        trace.section("step 3: the tempting shortcut -- reshape straight to (B, H, N, d_head)");
-        // Label every number with the token and the feature it came from, then split the labels.
-        const Tensor3 token_of = index_along(opt.dims, 1);              // (B, N, d_model), value = token index
-        const Tensor3 feature_of = index_along(opt.dims, 2);            // (B, N, d_model), value = feature index
-        const Tensor4 tok_split = split_heads(token_of, H);             // (B, H, N, d_head)
-        const Tensor4 feat_split = split_heads(feature_of, H);          // (B, H, N, d_head)
-        const Tensor4 tok_straight = reshape_straight(token_of, H);     // (B, H, N, d_head)
-        const Tensor4 feat_straight = reshape_straight(feature_of, H);  // (B, H, N, d_head)
-        trace("tokens, split", tok_split, "B, H, N, d_head");
-        trace("tokens, straight", tok_straight, "B, H, N, d_head");
-        fmt::print("  Same shape. Where the rows of head 0 (batch 0) come from:\n");
-        fmt::print("    {:<10} {:<26} {}\n", "row", "reshape + transpose", "straight reshape");
-        const std::size_t shown = std::min<std::size_t>(N, 6);
-        for (std::size_t n = 0; n < shown; ++n) {
-            fmt::print("    {:<10} {:<26} {}\n", fmt::format("head 0, {}", n), origin(tok_split, feat_split, 0, n),
-                       origin(tok_straight, feat_straight, 0, n));
-        }
-        if (shown < N) fmt::print("    ... ({} more rows)\n", N - shown);
-        const std::size_t rows = B * H * N;
-        const std::size_t same =
-            std::min(rows_agreeing(tok_split, tok_straight), rows_agreeing(feat_split, feat_straight));
-        fmt::print("  rows holding the same token and features both ways: {} of {}{}\n", same, rows,
-                   H == 1 ? " (with one head the two are the same thing)" : "");
-        std::size_t from_token0 = 0;  // rows of head 0 (batch 0) that the straight reshape fills from token 0
-        for (std::size_t n = 0; n < N; ++n) from_token0 += xt::amax(xt::view(tok_straight, 0, 0, n))() == 0.0f;
-        fmt::print("  with the straight reshape, {} of head 0's {} rows are slices of token 0: {}\n", from_token0, N,
-                   from_token0 > 1 ? "its 'tokens' are pieces of one token" : "here it happens to match");
-
-        // What attention computes on each: same shapes, no error, different answer.
-        const Tensor4 k_heads = split_heads(k, H), v_heads = split_heads(v, H);            // (B, H, N, d_head)
-        const Tensor4 q_wrong = reshape_straight(q, H), k_wrong = reshape_straight(k, H),  // (B, H, N, d_head)
-            v_wrong = reshape_straight(v, H);
-        const Tensor3 out_right =
-            merge_heads(scaled_dot_product_attention(q_heads, k_heads, v_heads));  // (B, N, d_model)
-        const Tensor3 out_wrong =
-            unreshape_straight(scaled_dot_product_attention(q_wrong, k_wrong, v_wrong));  // (B, N, d_model)
-        trace("attention, split", out_right, "B, N, d_model");
-        trace("attention, straight", out_wrong, "B, N, d_model");
-        fmt::print("  attention output, split vs straight reshape: {} (mean |output| = {:.2e})\n",
-                   verdict(out_right, out_wrong), static_cast<double>(xt::mean(xt::abs(out_right))()));
-
-        // -----------------------------------------------------------------------------------------
-        trace.section("step 4: merge = swap H and N back, then flatten (H, d_head) into d_model");
-        const Tensor4 back = xt::transpose(q_heads, {0, 2, 1, 3});  // (B, N, H, d_head)
-        trace("heads.transpose(1, 2)", back, "B, N, H, d_head");
-        const Tensor3 merged = xt::reshape_view(back, std::array<std::size_t, 3>{B, N, d});  // (B, N, d_model)
-        trace(".reshape(B,N,d_model)", merged, "B, N, d_model");
-        const Tensor3 merged_library = merge_heads(q_heads);  // (B, N, d_model)
-        trace("merge_heads(q_heads)", merged_library, "B, N, d_model");
-        fmt::print("  round trip merge(split(q)) vs q: {}\n", verdict(merged, q));
-        fmt::print("  by hand vs headwise::merge_heads: {}\n", verdict(merged, merged_library));
-        const Tensor3 straight_round_trip = unreshape_straight(q_wrong);  // (B, N, d_model)
-        fmt::print(
-            "  the straight reshape round-trips too: {} -- a round-trip test cannot catch it;\n"
-            "  only looking at which numbers share a head (step 3) does.\n",
-            verdict(straight_round_trip, q));
-
-        // -----------------------------------------------------------------------------------------
-        trace.section("step 5: head h is a block of rows of w_q -- the split is a view of one projection");
-        // PyTorch stores w_q as (out, in) and computes x . w_q^T, so output feature j is row j.
-        // In the paper's Q = X W_Q, with W_Q = w_q^T of shape (d_model, d_model), the same block is
-        // columns h*d_head .. (h+1)*d_head - 1 of W_Q.
-        double worst = 0.0;
-        bool all_identical = true;
-        for (std::size_t h = 0; h < H; ++h) {
-            const Tensor2 w_q_h = xt::view(w_q, xt::range(h * dh, (h + 1) * dh), xt::all());  // (d_head, d_model)
-            const Tensor3 q_h = linear(x, w_q_h);                                             // (B, N, d_head)
-            const Tensor3 from_split = xt::view(q_heads, xt::all(), h);                       // (B, N, d_head)
-            if (h == 0 || h + 1 == H) {
-                trace(fmt::format("w_q[{}:{}, :]", h * dh, (h + 1) * dh), w_q_h, "d_head, d_model");
-                trace(fmt::format("x . w_q[{}:{}, :]^T", h * dh, (h + 1) * dh), q_h, "B, N, d_head");
-                trace(fmt::format("q_heads[:, {}]", h), from_split, "B, N, d_head");
-            }
-            all_identical = all_identical && bit_identical(q_h, from_split);
-            worst = std::max(worst, max_abs_diff(q_h, from_split));
-        }
-        fmt::print("  projecting with each head's {} rows alone vs splitting the full projection, all {} heads: {}\n",
-                   dh, H, all_identical ? std::string("bit-identical") : fmt::format("max |diff| = {:.2e}", worst));
-        fmt::print("  head h owns rows h*{0} .. h*{0}+{1} of w_q (columns of W_Q):", dh, dh - 1);
-        for (std::size_t h = 0; h < std::min<std::size_t>(H, 8); ++h)
-            fmt::print(" {}:{}..{}", h, h * dh, (h + 1) * dh - 1);
-        fmt::print("{}\n", H > 8 ? " ..." : "");
-        fmt::print("  The same holds for w_k and w_v: H heads cost no more weights than one wide projection.\n");
-
-        // -----------------------------------------------------------------------------------------
-        if (!figures_dir.empty()) {
-            trace.section("figure: the columns of W_Q, coloured by the head that owns them");
-            const Tensor2 W_Q = xt::transpose(w_q);  // (d_model, d_model): the paper's Q = X W_Q
-            figure::HeatmapPanel panel{
-                fmt::format("W_Q = w_q^T  ({} x {}), intensity = |weight|", d, d), figure::grid_of(W_Q), {}, {}, H};
-            figure::save(
-                figure::heatmaps(
-                    fmt::format("Which columns of W_Q belong to which head (d_model = {}, H = {})", d, H), {&panel, 1},
-                    fmt::format("rows: input features; columns h*{0} .. h*{0}+{1}: head h's queries", dh, dh - 1)),
-                figures_dir, "02_w_q_columns_per_head.png");
-        }
+        const Dims& dims = opt.dims;
+        cli::require_divisible(dims.d_model, dims.heads);
+        Setup s{dims,       dims.batch,    dims.seq,           dims.d_model,
+                dims.heads, dims.d_head(), Tracer(!opt.quiet), Random(opt.seed)};
+        fmt::print("Lesson 02: split and merge heads   B={} N={} d_model={} H={} d_head={} seed={}\n", s.B, s.N, s.d,
+                   s.H, s.dh, opt.seed);
+        const Projected p = step1_project(s);
+        const Tensor4 q_heads = step2_split(s, p.q);
+        step3_straight_reshape(s, p, q_heads);
+        step4_merge(s, p.q, q_heads);
+        step5_head_rows(s, p, q_heads);
+        figure_w_q_columns(s, p.w_q, figures_dir);
         return cli::exit_ok;
     });
 }

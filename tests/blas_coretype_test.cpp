@@ -28,8 +28,7 @@ CpuidRecord amd(std::uint32_t max_leaf, std::uint32_t eax, std::uint32_t ecx, st
     return {amd_ebx, amd_edx, amd_ecx, max_leaf, eax, ecx, edx, l7_ebx, l7_ecx, l7_edx, xcr0};
 }
 
-// The machine this project first ran on, read with cpuid/xgetbv: a virtual "Intel Xeon
-// Processor", family 6 model 167, with AVX-512, AMX and AVX-512 BF16 (Sapphire-Rapids-class
+// A virtual "Intel Xeon Processor" read with cpuid/xgetbv:, family 6 model 167, with AVX-512, AMX and AVX-512 BF16 (Sapphire-Rapids-class
 // flags). OpenBLAS 0.3.21 knows model 167 and picks SkylakeX by itself.
 const CpuidRecord xeon_model_167 =
     intel(36, 0x000a0671, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x600e7);
@@ -39,8 +38,7 @@ const CpuidRecord xeon_model_207 =
     intel(31, 0x000c06f2, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x602e7);
 // AMD EPYC 9004 (Zen 4, family 0x19 model 0x11): AVX-512 F/CD/DQ/BW/VL, OS saves ZMM and PKRU.
 const CpuidRecord epyc_zen4 = amd(16, 0x00a10f11, 0x7ef8320b, 0x178bfbff, 0xf1bf97a9, 0x005ceffe, 0x10, 0x2e7);
-// The machine it runs on since, read with cpuid/xgetbv: a virtual AMD EPYC of family 26 (0x1A,
-// Zen 5) model 2, with AVX-512 (BF16, VNNI, VP2INTERSECT too). OpenBLAS 0.3.21 does not know
+// A virtual AMD EPYC read with cpuid/xgetbv, family 26 (0x1A, Zen 5) model 2, with AVX-512 (BF16, VNNI, VP2INTERSECT too). OpenBLAS 0.3.21 does not know
 // family 26 by model and picks Cooperlake from its features: AVX-512 kernels, nothing to force.
 const CpuidRecord epyc_zen5 = amd(28, 0x00b00f21, 0xfffa3203, 0x178bfbff, 0xf1bf07ab, 0x00405fc6, 0x110, 0xe7);
 // AMD EPYC 7002 (Zen 2, family 0x17 model 0x31) and 7003 (Zen 3, family 0x19 model 0x01): AVX2 + FMA.
@@ -108,7 +106,7 @@ TEST_CASE("blas coretype: AVX-512 and AVX count only when the OS saves their reg
 }
 
 TEST_CASE("blas coretype: forced only when OpenBLAS picked narrower kernels and nobody set one", "[blas]") {
-    // Issue 19's Xeon: OpenBLAS 0.3.21 falls back to Prescott, headwise re-starts with SkylakeX.
+    // The model-207 Xeon: OpenBLAS 0.3.21 falls back to Prescott, headwise re-starts with SkylakeX.
     CHECK(coretype_to_force(decode(xeon_model_207), "Prescott", nullptr) == "SkylakeX");
     // The user's OPENBLAS_CORETYPE always stands, even a slow one.
     CHECK(coretype_to_force(decode(xeon_model_207), "Prescott", "Prescott").empty());

@@ -82,9 +82,9 @@ inline std::uint16_t float_to_half_bits(float f) {
     return std::uint16_t(sign | round_nearest_even(kept, rest, shift));  // may carry into 2^-14: fine
 }
 
-inline float half_bits_to_float(std::uint16_t h) {
-    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-    const std::uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+inline float half_bits_to_float(std::uint16_t bits) {
+    const std::uint32_t sign = std::uint32_t(bits & 0x8000u) << 16;
+    const std::uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
     if (exponent == 0x1f) return bits_float(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
     if (exponent != 0) return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
     // zero or subnormal: mantissa * 2^-24, exact in a float
@@ -112,16 +112,16 @@ inline __nv_bfloat16::operator float() const { return headwise::emulator::detail
 // CUDA's names for the conversions.
 inline __half __float2half(float f) { return __half(f); }
 inline __half __float2half_rn(float f) { return __half(f); }
-inline float __half2float(__half h) { return float(h); }
+inline float __half2float(__half x) { return float(x); }
 inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 inline float __bfloat162float(__nv_bfloat16 b) { return float(b); }
-inline unsigned short __half_as_ushort(__half h) { return h.bits; }
+inline unsigned short __half_as_ushort(__half x) { return x.bits; }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
 inline __half __ushort_as_half(unsigned short u) {
-    __half h;
-    h.bits = u;
-    return h;
+    __half x;
+    x.bits = u;
+    return x;
 }
 inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) {
     __nv_bfloat16 b;

@@ -129,10 +129,10 @@ void ldmatrix(std::uint32_t (&d)[Count], shared_tile<T, Rows, Cols>& tile, int r
     const std::uint64_t check = reinterpret_cast<std::uintptr_t>(&tile) * 8 + Count * 2 + Trans;
     const std::uint64_t sequence = meet_all(what, check, where);
     if (s.sequence != sequence) {
-        for (int m = 0; m < Count; ++m) {
+        for (int mat = 0; mat < Count; ++mat) {
             std::uint32_t words[32];
-            for (int j = 0; j < 8; ++j) {  // row j of matrix m, from lane 8 m + j
-                const int rr = int(s.in[8 * m + j][0]), cc = int(s.in[8 * m + j][1]);
+            for (int j = 0; j < 8; ++j) {  // row j of matrix mat, from lane 8 mat + j
+                const int rr = int(s.in[8 * mat + j][0]), cc = int(s.in[8 * mat + j][1]);
                 const std::uint32_t first = std::uint32_t((std::size_t(rr) * Cols + std::size_t(cc)) * sizeof(T) / 4);
                 for (int w = 0; w < 4; ++w) words[4 * j + w] = first + std::uint32_t(w);
             }
@@ -141,17 +141,17 @@ void ldmatrix(std::uint32_t (&d)[Count], shared_tile<T, Rows, Cols>& tile, int r
                 std::uint32_t reg = 0;
                 for (int i = 0; i < 2; ++i) {
                     const layout::Element e = layout::ldmatrix(l, i, Trans);
-                    const int rr = int(s.in[8 * m + e.row][0]), cc = int(s.in[8 * m + e.row][1]) + e.col;
+                    const int rr = int(s.in[8 * mat + e.row][0]), cc = int(s.in[8 * mat + e.row][1]) + e.col;
                     std::uint16_t bits;
                     std::memcpy(&bits, &tile.data[rr][cc], 2);
                     reg |= std::uint32_t(bits) << (16 * i);
                 }
-                s.out[l][m] = reg;
+                s.out[l][mat] = reg;
             }
         }
         s.sequence = sequence;
     }
-    for (int m = 0; m < Count; ++m) d[m] = s.out[lane][m];
+    for (int mat = 0; mat < Count; ++mat) d[mat] = s.out[lane][mat];
     if (gives_row)
         for (int e = 0; e < 8; ++e) shared_read(tile.words[r][c + e], r, c + e, where);
 }

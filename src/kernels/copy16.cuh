@@ -9,6 +9,7 @@
 //       not check it)
 #pragma once
 
+#include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 
 #include <cstddef>
@@ -42,5 +43,30 @@ void load_16(emulator::shared_tile<T, Rows, Cols>& tile, int r, int c, global_pt
 }
 
 #endif
+
+// Rows first_row .. first_row + Rows - 1 of an (N, D) slice into a 16-bit tile, the block's
+// Threads threads 16 bytes each per round; rows at or past `real_end` are zeros.
+template <int D, int Rows, int Threads, class Tile, class T>
+__device__ __forceinline__ void load_rows(Tile& tile, global_ptr<const T> src, int first_row, int real_end, int t) {
+    constexpr int C = D / 8;  // 16-byte chunks per row
+    for (int e = t; e < Rows * C; e += Threads) {
+        const int r = e / C, c = 8 * (e % C);
+        load_16(tile, r, c, src, at(first_row + r, D, c), first_row + r < real_end);
+    }
+}
+
+// The same for a tile of keys and its values together: rows k0 .. k0 + Rows - 1 of the (N, D)
+// slices k and v.
+template <int D, int Rows, int Threads, class KTile, class VTile, class T>
+__device__ __forceinline__ void load_kv_rows(KTile& k_tile, VTile& v_tile, global_ptr<const T> k, global_ptr<const T> v,
+                                             int k0, int real_end, int t) {
+    constexpr int C = D / 8;
+    for (int e = t; e < Rows * C; e += Threads) {
+        const int r = e / C, c = 8 * (e % C);
+        const bool real = k0 + r < real_end;
+        load_16(k_tile, r, c, k, at(k0 + r, D, c), real);
+        load_16(v_tile, r, c, v, at(k0 + r, D, c), real);
+    }
+}
 
 }  // namespace headwise::kernels

@@ -37,6 +37,8 @@
 // P rounded to 16 bits, every product exact, sums and the softmax in fp32.
 #pragma once
 
+#include "kernels/copy16.cuh"
+#include "kernels/head_block.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/portable.cuh"
 
@@ -54,6 +56,9 @@ struct FlashShape {
     // Static shared memory per block, 16-bit elements.
     static constexpr std::size_t mma_shared_bytes = 2 * std::size_t(rows + 2 * cols) * padded;
     static constexpr std::size_t pipelined_shared_bytes = 2 * std::size_t(rows + 4 * cols) * D;
+    static_assert(cols % 16 == 0, "P V takes the tile's keys 16 at a time (one A fragment)");
+    static_assert(mma_shared_bytes <= 48 * 1024 && pipelined_shared_bytes <= 48 * 1024,
+                  "the tiles fit 48 KiB of static shared memory");
 };
 
 // Where column c of row r of a tile is stored: padded tiles keep it, swizzled ones move its chunk.
@@ -81,16 +86,16 @@ struct WarpRows {
 // Columns 16 kk .. 16 kk + 15 of Q (16, D), the warp's rows r0 .. r0 + 15 of q_tile, as an A fragment.
 template <class Layout, class Tile>
 __device__ __forceinline__ void load_q_slice(std::uint32_t (&q)[4], Tile& q_tile, int r0, int kk, int lane) {
-    const int m = lane / 8, r = r0 + 8 * (m % 2) + lane % 8;  // lanes 8m..8m+7: rows of matrix m
-    ldmatrix_x4(q, q_tile, r, Layout::col(r, 16 * kk + 8 * (m / 2)));
+    const int mat = lane / 8, r = r0 + 8 * (mat % 2) + lane % 8;  // lanes 8 mat ..: rows of matrix mat
+    ldmatrix_x4(q, q_tile, r, Layout::col(r, 16 * kk + 8 * (mat / 2)));
 }
 
 // Q's A fragments into registers, where they stay (d_head 64).
 template <int D, class Layout, class Tile>
-__device__ __forceinline__ void load_q_fragments(WarpRows<D>& w, Tile& q_tile, int r0, int lane) {
+__device__ __forceinline__ void load_q_fragments(WarpRows<D>& rows, Tile& q_tile, int r0, int lane) {
     if constexpr (WarpRows<D>::q_in_registers) {
         HEADWISE_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk) load_q_slice<Layout>(w.q[kk], q_tile, r0, kk, lane);
+        for (int kk = 0; kk < D / 16; ++kk) load_q_slice<Layout>(rows.q[kk], q_tile, r0, kk, lane);
     }
 }
 
@@ -98,10 +103,10 @@ __device__ __forceinline__ void load_q_fragments(WarpRows<D>& w, Tile& q_tile, i
 // the online softmax on S's registers, O += P V. `masked`: some key of the tile is past some
 // row's end. scale2 = scale * log2(e): exp(x scale - m) = exp2(x scale2 - m'), m' in log2 units.
 template <int D, int Bc, class T, class Layout, class QTile, class KTile, class VTile>
-__device__ __forceinline__ void attend_tile(WarpRows<D>& w, QTile& q_tile, int r0, KTile& k_tile, VTile& v_tile, int kr,
-                                            int k0, bool masked, float scale2, int lane) {
-    const int qd = lane % 4, m = lane / 8;
-    float s[Bc / 8][4];  // S (16, Bc): (16, 8) accumulators
+__device__ __forceinline__ void attend_tile(WarpRows<D>& rows, QTile& q_tile, int r0, KTile& k_tile, VTile& v_tile,
+                                            int kr, int k0, bool masked, float scale2, int lane) {
+    const int qd = lane % 4, mat = lane / 8;  // lanes 8 mat .. 8 mat + 7 address matrix mat of an x4
+    float s[Bc / 8][4];                       // S (16, Bc): (16, 8) accumulators
     HEADWISE_UNROLL
     for (int n = 0; n < Bc / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
     HEADWISE_UNROLL
@@ -109,52 +114,52 @@ __device__ __forceinline__ void attend_tile(WarpRows<D>& w, QTile& q_tile, int r
         std::uint32_t q[4];  // Q's columns 16 kk ..: kept since the first tile, or read again
         if constexpr (WarpRows<D>::q_in_registers) {
             HEADWISE_UNROLL
-            for (int i = 0; i < 4; ++i) q[i] = w.q[kk][i];
+            for (int i = 0; i < 4; ++i) q[i] = rows.q[kk][i];
         } else {
             load_q_slice<Layout>(q, q_tile, r0, kk, lane);
         }
         HEADWISE_UNROLL
         for (int n = 0; n < Bc / 8; n += 2) {
             // Matrices: keys 8n.. at d 16kk and 16kk + 8, then keys 8(n + 1).. at the same d.
-            const int r = kr + 8 * (n + m / 2) + lane % 8;
+            const int r = kr + 8 * (n + mat / 2) + lane % 8;
             std::uint32_t kb[4];
-            ldmatrix_x4(kb, k_tile, r, Layout::col(r, 16 * kk + 8 * (m % 2)));
+            ldmatrix_x4(kb, k_tile, r, Layout::col(r, 16 * kk + 8 * (mat % 2)));
             const std::uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
             mma_m16n8k16<T>(s[n], q, b0, s[n]);
             mma_m16n8k16<T>(s[n + 1], q, b1, s[n + 1]);
         }
     }
 
-    // Online softmax, rows g (h = 0) and g + 8 (h = 1): this lane has columns 2 qd, 2 qd + 1 of
+    // Online softmax, rows g (half = 0) and g + 8 (half = 1): this lane has columns 2 qd, 2 qd + 1 of
     // every 8-key piece; the quad (lanes 4g .. 4g + 3) has the whole row.
     HEADWISE_UNROLL
-    for (int h = 0; h < 2; ++h) {
+    for (int half = 0; half < 2; ++half) {
         float mx = -INFINITY;
         HEADWISE_UNROLL
         for (int n = 0; n < Bc / 8; ++n) HEADWISE_UNROLL
         for (int e = 0; e < 2; ++e) {
-            float x = s[n][2 * h + e] * scale2;
-            if (masked && k0 + 8 * n + 2 * qd + e >= w.end[h]) x = -INFINITY;
-            s[n][2 * h + e] = x;
+            float x = s[n][2 * half + e] * scale2;
+            if (masked && k0 + 8 * n + 2 * qd + e >= rows.end[half]) x = -INFINITY;
+            s[n][2 * half + e] = x;
             mx = fmaxf(mx, x);
         }
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(w.m[h], mx);
+        const float m_new = fmaxf(rows.m[half], mx);
         const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: every p is 0
-        const float rescale = fast_exp2(w.m[h] - m_safe);
+        const float rescale = fast_exp2(rows.m[half] - m_safe);
         float sum = 0.0f;
         HEADWISE_UNROLL
         for (int n = 0; n < Bc / 8; ++n) HEADWISE_UNROLL
         for (int e = 0; e < 2; ++e) {
-            const float p = fast_exp2(s[n][2 * h + e] - m_safe);
-            s[n][2 * h + e] = p;
+            const float p = fast_exp2(s[n][2 * half + e] - m_safe);
+            s[n][2 * half + e] = p;
             sum += p;
         }
-        w.l[h] = w.l[h] * rescale + sum;
-        w.m[h] = m_new;
+        rows.l[half] = rows.l[half] * rescale + sum;
+        rows.m[half] = m_new;
         HEADWISE_UNROLL
-        for (int n = 0; n < D / 8; ++n) w.o[n][2 * h] *= rescale, w.o[n][2 * h + 1] *= rescale;
+        for (int n = 0; n < D / 8; ++n) rows.o[n][2 * half] *= rescale, rows.o[n][2 * half + 1] *= rescale;
     }
 
     // O += P V, 16 keys at a time: P's A fragment is S's accumulators 2j and 2j + 1, rounded.
@@ -166,43 +171,44 @@ __device__ __forceinline__ void attend_tile(WarpRows<D>& w, QTile& q_tile, int r
         HEADWISE_UNROLL
         for (int n = 0; n < D / 8; n += 2) {
             // Matrices (transposed): keys 16j.. and 16j + 8.. at d 8n, then the same keys at d 8(n + 1).
-            const int r = kr + 16 * j + 8 * (m % 2) + lane % 8;
+            const int r = kr + 16 * j + 8 * (mat % 2) + lane % 8;
             std::uint32_t vb[4];
-            ldmatrix_x4_trans(vb, v_tile, r, Layout::col(r, 8 * (n + m / 2)));
+            ldmatrix_x4_trans(vb, v_tile, r, Layout::col(r, 8 * (n + mat / 2)));
             const std::uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
-            mma_m16n8k16<T>(w.o[n], p, b0, w.o[n]);
-            mma_m16n8k16<T>(w.o[n + 1], p, b1, w.o[n + 1]);
+            mma_m16n8k16<T>(rows.o[n], p, b0, rows.o[n]);
+            mma_m16n8k16<T>(rows.o[n + 1], p, b1, rows.o[n + 1]);
         }
     }
 }
 
 // The warp's rows before the first tile: nothing seen, their visible key counts.
 template <int D>
-__device__ __forceinline__ void start_rows(WarpRows<D>& w, int row, int n_keys, bool causal) {
+__device__ __forceinline__ void start_rows(WarpRows<D>& rows, int row, int n_keys, bool causal) {
     HEADWISE_UNROLL
-    for (int n = 0; n < D / 8; ++n) w.o[n][0] = w.o[n][1] = w.o[n][2] = w.o[n][3] = 0.0f;
+    for (int n = 0; n < D / 8; ++n) rows.o[n][0] = rows.o[n][1] = rows.o[n][2] = rows.o[n][3] = 0.0f;
     HEADWISE_UNROLL
-    for (int h = 0; h < 2; ++h) w.m[h] = -INFINITY, w.l[h] = 0.0f, w.end[h] = key_end(row + 8 * h, n_keys, causal);
+    for (int half = 0; half < 2; ++half)
+        rows.m[half] = -INFINITY, rows.l[half] = 0.0f, rows.end[half] = key_end(row + 8 * half, n_keys, causal);
 }
 
 // out = O / l for the warp's rows g and g + 8 that exist; a row that saw no key gives zeros.
 template <int D>
-__device__ __forceinline__ void write_rows(WarpRows<D>& w, global_ptr<float> out, std::size_t head, int row, int N,
+__device__ __forceinline__ void write_rows(WarpRows<D>& rows, global_ptr<float> out, std::size_t head, int row, int N,
                                            int lane) {
     const int qd = lane % 4;
     HEADWISE_UNROLL
-    for (int h = 0; h < 2; ++h) {
-        float l = w.l[h];
+    for (int half = 0; half < 2; ++half) {
+        float l = rows.l[half];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const int i = row + 8 * h;
+        const int i = row + 8 * half;
         if (i >= N) continue;
         const std::size_t at = (head + std::size_t(i)) * D + 2 * qd;
         HEADWISE_UNROLL
         for (int n = 0; n < D / 8; ++n) {
-            out[at + 8 * n] = w.o[n][2 * h] * inv;
-            out[at + 8 * n + 1] = w.o[n][2 * h + 1] * inv;
+            out[at + 8 * n] = rows.o[n][2 * half] * inv;
+            out[at + 8 * n + 1] = rows.o[n][2 * half + 1] * inv;
         }
     }
 }
@@ -215,21 +221,6 @@ __device__ __forceinline__ int query_block(const AttentionArgs& a) {
     return a.causal ? static_cast<int>(gridDim.x) - 1 - x : x;
 }
 
-// The (N, D) slices of q, k and v that this block's head (b, h) = (blockIdx.z, blockIdx.y)
-// attends with, and their first row in the (B, H, N, D) tensors.
-template <class T>
-struct HeadSlices {
-    std::size_t head;  // row 0 of (b, h)
-    global_ptr<const T> q, k, v;
-};
-template <int D, class T>
-__device__ __forceinline__ HeadSlices<T> head_slices(global_ptr<const T> q, global_ptr<const T> k,
-                                                     global_ptr<const T> v, const AttentionArgs& a) {
-    const std::size_t head = (static_cast<std::size_t>(blockIdx.z) * a.heads + blockIdx.y) * a.seq;
-    const std::size_t size = static_cast<std::size_t>(a.seq) * D;
-    return {head, slice(q, head * D, size), slice(k, head * D, size), slice(v, head * D, size)};
-}
-
 // grid (ceil(N / 64), H, B), block 128: warp w of block (bx, h, b) owns query rows bx * 64 + 16 w ..
 //   q, k, v  (B, H, N, D), T = __half or __nv_bfloat16;  key_len (B);  out (B, H, N, D), fp32
 template <int D, class T>
@@ -237,44 +228,35 @@ __global__ void __launch_bounds__(128, 4)
     attention_mma(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v, global_ptr<const int> key_len,
                   global_ptr<float> out, AttentionArgs a) {
     using Shape = FlashShape<D>;
-    constexpr int Br = Shape::rows, Bc = Shape::cols, LD = Shape::padded, C = Shape::chunks;
+    constexpr int Br = Shape::rows, Bc = Shape::cols, LD = Shape::padded;
     __shared__ shared_tile<T, Br, LD> q_tile;  // (Br, D) + 8 halves of padding per row
     __shared__ shared_tile<T, Bc, LD> k_tile;  // (Bc, D) + padding
     __shared__ shared_tile<T, Bc, LD> v_tile;  // (Bc, D) + padding
 
     const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
-    const int N = a.seq, q0 = query_block(a) * Br;
-    const HeadSlices<T> bh = head_slices<D>(q, k, v, a);
-    const int n_keys = key_len[blockIdx.z];
-    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
+    const int N = a.seq;
+    const HeadBlock<T> bh = head_block<D, Br>(q, k, v, key_len, a, query_block(a));
+    const int q0 = bh.q0, n_keys = bh.n_keys, block_end = bh.block_end;
     const int row = q0 + 16 * warp + lane / 4;  // this lane's row g; g + 8 is row + 8
     const int warp_first = q0 + 16 * warp, warp_last = warp_first + 15;
     const int warp_min_end = key_end(warp_first, n_keys, a.causal);
-    const float scale2 = a.scale * 1.4426950408889634f;  // log2(e)
+    const float scale2 = a.scale * log2_e;
 
-    for (int e = t; e < Br * C; e += Shape::threads) {  // rows past N are zeros
-        const int r = e / C, c = 8 * (e % C);
-        load_16(q_tile, r, c, bh.q, std::size_t(q0 + r) * D + c, q0 + r < N);
-    }
+    load_rows<D, Br, Shape::threads>(q_tile, bh.q, q0, N, t);  // rows past N are zeros
     __syncthreads();
-    WarpRows<D> w;
-    load_q_fragments<D, Padded>(w, q_tile, 16 * warp, lane);
-    start_rows(w, row, n_keys, a.causal);
+    WarpRows<D> rows;
+    load_q_fragments<D, Padded>(rows, q_tile, 16 * warp, lane);
+    start_rows(rows, row, n_keys, a.causal);
 
     for (int k0 = 0; k0 < block_end; k0 += Bc) {
-        for (int e = t; e < Bc * C; e += Shape::threads) {  // keys past the block's end are zeros
-            const int r = e / C, c = 8 * (e % C);
-            const bool real = k0 + r < block_end;
-            load_16(k_tile, r, c, bh.k, std::size_t(k0 + r) * D + c, real);
-            load_16(v_tile, r, c, bh.v, std::size_t(k0 + r) * D + c, real);
-        }
+        load_kv_rows<D, Bc, Shape::threads>(k_tile, v_tile, bh.k, bh.v, k0, block_end, t);  // zeros past the end
         __syncthreads();
         if (!a.causal || k0 <= warp_last)  // a tile entirely above the warp's rows: nothing to see
-            attend_tile<D, Bc, T, Padded>(w, q_tile, 16 * warp, k_tile, v_tile, 0, k0, k0 + Bc > warp_min_end, scale2,
-                                          lane);
+            attend_tile<D, Bc, T, Padded>(rows, q_tile, 16 * warp, k_tile, v_tile, 0, k0, k0 + Bc > warp_min_end,
+                                          scale2, lane);
         __syncthreads();  // the tiles are free for the next ones
     }
-    write_rows(w, out, bh.head, row, N, lane);
+    write_rows(rows, out, bh.head, row, N, lane);
 }
 
 // Version 7: version 6 with K/V tiles double-buffered through cp.async into swizzled tiles.
@@ -292,15 +274,14 @@ __global__ void __launch_bounds__(128, 4)
     __shared__ shared_tile<T, 2 * Bc, D> v_tile;  // two stages of (Bc, D), swizzled
 
     const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
-    const int N = a.seq, q0 = query_block(a) * Br;
-    const HeadSlices<T> bh = head_slices<D>(q, k, v, a);
-    const int n_keys = key_len[blockIdx.z];
-    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
+    const int N = a.seq;
+    const HeadBlock<T> bh = head_block<D, Br>(q, k, v, key_len, a, query_block(a));
+    const int q0 = bh.q0, n_keys = bh.n_keys, block_end = bh.block_end;
     const int n_tiles = (block_end + Bc - 1) / Bc;
     const int row = q0 + 16 * warp + lane / 4;
     const int warp_first = q0 + 16 * warp, warp_last = warp_first + 15;
     const int warp_min_end = key_end(warp_first, n_keys, a.causal);
-    const float scale2 = a.scale * 1.4426950408889634f;  // log2(e)
+    const float scale2 = a.scale * log2_e;
 
     // Key tile `tile` into stage `tile % 2`: each thread starts its share of 16-byte copies.
     const auto fetch = [&](int tile) {
@@ -314,8 +295,8 @@ __global__ void __launch_bounds__(128, 4)
         }
     };
 
-    WarpRows<D> w;
-    start_rows(w, row, n_keys, a.causal);
+    WarpRows<D> rows;
+    start_rows(rows, row, n_keys, a.causal);
     if (n_tiles > 0) {
         for (int e = t; e < Br * C; e += Shape::threads) {  // Q, in the first group with tile 0
             const int r = e / C, c = e % C;
@@ -333,14 +314,14 @@ __global__ void __launch_bounds__(128, 4)
             if constexpr (Waits) cp_async_wait<0>();
         }
         __syncthreads();  // ... for every thread's copies
-        if (tile == 0) load_q_fragments<D, Layout>(w, q_tile, 16 * warp, lane);
+        if (tile == 0) load_q_fragments<D, Layout>(rows, q_tile, 16 * warp, lane);
         const int k0 = tile * Bc;
         if (!a.causal || k0 <= warp_last)
-            attend_tile<D, Bc, T, Layout>(w, q_tile, 16 * warp, k_tile, v_tile, (tile % 2) * Bc, k0,
+            attend_tile<D, Bc, T, Layout>(rows, q_tile, 16 * warp, k_tile, v_tile, (tile % 2) * Bc, k0,
                                           k0 + Bc > warp_min_end, scale2, lane);
         __syncthreads();  // this stage is free for tile + 2
     }
-    write_rows(w, out, bh.head, row, N, lane);
+    write_rows(rows, out, bh.head, row, N, lane);
 }
 
 }  // namespace headwise::kernels

@@ -67,6 +67,9 @@ struct AttentionArgs {
 
 __device__ __forceinline__ int imin(int x, int y) { return x < y ? x : y; }
 
+// log2(e): the kernels that compute exp(x) as exp2(x log2(e)) scale their scores by it once.
+inline constexpr float log2_e = 1.4426950408889634f;
+
 // Query i of sequence b may look at keys [0, key_end): the causal bound and the padding bound,
 // whichever is tighter. key_end == 0 means every key is masked: that row's output is all zeros.
 __device__ __forceinline__ int key_end(int i, int n_keys, bool causal) { return causal ? imin(i + 1, n_keys) : n_keys; }

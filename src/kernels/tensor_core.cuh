@@ -42,6 +42,7 @@
 #pragma once
 
 #include "kernels/copy16.cuh"
+#include "kernels/head_block.cuh"
 #include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 
@@ -62,7 +63,133 @@ struct TensorCoreShape {
     static constexpr std::size_t shared_bytes = 2 * std::size_t(rows + 2 * cols) * ld_in +
                                                 4 * std::size_t(rows) * ld_s + 2 * std::size_t(rows) * ld_p +
                                                 4 * std::size_t(warps) * 16;
+    static_assert(cols == 32, "the two lanes of a row take 16 keys of the tile each");
+    static_assert(shared_bytes <= 48 * 1024, "the tiles fit 48 KiB of static shared memory");
 };
+
+// Where a lane works: its warp's 16 rows of the block, its row among them and which half of the
+// row's keys it takes.
+struct TensorCoreLane {
+    int warp, lane;
+    int r0;        // the warp's first row in the block
+    int row;       // the lane's row of the warp's 16 (lanes r and r + 16 share row r)
+    int half;      // its keys of a tile are 2 j + half ...
+    int rotation;  // ... taken from 2 j + rotation (mod Bc): see bank conflicts
+    int end;       // the keys [0, end) its query may see (0 for a row past N)
+};
+
+// What a warp carries from tile to tile: Q and O (16, D) in 16-wide fragments, and per lane the
+// row's running max (log2 units, the same in both lanes of the row) and its part of the normaliser.
+template <int D, class T>
+struct TensorCoreRows {
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major> q_frag[D / 16];
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> o_frag[D / 16];  // unnormalised
+    float m = -INFINITY;
+    float l = 0.0f;
+};
+
+// S = Q K^T, (16, Bc) for the warp's rows, into s_tile: K^T read from k_tile as a column-major
+// (D, Bc) matrix.
+template <int D, class T, class KTile, class STile>
+__device__ __forceinline__ void scores_to_shared(TensorCoreRows<D, T>& rows, KTile& k_tile, STile& s_tile, int r0) {
+    namespace wmma = nvcuda::wmma;
+    using Shape = TensorCoreShape<D>;
+    HEADWISE_UNROLL
+    for (int n = 0; n < Shape::cols / 16; ++n) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> s_frag;
+        wmma::fill_fragment(s_frag, 0.0f);
+        HEADWISE_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk) {
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> k_frag;
+            wmma::load_matrix_sync(k_frag, k_tile.ptr(16 * n, 16 * kk), Shape::ld_in);
+            wmma::mma_sync(s_frag, rows.q_frag[kk], k_frag, s_frag);
+        }
+        wmma::store_matrix_sync(s_tile.ptr(r0, 16 * n), s_frag, Shape::ld_s, wmma::mem_row_major);
+    }
+}
+
+// The online softmax in fp32 on the lane's 16 keys of its row (of the tile's 32, from k0): P in 16
+// bits into p_tile, the row's rescale factor into row_tile. Returns whether O must be rescaled: a
+// row's maximum grew after it had seen a key (before that, O's row is zeros), for some row of the
+// warp.
+template <int D, class T, class STile, class PTile, class RowTile>
+__device__ __forceinline__ bool softmax_to_p(TensorCoreRows<D, T>& rows, const TensorCoreLane& my, STile& s_tile,
+                                             PTile& p_tile, RowTile& row_tile, int k0, float scale2) {
+    constexpr int Bc = TensorCoreShape<D>::cols;
+    const auto key_of = [&](int j) { return (2 * j + my.rotation) % Bc + my.half; };  // s[j] is key_of(j)
+    float s[Bc / 2];
+    float mx = -INFINITY;
+    HEADWISE_UNROLL
+    for (int j = 0; j < Bc / 2; ++j) {
+        const int key = key_of(j);
+        const float x = s_tile(my.r0 + my.row, key) * scale2;  // read by every lane: one request per j
+        s[j] = k0 + key < my.end ? x : -INFINITY;
+        mx = fmaxf(mx, s[j]);
+    }
+    const float m_new = fmaxf(rows.m, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16)));  // the row's, both lanes
+    const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
+    const float rescale = exp2f(rows.m - m_safe);            // 0 while the row had seen nothing
+    float sum = 0.0f;
+    HEADWISE_UNROLL
+    for (int j = 0; j < Bc / 2; ++j) {
+        const float p = exp2f(s[j] - m_safe);  // 0 for a masked key
+        p_tile(my.r0 + my.row, key_of(j)) = T(p);
+        sum += p;
+    }
+    const bool rescale_o = __any_sync(0xffffffffu, rows.m != -INFINITY && m_new > rows.m);
+    rows.l = rows.l * rescale + sum;
+    rows.m = m_new;
+    if (my.half == 0) row_tile(my.warp, my.row) = rescale;
+    return rescale_o;
+}
+
+// O *= rescale (row by row, through the scratch in s_tile) where needed, then O += P V.
+template <int D, class T, class PTile, class VTile, class STile, class RowTile>
+__device__ __forceinline__ void accumulate_pv(TensorCoreRows<D, T>& rows, const TensorCoreLane& my, bool rescale_o,
+                                              PTile& p_tile, VTile& v_tile, STile& s_tile, RowTile& row_tile) {
+    namespace wmma = nvcuda::wmma;
+    using Shape = TensorCoreShape<D>;
+    constexpr int Bc = Shape::cols;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> p_frag[Bc / 16];
+    HEADWISE_UNROLL
+    for (int kk = 0; kk < Bc / 16; ++kk) wmma::load_matrix_sync(p_frag[kk], p_tile.ptr(my.r0, 16 * kk), Shape::ld_p);
+    HEADWISE_UNROLL
+    for (int n = 0; n < D / 16; ++n) {
+        if (rescale_o) {  // the same in every lane of the warp
+            wmma::store_matrix_sync(s_tile.ptr(my.r0, 0), rows.o_frag[n], Shape::ld_s, wmma::mem_row_major);
+            __syncwarp();
+            for (int e = my.lane; e < 256; e += 32) s_tile(my.r0 + e / 16, e % 16) *= row_tile(my.warp, e / 16);
+            __syncwarp();
+            wmma::load_matrix_sync(rows.o_frag[n], s_tile.ptr(my.r0, 0), Shape::ld_s, wmma::mem_row_major);
+        }
+        HEADWISE_UNROLL
+        for (int kk = 0; kk < Bc / 16; ++kk) {
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> v_frag;
+            wmma::load_matrix_sync(v_frag, v_tile.ptr(16 * kk, 16 * n), Shape::ld_in);
+            wmma::mma_sync(rows.o_frag[n], p_frag[kk], v_frag, rows.o_frag[n]);
+        }
+    }
+}
+
+// out = O / l, l the sum of the row's two parts; a row with no visible key gives zeros.
+template <int D, class T, class STile, class RowTile>
+__device__ __forceinline__ void write_rows(TensorCoreRows<D, T>& rows, const TensorCoreLane& my, STile& s_tile,
+                                           RowTile& row_tile, global_ptr<float> out, std::size_t head, int q0, int N) {
+    namespace wmma = nvcuda::wmma;
+    float l = rows.l + __shfl_xor_sync(0xffffffffu, rows.l, 16);
+    if (my.half == 0) row_tile(my.warp, my.row) = l > 0.0f ? 1.0f / l : 0.0f;
+    __syncwarp();
+    HEADWISE_UNROLL
+    for (int n = 0; n < D / 16; ++n) {
+        wmma::store_matrix_sync(s_tile.ptr(my.r0, 0), rows.o_frag[n], TensorCoreShape<D>::ld_s, wmma::mem_row_major);
+        __syncwarp();
+        for (int e = my.lane; e < 256; e += 32) {
+            const int r = e / 16, c = e % 16, qi = q0 + my.r0 + r;
+            if (qi < N) out[at(head + qi, D, 16 * n + c)] = s_tile(my.r0 + r, c) * row_tile(my.warp, r);
+        }
+        __syncwarp();
+    }
+}
 
 // grid (ceil(N / Br), H, B), block (32 * warps): warp w of block (bx, h, b) owns query rows
 // bx * Br + 16 w .. + 15; lanes r and r + 16 of the warp share its row r.
@@ -75,141 +202,42 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TensorCoreShape<D>::threads, TensorCoreSh
                           global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     namespace wmma = nvcuda::wmma;
     using Shape = TensorCoreShape<D>;
-    constexpr int Br = Shape::rows, Bc = Shape::cols, C = Shape::chunks;
-    constexpr int LI = Shape::ld_in, LS = Shape::ld_s, LP = Shape::ld_p;
-    static_assert(Bc == 32, "the two lanes of a row take 16 keys of the tile each");
+    constexpr int Br = Shape::rows, Bc = Shape::cols;
+    constexpr int LI = Shape::ld_in;
     __shared__ shared_tile<T, Br, LI> q_tile;                  // (Br, D) + padding
     __shared__ shared_tile<T, Bc, LI> k_tile;                  // (Bc, D) + padding
     __shared__ shared_tile<T, Bc, LI> v_tile;                  // (Bc, D) + padding
-    __shared__ shared_tile<float, Br, LS> s_tile;              // per warp (16, Bc): scores, then O scratch
-    __shared__ shared_tile<T, Br, LP> p_tile;                  // per warp (16, Bc): weights in 16 bits
+    __shared__ shared_tile<float, Br, Shape::ld_s> s_tile;     // per warp (16, Bc): scores, then O scratch
+    __shared__ shared_tile<T, Br, Shape::ld_p> p_tile;         // per warp (16, Bc): weights in 16 bits
     __shared__ shared_tile<float, Shape::warps, 16> row_tile;  // per warp (16): a factor per row
 
-    const int t = static_cast<int>(threadIdx.x);
-    const int warp = t / 32, lane = t % 32;
-    const int r0 = 16 * warp;                     // the warp's first row in the block
-    const int row = lane % 16, half = lane / 16;  // the lane's row of the warp's 16; its keys are 2j + half
-    const int rotation = 2 * (row / 2);           // ... taken from 2j + rotation (mod Bc): see bank conflicts
-    const int N = a.seq;
-    const int q0 = static_cast<int>(blockIdx.x) * Br;
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    const std::size_t head = head_row(b, h, a);
-    const global_ptr<const T> q_bh = slice(q, at(head, D), at(N, D));  // (N, D)
-    const global_ptr<const T> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
-    const global_ptr<const T> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
-    const int n_keys = key_len[b];
-    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);
-    const int i = q0 + r0 + row;                               // the lane's query
-    const int end = i < N ? key_end(i, n_keys, a.causal) : 0;  // the keys [0, end) it may see
-    const float scale2 = a.scale * 1.4426950408889634f;        // log2(e): exp(x) = exp2(x log2(e))
+    const int t = static_cast<int>(threadIdx.x), N = a.seq;
+    const HeadBlock<T> blk = head_block<D, Br>(q, k, v, key_len, a, static_cast<int>(blockIdx.x));
+    const int warp = t / 32, lane = t % 32, row = lane % 16;
+    const int i = blk.q0 + 16 * warp + row;  // the lane's query
+    const TensorCoreLane my{
+        warp, lane, 16 * warp, row, lane / 16, 2 * (row / 2), i < N ? key_end(i, blk.n_keys, a.causal) : 0};
+    const float scale2 = a.scale * log2_e;  // exp(x) = exp2(x log2(e))
 
-    for (int e = t; e < Br * C; e += Shape::threads) {  // rows past N are zeros
-        const int r = e / C, c = 8 * (e % C);
-        load_16(q_tile, r, c, q_bh, at(q0 + r, D, c), q0 + r < N);
-    }
+    load_rows<D, Br, Shape::threads>(q_tile, blk.q, blk.q0, N, t);
     __syncthreads();
-
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> q_frag[D / 16];  // (16, D) in 16-wide pieces
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> o_frag[D / 16];            // (16, D), unnormalised
+    TensorCoreRows<D, T> rows;
     HEADWISE_UNROLL
     for (int n = 0; n < D / 16; ++n) {
-        wmma::load_matrix_sync(q_frag[n], q_tile.ptr(r0, 16 * n), LI);
-        wmma::fill_fragment(o_frag[n], 0.0f);
+        wmma::load_matrix_sync(rows.q_frag[n], q_tile.ptr(my.r0, 16 * n), LI);
+        wmma::fill_fragment(rows.o_frag[n], 0.0f);
     }
-    float m = -INFINITY;  // the row's running maximum, in log2 units (the same in both lanes of the row)
-    float l = 0.0f;       // this lane's part of the row's normaliser: the sum over its keys
-
-    for (int k0 = 0; k0 < block_end; k0 += Bc) {
-        for (int e = t; e < Bc * C; e += Shape::threads) {  // keys past the block's end are zeros
-            const int r = e / C, c = 8 * (e % C);
-            const bool real = k0 + r < block_end;
-            load_16(k_tile, r, c, k_bh, at(k0 + r, D, c), real);
-            load_16(v_tile, r, c, v_bh, at(k0 + r, D, c), real);
-        }
+    for (int k0 = 0; k0 < blk.block_end; k0 += Bc) {
+        load_kv_rows<D, Bc, Shape::threads>(k_tile, v_tile, blk.k, blk.v, k0, blk.block_end, t);
         __syncthreads();
-
-        // S = Q K^T, (16, Bc): K^T read from k_tile as a column-major (D, Bc) matrix.
-        HEADWISE_UNROLL
-        for (int n = 0; n < Bc / 16; ++n) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> s_frag;
-            wmma::fill_fragment(s_frag, 0.0f);
-            HEADWISE_UNROLL
-            for (int kk = 0; kk < D / 16; ++kk) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> k_frag;
-                wmma::load_matrix_sync(k_frag, k_tile.ptr(16 * n, 16 * kk), LI);
-                wmma::mma_sync(s_frag, q_frag[kk], k_frag, s_frag);
-            }
-            wmma::store_matrix_sync(s_tile.ptr(r0, 16 * n), s_frag, LS, wmma::mem_row_major);
-        }
+        scores_to_shared(rows, k_tile, s_tile, my.r0);
         __syncwarp();
-
-        // Online softmax in fp32 on the lane's 16 keys of its row (of the tile's 32): s[j] is key_of(j).
-        const auto key_of = [&](int j) { return (2 * j + rotation) % Bc + half; };
-        float s[Bc / 2];
-        float mx = -INFINITY;
-        HEADWISE_UNROLL
-        for (int j = 0; j < Bc / 2; ++j) {
-            const int key = key_of(j);
-            const float x = s_tile(r0 + row, key) * scale2;  // read by every lane: one request per j
-            s[j] = k0 + key < end ? x : -INFINITY;
-            mx = fmaxf(mx, s[j]);
-        }
-        const float m_new = fmaxf(m, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16)));  // the row's, both lanes
-        const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
-        const float rescale = exp2f(m - m_safe);                 // 0 while the row had seen nothing
-        float sum = 0.0f;
-        HEADWISE_UNROLL
-        for (int j = 0; j < Bc / 2; ++j) {
-            const float p = exp2f(s[j] - m_safe);  // 0 for a masked key
-            p_tile(r0 + row, key_of(j)) = T(p);
-            sum += p;
-        }
-        // O must be rescaled where a row's maximum grew after it had seen a key (before that, O's
-        // row is zeros): in this tile, for some row of the warp?
-        const bool rescale_o = __any_sync(0xffffffffu, m != -INFINITY && m_new > m);
-        l = l * rescale + sum;
-        m = m_new;
-        if (half == 0) row_tile(warp, row) = rescale;
+        const bool rescale_o = softmax_to_p(rows, my, s_tile, p_tile, row_tile, k0, scale2);
         __syncwarp();
-
-        // O *= rescale (row by row, through the scratch) where needed, then O += P V.
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> p_frag[Bc / 16];
-        HEADWISE_UNROLL
-        for (int kk = 0; kk < Bc / 16; ++kk) wmma::load_matrix_sync(p_frag[kk], p_tile.ptr(r0, 16 * kk), LP);
-        HEADWISE_UNROLL
-        for (int n = 0; n < D / 16; ++n) {
-            if (rescale_o) {  // the same in every lane of the warp
-                wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
-                __syncwarp();
-                for (int e = lane; e < 256; e += 32) s_tile(r0 + e / 16, e % 16) *= row_tile(warp, e / 16);
-                __syncwarp();
-                wmma::load_matrix_sync(o_frag[n], s_tile.ptr(r0, 0), LS, wmma::mem_row_major);
-            }
-            HEADWISE_UNROLL
-            for (int kk = 0; kk < Bc / 16; ++kk) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> v_frag;
-                wmma::load_matrix_sync(v_frag, v_tile.ptr(16 * kk, 16 * n), LI);
-                wmma::mma_sync(o_frag[n], p_frag[kk], v_frag, o_frag[n]);
-            }
-        }
+        accumulate_pv(rows, my, rescale_o, p_tile, v_tile, s_tile, row_tile);
         __syncthreads();  // the tiles are free for the next ones
     }
-
-    // out = O / l, l the sum of the row's two parts; a row with no visible key gives zeros.
-    l += __shfl_xor_sync(0xffffffffu, l, 16);
-    if (half == 0) row_tile(warp, row) = l > 0.0f ? 1.0f / l : 0.0f;
-    __syncwarp();
-    HEADWISE_UNROLL
-    for (int n = 0; n < D / 16; ++n) {
-        wmma::store_matrix_sync(s_tile.ptr(r0, 0), o_frag[n], LS, wmma::mem_row_major);
-        __syncwarp();
-        for (int e = lane; e < 256; e += 32) {
-            const int r = e / 16, c = e % 16, qi = q0 + r0 + r;
-            if (qi < N) out[at(head + qi, D, 16 * n + c)] = s_tile(r0 + r, c) * row_tile(warp, r);
-        }
-        __syncwarp();
-    }
+    write_rows(rows, my, s_tile, row_tile, out, blk.head, blk.q0, N);
 }
 
 }  // namespace headwise::kernels

@@ -15,6 +15,7 @@
 // for every row in the block: those tiles are never loaded.
 #pragma once
 
+#include "kernels/head_block.cuh"
 #include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 
@@ -45,26 +46,20 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_b
     __shared__ float v_tile[Bc][D];  // (Bc, D): the matching value rows
     static_assert(sizeof(k_tile) + sizeof(v_tile) == TiledShape<D>::shared_bytes);
 
-    const int N = a.seq;
-    const int q0 = static_cast<int>(blockIdx.x) * Br;  // this block's first query row
-    const int i = q0 + static_cast<int>(threadIdx.x);  // this thread's query row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
+    // The block's head (b, h) = (blockIdx.z, blockIdx.y): its (N, D) slices of q, k, v, its first
+    // query row q0 and the keys [0, block_end) any of its rows may see.
+    const HeadBlock<float> blk = head_block<D, Br>(q, k, v, key_len, a, static_cast<int>(blockIdx.x));
+    const int N = a.seq, block_end = blk.block_end;
+    const int i = blk.q0 + static_cast<int>(threadIdx.x);  // this thread's query row
     const bool has_row = i < N;  // the last block may have spare threads: they still help load tiles
-
-    const std::size_t head = head_row(b, h, a);
-    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
-    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
-    const int n_keys = key_len[b];
-    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);  // keys any row here may see
-    const int end = has_row ? key_end(i, n_keys, a.causal) : 0;             // keys this row may see
+    const int end = has_row ? key_end(i, blk.n_keys, a.causal) : 0;  // keys this row may see
 
     float q_i[D];  // (D), this thread's query row, pre-scaled
     float acc[D];  // (D), unnormalised output
     float m = -INFINITY, l = 0.0f;
     for (int c = 0; c < D; ++c) q_i[c] = 0.0f, acc[c] = 0.0f;
     if (has_row) {
-        const global_ptr<const float> q_row = slice(q, at(head + i, D), D);  // (D), row i
+        const global_ptr<const float> q_row = slice(blk.q, at(i, D), D);  // (D), row i
         for (int c = 0; c < D; ++c) q_i[c] = q_row[c] * a.scale;
     }
 
@@ -74,8 +69,8 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_b
         for (int e = static_cast<int>(threadIdx.x); e < Bc * D; e += Br) {
             const int r = e / D, c = e % D;
             if (k0 + r < block_end) {
-                k_tile[r][c] = k_bh[at(k0 + r, D, c)];
-                v_tile[r][c] = v_bh[at(k0 + r, D, c)];
+                k_tile[r][c] = blk.k[at(k0 + r, D, c)];
+                v_tile[r][c] = blk.v[at(k0 + r, D, c)];
             }
         }
         __syncthreads();  // the whole tile is in shared memory before anyone reads it
@@ -118,7 +113,7 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_b
     }
 
     if (has_row) {
-        const global_ptr<float> out_i = slice(out, at(head + i, D), D);  // (D)
+        const global_ptr<float> out_i = slice(out, at(blk.head + i, D), D);  // (D)
         for (int c = 0; c < D; ++c) out_i[c] = end > 0 ? acc[c] / l : 0.0f;
     }
 }

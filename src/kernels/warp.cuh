@@ -36,6 +36,7 @@
 // block is 64 threads owning 32 rows, with tiles of 16 keys (2 per thread).
 #pragma once
 
+#include "kernels/head_block.cuh"
 #include "kernels/offsets.cuh"
 #include "kernels/portable.cuh"
 #include "kernels/warp_reduce.cuh"
@@ -54,7 +55,7 @@ struct WarpShape {
     static constexpr int columns_per_thread = D / group;                // output columns a thread owns
     static constexpr int min_blocks = D <= 64 ? 5 : 1;
     static constexpr int pad = 4;  // floats after each row of q_t, k_tile, p_t (16-byte aligned)
-    static constexpr std::size_t shared_bytes(int k_pad) {  // q_t + k_tile + v_tile + p_t
+    __host__ __device__ static constexpr std::size_t shared_bytes(int k_pad) {  // q_t + k_tile + v_tile + p_t
         return sizeof(float) * (std::size_t(D) * (rows + pad) + std::size_t(cols) * (D + k_pad) +
                                 std::size_t(cols) * D + std::size_t(cols) * (rows + pad));
     }
@@ -63,6 +64,9 @@ struct WarpShape {
     __host__ __device__ static constexpr int column(int x, int u) {
         return (u / column_width) * (group * column_width) + x * column_width + u % column_width;
     }
+    static_assert(threads % 32 == 0 && 32 % group == 0, "whole warps, each of whole row groups");
+    static_assert(keys_per_thread * group == cols, "the 8 lanes of a group split a tile's keys evenly");
+    static_assert(D % group == 0 && columns_per_thread % column_width == 0, "and the output's columns");
 };
 
 // Four consecutive floats of row r of a shared tile, from column c (a multiple of 4 in a row
@@ -86,6 +90,152 @@ void load4(Tile& tile, int r, int c, float (&x)[4], std::source_location where =
 __device__ __forceinline__ float group_max(float x) { return lanes_max<8>(x); }
 __device__ __forceinline__ float group_sum(float x) { return lanes_sum<8>(x); }
 
+// What one thread carries from tile to tile for each of its TM rows: the keys the row may see
+// (0 for a row past N), its running max, its part of the normaliser, its CW output columns.
+template <int D>
+struct WarpThreadRows {
+    static constexpr int TM = WarpShape<D>::rows_per_thread, CW = WarpShape<D>::columns_per_thread;
+    int end[TM];
+    float m[TM], l[TM], acc[TM][CW];
+};
+
+// The block's queries, transposed and pre-scaled into q_t (D, Br): consecutive threads take
+// consecutive rows of one column, so their stores fill consecutive words. Rows past N are zeros,
+// never used for an output.
+template <int D, class QTile>
+__device__ __forceinline__ void load_queries(QTile& q_t, const HeadBlock<float>& blk, const AttentionArgs& a, int t) {
+    using Shape = WarpShape<D>;
+    for (int e = t; e < Shape::rows * D; e += Shape::threads) {
+        const int r = e % Shape::rows, c = e / Shape::rows;
+        float qx = 0.0f;
+        if (blk.q0 + r < a.seq) qx = blk.q[at(blk.q0 + r, D, c)] * a.scale;
+        q_t(c, r) = qx;
+    }
+}
+
+// The thread's rows i0 .. i0 + 3 before the first tile: nothing seen.
+template <int D>
+__device__ __forceinline__ void start_rows(WarpThreadRows<D>& rows, int i0, int n_keys, const AttentionArgs& a) {
+    HEADWISE_UNROLL
+    for (int ii = 0; ii < rows.TM; ++ii) {
+        const int i = i0 + ii;
+        rows.end[ii] = i < a.seq ? key_end(i, n_keys, a.causal) : 0;
+        rows.m[ii] = -INFINITY, rows.l[ii] = 0.0f;
+        HEADWISE_UNROLL
+        for (int u = 0; u < rows.CW; ++u) rows.acc[ii][u] = 0.0f;
+    }
+}
+
+// Keys k0 .. k0 + Bc - 1 into k_tile and v_tile; rows past `tile_rows` (no row of the block may
+// see them) are zeros.
+template <int D, class KTile, class VTile>
+__device__ __forceinline__ void load_kv_tile(KTile& k_tile, VTile& v_tile, const HeadBlock<float>& blk, int k0,
+                                             int tile_rows, int t) {
+    using Shape = WarpShape<D>;
+    for (int e = t; e < Shape::cols * D; e += Shape::threads) {
+        const int r = e / D, c = e % D;
+        float kx = 0.0f, vx = 0.0f;
+        if (r < tile_rows) kx = blk.k[at(k0 + r, D, c)], vx = blk.v[at(k0 + r, D, c)];
+        k_tile(r, c) = kx;
+        v_tile(r, c) = vx;
+    }
+}
+
+// One key tile for the thread's rows r0 .. r0 + 3 (lane x of its row group): S = Q K^T for 4 rows
+// and 4 keys, the online softmax with the row group's max, P through shared memory, O += P V.
+template <int D, class QTile, class KTile, class VTile, class PTile>
+__device__ __forceinline__ void attend_tile(WarpThreadRows<D>& rows, QTile& q_t, KTile& k_tile, VTile& v_tile,
+                                            PTile& p_t, int k0, int tile_rows, int r0, int x) {
+    using Shape = WarpShape<D>;
+    constexpr int TM = Shape::rows_per_thread, TN = Shape::keys_per_thread, CW = Shape::columns_per_thread;
+    constexpr int W = Shape::column_width, G = Shape::group;
+    // S = Q K^T for the thread's 4 rows and 4 keys, 4 columns of d_head at a time.
+    float s[TM][TN];
+    HEADWISE_UNROLL
+    for (int ii = 0; ii < TM; ++ii) {
+        HEADWISE_UNROLL
+        for (int jj = 0; jj < TN; ++jj) s[ii][jj] = 0.0f;
+    }
+    for (int c0 = 0; c0 < D; c0 += 4) {
+        float kx[TN][4];
+        HEADWISE_UNROLL
+        for (int jj = 0; jj < TN; ++jj) load4(k_tile, x + G * jj, c0, kx[jj]);
+        HEADWISE_UNROLL
+        for (int cc = 0; cc < 4; ++cc) {
+            float qx[TM];
+            load4(q_t, c0 + cc, r0, qx);
+            HEADWISE_UNROLL
+            for (int ii = 0; ii < TM; ++ii) {
+                HEADWISE_UNROLL
+                for (int jj = 0; jj < TN; ++jj) s[ii][jj] += qx[ii] * kx[jj][cc];
+            }
+        }
+    }
+
+    // Online softmax, per row: the tile's maximum over the row group, then the weights.
+    HEADWISE_UNROLL
+    for (int ii = 0; ii < TM; ++ii) {
+        float m_tile = -INFINITY;
+        HEADWISE_UNROLL
+        for (int jj = 0; jj < TN; ++jj) {
+            if (k0 + x + G * jj >= rows.end[ii]) s[ii][jj] = -INFINITY;  // masked: causal or padding
+            m_tile = fmaxf(m_tile, s[ii][jj]);
+        }
+        const float m_new = fmaxf(rows.m[ii], group_max(m_tile));
+        const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
+        const float rescale = expf(rows.m[ii] - m_safe);         // 0 on the row's first tile
+        rows.l[ii] *= rescale;
+        HEADWISE_UNROLL
+        for (int u = 0; u < CW; ++u) rows.acc[ii][u] *= rescale;
+        HEADWISE_UNROLL
+        for (int jj = 0; jj < TN; ++jj) {
+            const float p = expf(s[ii][jj] - m_safe);  // 0 for a masked key
+            rows.l[ii] += p;
+            p_t(x + G * jj, r0 + ii) = p;
+        }
+        rows.m[ii] = m_new;
+    }
+    __syncwarp();  // P's rows of this group are written by the 8 lanes of one warp
+
+    // O += P V: per key, 4 weights and CW values make 4 * CW multiply-adds.
+    for (int j = 0; j < tile_rows; ++j) {
+        float pj[TM];
+        load4(p_t, j, r0, pj);
+        HEADWISE_UNROLL
+        for (int u0 = 0; u0 < CW; u0 += W) {
+            float vx[4];
+            if constexpr (W == 4) {
+                load4(v_tile, j, Shape::column(x, u0), vx);
+            } else {
+                HEADWISE_UNROLL
+                for (int c = 0; c < W; ++c) vx[c] = v_tile(j, Shape::column(x, u0 + c));
+            }
+            HEADWISE_UNROLL
+            for (int ii = 0; ii < TM; ++ii) {
+                HEADWISE_UNROLL
+                for (int c = 0; c < W; ++c) rows.acc[ii][u0 + c] += pj[ii] * vx[c];
+            }
+        }
+    }
+}
+
+// out = O / l for the thread's rows i0 .. i0 + 3 that exist, l the sum of the row group's 8 parts;
+// a row that saw no key gives zeros.
+template <int D>
+__device__ __forceinline__ void write_rows(WarpThreadRows<D>& rows, global_ptr<float> out, std::size_t head, int i0,
+                                           int N, int x) {
+    HEADWISE_UNROLL
+    for (int ii = 0; ii < rows.TM; ++ii) {
+        const float l_row = group_sum(rows.l[ii]);  // the 8 parts of the normaliser
+        const int i = i0 + ii;
+        if (i >= N) continue;
+        const global_ptr<float> out_i = slice(out, at(head + i, D), D);  // (D)
+        HEADWISE_UNROLL
+        for (int u = 0; u < rows.CW; ++u)
+            out_i[WarpShape<D>::column(x, u)] = rows.end[ii] > 0 ? rows.acc[ii][u] / l_row : 0.0f;
+    }
+}
+
 // grid (ceil(N / Br), H, B), block (threads): thread t of block (bx, h, b) owns query rows
 // bx * Br + 4 (t / 8) .. + 3, keys t % 8 + 8 jj of each tile, output columns column(t % 8, u).
 //   q, k, v, out  (B, H, N, D)
@@ -95,9 +245,9 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(WarpShape<D>::threads, WarpShape<D>::min_
     attention_warp(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
                    global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
     using Shape = WarpShape<D>;
-    constexpr int Br = Shape::rows, Bc = Shape::cols, TM = Shape::rows_per_thread, TN = Shape::keys_per_thread;
-    constexpr int CW = Shape::columns_per_thread, W = Shape::column_width, G = Shape::group, P = Shape::pad;
+    constexpr int Br = Shape::rows, Bc = Shape::cols, TM = Shape::rows_per_thread, G = Shape::group, P = Shape::pad;
     static_assert(D % 4 == 0 && (D + KPad) % 4 == 0 && TM == 4, "16-byte loads of 4 floats");
+    static_assert(Shape::shared_bytes(KPad) <= 48 * 1024, "the tiles fit 48 KiB of static shared memory");
     __shared__ shared_tile<float, D, Br + P> q_t;        // (D, Br): the block's queries, transposed, pre-scaled
     __shared__ shared_tile<float, Bc, D + KPad> k_tile;  // (Bc, D) + KPad padding columns
     __shared__ shared_tile<float, Bc, D> v_tile;         // (Bc, D)
@@ -105,128 +255,18 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(WarpShape<D>::threads, WarpShape<D>::min_
 
     const int t = static_cast<int>(threadIdx.x);
     const int x = t % G, r0 = TM * (t / G);  // lane in the row group, first of the thread's rows
-    const int N = a.seq;
-    const int q0 = static_cast<int>(blockIdx.x) * Br;  // the block's first query row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    const std::size_t head = head_row(b, h, a);
-    const global_ptr<const float> q_bh = slice(q, at(head, D), at(N, D));  // (N, D)
-    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
-    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
-    const int n_keys = key_len[b];
-    const int block_end = key_end(imin(q0 + Br, N) - 1, n_keys, a.causal);  // keys any row here may see
-
-    // The block's queries, transposed: consecutive threads take consecutive rows of one column,
-    // so their stores fill consecutive words. Rows past N are zeros, never used for an output.
-    for (int e = t; e < Br * D; e += Shape::threads) {
-        const int r = e % Br, c = e / Br;
-        float qx = 0.0f;
-        if (q0 + r < N) qx = q_bh[at(q0 + r, D, c)] * a.scale;
-        q_t(c, r) = qx;
-    }
-
-    int end[TM];                      // per row of the thread: keys it may see (0 for a row past N)
-    float m[TM], l[TM], acc[TM][CW];  // running max, this thread's part of the normaliser, output
-    HEADWISE_UNROLL
-    for (int ii = 0; ii < TM; ++ii) {
-        const int i = q0 + r0 + ii;
-        end[ii] = i < N ? key_end(i, n_keys, a.causal) : 0;
-        m[ii] = -INFINITY, l[ii] = 0.0f;
-        HEADWISE_UNROLL
-        for (int u = 0; u < CW; ++u) acc[ii][u] = 0.0f;
-    }
-
-    for (int k0 = 0; k0 < block_end; k0 += Bc) {
-        const int tile_rows = imin(Bc, block_end - k0);     // key rows of this tile anyone may see
-        for (int e = t; e < Bc * D; e += Shape::threads) {  // rows past them are zeros
-            const int r = e / D, c = e % D;
-            float kx = 0.0f, vx = 0.0f;
-            if (r < tile_rows) kx = k_bh[at(k0 + r, D, c)], vx = v_bh[at(k0 + r, D, c)];
-            k_tile(r, c) = kx;
-            v_tile(r, c) = vx;
-        }
+    const HeadBlock<float> blk = head_block<D, Br>(q, k, v, key_len, a, static_cast<int>(blockIdx.x));
+    load_queries<D>(q_t, blk, a, t);
+    WarpThreadRows<D> rows;
+    start_rows(rows, blk.q0 + r0, blk.n_keys, a);
+    for (int k0 = 0; k0 < blk.block_end; k0 += Bc) {
+        const int tile_rows = imin(Bc, blk.block_end - k0);  // key rows of this tile anyone may see
+        load_kv_tile<D>(k_tile, v_tile, blk, k0, tile_rows, t);
         __syncthreads();  // the tile (and, the first time, the queries) are complete
-
-        // S = Q K^T for the thread's 4 rows and 4 keys, 4 columns of d_head at a time.
-        float s[TM][TN];
-        HEADWISE_UNROLL
-        for (int ii = 0; ii < TM; ++ii) {
-            HEADWISE_UNROLL
-            for (int jj = 0; jj < TN; ++jj) s[ii][jj] = 0.0f;
-        }
-        for (int c0 = 0; c0 < D; c0 += 4) {
-            float kx[TN][4];
-            HEADWISE_UNROLL
-            for (int jj = 0; jj < TN; ++jj) load4(k_tile, x + G * jj, c0, kx[jj]);
-            HEADWISE_UNROLL
-            for (int cc = 0; cc < 4; ++cc) {
-                float qx[TM];
-                load4(q_t, c0 + cc, r0, qx);
-                HEADWISE_UNROLL
-                for (int ii = 0; ii < TM; ++ii) {
-                    HEADWISE_UNROLL
-                    for (int jj = 0; jj < TN; ++jj) s[ii][jj] += qx[ii] * kx[jj][cc];
-                }
-            }
-        }
-
-        // Online softmax, per row: the tile's maximum over the row group, then the weights.
-        HEADWISE_UNROLL
-        for (int ii = 0; ii < TM; ++ii) {
-            float m_tile = -INFINITY;
-            HEADWISE_UNROLL
-            for (int jj = 0; jj < TN; ++jj) {
-                if (k0 + x + G * jj >= end[ii]) s[ii][jj] = -INFINITY;  // masked: causal or padding
-                m_tile = fmaxf(m_tile, s[ii][jj]);
-            }
-            const float m_new = fmaxf(m[ii], group_max(m_tile));
-            const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key yet
-            const float rescale = expf(m[ii] - m_safe);              // 0 on the row's first tile
-            l[ii] *= rescale;
-            HEADWISE_UNROLL
-            for (int u = 0; u < CW; ++u) acc[ii][u] *= rescale;
-            HEADWISE_UNROLL
-            for (int jj = 0; jj < TN; ++jj) {
-                const float p = expf(s[ii][jj] - m_safe);  // 0 for a masked key
-                l[ii] += p;
-                p_t(x + G * jj, r0 + ii) = p;
-            }
-            m[ii] = m_new;
-        }
-        __syncwarp();  // P's rows of this group are written by the 8 lanes of one warp
-
-        // O += P V: per key, 4 weights and CW values make 4 * CW multiply-adds.
-        for (int j = 0; j < tile_rows; ++j) {
-            float pj[TM];
-            load4(p_t, j, r0, pj);
-            HEADWISE_UNROLL
-            for (int u0 = 0; u0 < CW; u0 += W) {
-                float vx[4];
-                if constexpr (W == 4) {
-                    load4(v_tile, j, Shape::column(x, u0), vx);
-                } else {
-                    HEADWISE_UNROLL
-                    for (int w = 0; w < W; ++w) vx[w] = v_tile(j, Shape::column(x, u0 + w));
-                }
-                HEADWISE_UNROLL
-                for (int ii = 0; ii < TM; ++ii) {
-                    HEADWISE_UNROLL
-                    for (int w = 0; w < W; ++w) acc[ii][u0 + w] += pj[ii] * vx[w];
-                }
-            }
-        }
+        attend_tile(rows, q_t, k_tile, v_tile, p_t, k0, tile_rows, r0, x);
         __syncthreads();  // every thread is done with the tiles before the next ones overwrite them
     }
-
-    HEADWISE_UNROLL
-    for (int ii = 0; ii < TM; ++ii) {
-        const float l_row = group_sum(l[ii]);  // the 8 parts of the normaliser
-        const int i = q0 + r0 + ii;
-        if (i >= N) continue;
-        const global_ptr<float> out_i = slice(out, at(head + i, D), D);  // (D)
-        HEADWISE_UNROLL
-        for (int u = 0; u < CW; ++u) out_i[Shape::column(x, u)] = end[ii] > 0 ? acc[ii][u] / l_row : 0.0f;
-    }
+    write_rows(rows, out, blk.head, blk.q0 + r0, a.seq, x);
 }
 
 }  // namespace headwise::kernels

@@ -1,28 +1,13 @@
-// tests/cuda/tolerance.hpp -- how close an fp32 kernel must come to the double-precision reference.
+// tests/cuda/tolerance.hpp -- how close a kernel must come to the double-precision reference:
+// fp32's tolerance and the tensor-core kernels' derived bounds, which live beside the kernels
+// (kernels/tolerance.hpp; the lesson states them too).
 #pragma once
-
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
 
 #include "kernels/tolerance.hpp"
 
 namespace headwise::test {
 
-// The largest amount by which |out - ref| exceeds 1e-5 + 1e-4 |ref| (what fp32 accumulation over
-// a few hundred keys may add), over n elements. 0 = all within tolerance; a NaN counts as 1e30.
-// A kernel bug (a forgotten rescale, a wrong bound) misses by 1e-2 or more.
-inline double excess_error(const float* out, const float* ref, std::size_t n) {
-    double worst = 0.0;
-    for (std::size_t e = 0; e < n; ++e) {
-        const double diff = std::abs(double(out[e]) - double(ref[e]));
-        const double allowed = 1e-5 + 1e-4 * std::abs(double(ref[e]));
-        if (!(diff <= allowed)) worst = std::max(worst, std::isnan(diff) ? 1e30 : diff - allowed);
-    }
-    return worst;
-}
-
-// The tensor-core kernel's derived bounds live beside the kernels (the lesson states them too).
+using kernels::excess_error;
 using kernels::excess_error_16_bit;
 using kernels::RowLayout;
 

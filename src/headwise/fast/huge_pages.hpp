@@ -1,12 +1,10 @@
 // headwise/fast/huge_pages.hpp -- ask for 2 MiB pages under a large buffer before it is first written.
 //
-// A buffer's first write takes a page fault per 4 KiB page. On the Intel virtual machine this
-// project first ran on that cost 10-18 us a page (64 MiB touched for the first time: 210-300 ms
-// with 4 KiB pages, 80-145 ms with transparent huge pages, the second pass 30-60 ms), so for a
-// one-shot process such as `headwise attend` the faults of its inputs, output and workspace cost
-// as much as the arithmetic; on the Zen 5 one it runs on now, the kernel's page zeroing is still
-// 5% of `attend`'s CPU time (docs/performance.md). Debian's kernels enable transparent huge pages
-// on request ("madvise").
+// A buffer's first write takes a page fault per 4 KiB page, each costing microseconds (64 MiB
+// touched for the first time: a few hundred ms with 4 KiB pages, about half that with transparent
+// huge pages). For a one-shot process such as `headwise attend` the faults of its inputs, output
+// and workspace can cost as much as the arithmetic (docs/performance.md has the figures). Debian's
+// kernels enable transparent huge pages on request ("madvise").
 #pragma once
 
 #include <sys/mman.h>
