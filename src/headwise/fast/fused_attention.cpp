@@ -62,6 +62,14 @@ struct Scratch {
     }
 };
 
+// The backward's (fused_backward.hpp) log-sum-exp of each of the tile's rows, max + log(sum), into
+// lse (B, H, N_q) where asked for; -inf for a row that saw no key.
+void save_lse(const AttentionShape& s, const Tile& t, const float* max, const float* sum, float* lse) {
+    if (lse == nullptr) return;
+    float* dst = lse + (t.b * s.heads + t.h) * s.nq + t.i0;
+    for (std::size_t r = 0; r < t.i1 - t.i0; ++r) dst[r] = sum[r] > 0.0f ? max[r] + std::log(sum[r]) : neg_inf;
+}
+
 class TileRun {
 public:
     TileRun(const AttentionShape& s, const Tile& t, Strided<const float> q, Strided<const float> k,
@@ -110,8 +118,9 @@ public:
     }
 
     // out rows = acc / sum; a row that saw no key at all (every key masked) is zeros.
-    void finish(Strided<float> out) const {
+    void finish(Strided<float> out, float* lse) const {
         float* dst = out.data + t_.b * out.batch + t_.h * out.head + t_.i0 * out.row;
+        save_lse(s_, t_, w_.max.data(), w_.sum.data(), lse);
         for (std::size_t r = 0; r < rows_; ++r) {
             const float inv = w_.sum[r] > 0.0f ? 1.0f / w_.sum[r] : 0.0f;
             const float* a = w_.acc.data() + r * s_.d_head;
@@ -139,7 +148,7 @@ private:
 
 void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, Strided<const float> k,
               Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o, const Tiling& tiling,
-              Scratch& scratch) {
+              Scratch& scratch, float* lse) {
     TileRun run(s, t, q, k, v, scale, o, scratch);
     const std::size_t rows = run.rows();
     // Keys this tile can see: with a causal mask, none beyond its last query.
@@ -157,7 +166,7 @@ void run_tile(const AttentionShape& s, const Tile& t, Strided<const float> q, St
             if (last > j0) run.block(r0, r1, j0, last, true);
         }
     }
-    run.finish(out);
+    run.finish(out, lse);
 }
 
 // ---- The AVX-512 micro-kernels ---------------------------------------------------------------
@@ -303,7 +312,7 @@ std::size_t round32(std::size_t n) { return (n + 31) / 32 * 32; }
 // their scores, masks and online softmax in L1, then add exp(scores) . v into the tile's acc.
 void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float> q, const float* kt_head,
                     Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
-                    const Tiling& tiling, Scratch& w) {
+                    const Tiling& tiling, Scratch& w, float* lse) {
     const std::size_t rows = t.i1 - t.i0, d_head = s.d_head, block = round32(std::max<std::size_t>(tiling.keys, 32));
     const std::size_t keys = o.causal ? std::min(s.nk, t.i1) : s.nk;
     const bool other_masks = o.attn_mask != nullptr || o.key_padding_mask != nullptr;
@@ -350,6 +359,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
         }
     }
     float* dst = out.data + t.b * out.batch + t.h * out.head + t.i0 * out.row;
+    save_lse(s, t, w.max.data(), w.sum.data(), lse);
     for (std::size_t r = 0; r < rows; ++r) {
         const float inv = w.sum[r] > 0.0f ? 1.0f / w.sum[r] : 0.0f;
         const float* a = w.acc.data() + r * d_head;
@@ -497,7 +507,8 @@ std::size_t fused_attention_scratch_bytes(const AttentionShape& s, const Tiling&
 }
 
 void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<const float> k, Strided<const float> v,
-                     Strided<float> out, float scale, const AttentionOptions& options, const Tiling& tiling) {
+                     Strided<float> out, float scale, const AttentionOptions& options, const Tiling& tiling,
+                     float* lse) {
     const Kernel kernel = resolve(tiling, s.d_head);
     const std::size_t rows = rows_per_tile(s, tiling);
     std::vector<Scratch> scratch(worker_count());
@@ -509,7 +520,7 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
             const Strided<const float> v_head{kt + per_head, 0, 0, s.d_head};  // one head: strides 0
             for (std::size_t i0 = 0; i0 < s.nq; i0 += rows) {
                 const Tile tile{bh / s.heads, bh % s.heads, i0, std::min(s.nq, i0 + rows)};
-                run_tile_micro(s, tile, q, kt, v_head, out, scale, options, tiling, scratch[worker]);
+                run_tile_micro(s, tile, q, kt, v_head, out, scale, options, tiling, scratch[worker], lse);
             }
         });
         return;
@@ -524,7 +535,7 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
 
     if (kernel == Kernel::blas) {
         parallel_for(tiles.size(), [&](std::size_t t, std::size_t worker) {
-            run_tile(s, tiles[t], q, k, v, out, scale, options, tiling, scratch[worker]);
+            run_tile(s, tiles[t], q, k, v, out, scale, options, tiling, scratch[worker], lse);
         });
         return;
     }
@@ -538,7 +549,7 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
         const std::size_t bh = tile.b * s.heads + tile.h;
         // This head's packed V: rows d_head apart (batch and head strides 0: it is one head already).
         const Strided<const float> v_head{vp + bh * per_head, 0, 0, s.d_head};
-        run_tile_micro(s, tile, q, kt + bh * per_head, v_head, out, scale, options, tiling, scratch[worker]);
+        run_tile_micro(s, tile, q, kt + bh * per_head, v_head, out, scale, options, tiling, scratch[worker], lse);
     });
 }
 
