@@ -16,7 +16,10 @@
 // Run:  ./headwise run 10      or      build/lessons/10_backward --help
 
 #include "headwise/fast/blas.hpp"
+#include "headwise/fast/parallel.hpp"
+#include "headwise/fast/vexp.hpp"
 #include "headwise/lesson/lesson.hpp"
+#include "headwise/reference/attention_backward.hpp"
 #include "headwise/reference/positions.hpp"
 
 #include <algorithm>
@@ -76,6 +79,12 @@ double dot(const R4& a, const R4& b) { return xt::sum(a * b)(); }
 template <class T>
 double largest(const T& a) {
     return xt::amax(xt::abs(a))();
+}
+
+AttentionOptions causal_only() {
+    AttentionOptions o;
+    o.causal = true;
+    return o;
 }
 
 // Is key j hidden from query i of batch element b?
@@ -350,8 +359,7 @@ void step_masks(const Problem& p, const Tracer& trace, Checks& check) {
 
 void step_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 7: dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d) -- with the causal mask");
-    AttentionOptions opt;
-    opt.causal = true;
+    const AttentionOptions opt = causal_only();
     const Grads g = attention_backward(p.q, p.k, p.v, p.d_out, opt);
     trace("dQ", g.dq, "B, H, N, d_head");
     trace("dK", g.dk, "B, H, N, d_head");
@@ -360,6 +368,10 @@ void step_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
     check("dQ", g.dq, numeric_gradient(p.q, [&](const R4& q) { return loss(q, p.k, p.v, p.d_out, opt); }));
     check("dK", g.dk, numeric_gradient(p.k, [&](const R4& k) { return loss(p.q, k, p.v, p.d_out, opt); }));
     check("dV", g.dv, numeric_gradient(p.v, [&](const R4& v) { return loss(p.q, p.k, v, p.d_out, opt); }));
+    const Tensor4 qf = xt::cast<float>(p.q), kf = xt::cast<float>(p.k), vf = xt::cast<float>(p.v);
+    const AttentionGrads lib = attention_backward_reference(qf, kf, vf, xt::cast<float>(p.d_out), opt);
+    fmt::print("  the library's attention_backward_reference (float in and out) agrees: max |diff| = {:.1e}\n",
+               std::max({largest(lib.dq - g.dq), largest(lib.dk - g.dk), largest(lib.dv - g.dv)}));
     const R4 dk_from_ds = bmm(softmax_backward(attend(p.q, p.k, p.v, opt).p, bmm(p.d_out, transposed(p.v))), p.q) /
                           std::sqrt(double(p.d_head));
     fmt::print("  dK from dS instead of dS^T: max |diff| = {:.2f} -- the transpose matters\n",
@@ -417,7 +429,7 @@ R3 merge(const R4& x) {
 }
 
 R3 layer_forward(const Layer& l, const R3& x, std::size_t heads) {
-    const AttentionOptions causal{true};
+    const AttentionOptions causal = causal_only();
     const Forward f = attend(split(linear_real(x, l.w_q, l.b_q), heads), split(linear_real(x, l.w_k, l.b_k), heads),
                              split(linear_real(x, l.w_v, l.b_v), heads), causal);
     return linear_real(merge(f.o), l.w_o, l.b_o);
@@ -432,7 +444,7 @@ void step_layer(const Problem& p, const Tracer& trace, Checks& check, std::uint6
     Layer l{weight(), weight(), weight(), weight(), bias(), bias(), bias(), bias()};
     const R3 x = random_real<3>(rng, {B, N, d});   // (B, N, d_model)
     const R3 dy = random_real<3>(rng, {B, N, d});  // (B, N, d_model): dL/dY from above
-    const AttentionOptions causal{true};
+    const AttentionOptions causal = causal_only();
     const R4 q = split(linear_real(x, l.w_q, l.b_q), H), k = split(linear_real(x, l.w_k, l.b_k), H),
              v = split(linear_real(x, l.w_v, l.b_v), H);  // (B, H, N, d_head)
     const R3 heads_out = merge(attend(q, k, v, causal).o);  // (B, N, d_model)
@@ -494,7 +506,7 @@ R4 sum_groups(const R4& d, std::size_t kv_heads) {
 void step_gqa(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section(fmt::format("step 9: grouped-query attention -- {} query heads share {} K/V heads", p.heads,
                               p.kv_heads));
-    const AttentionOptions causal{true};
+    const AttentionOptions causal = causal_only();
     const R4 k_kv = xt::view(p.k, xt::all(), xt::range(0, p.kv_heads));  // (B, H_kv, N, d_head)
     const R4 v_kv = xt::view(p.v, xt::all(), xt::range(0, p.kv_heads));
     trace("k (shared)", k_kv, "B, H_kv, N, d_head");
@@ -530,7 +542,7 @@ R4 rotate(const R4& x, const Rope& rope, double sign) {
 
 void step_rope(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 10: RoPE -- the backward rotates by -theta");
-    const AttentionOptions causal{true};
+    const AttentionOptions causal = causal_only();
     for (const RopeLayout layout : {RopeLayout::half, RopeLayout::interleaved}) {
         const Rope rope{10000.0, layout};
         const R4 q_rot = rotate(p.q, rope, +1.0), k_rot = rotate(p.k, rope, +1.0);  // (B, H, N, d_head)
@@ -568,6 +580,128 @@ void step_d(const Problem& p, const Tracer& trace) {
         largest(d_from_p - d_from_o));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Step 12: store P, or recompute it from the log-sum-exp -- memory and time at long N.
+
+// One head's inputs and gradients at long N, in float: (N, d_head) each (B = H = 1).
+struct LongHead {
+    Tensor2 q, k, v, o, d_out;  // (N, d_head)
+    Tensor1 lse;                // (N): log sum_j exp(scores[i, j]), saved by the forward
+};
+
+// The forward that keeps P: scores = q k^T / sqrt(d) into an (N, N) buffer, softmax in place, O = P V.
+Tensor2 forward_storing_p(LongHead& x) {
+    const std::size_t n = x.q.shape()[0], d = x.q.shape()[1];
+    Tensor2 p = Tensor2::from_shape({n, n});  // (N, N): the B H N^2 floats a stored-P backward keeps
+    blas::gemm(false, true, n, n, d, 1.0f / std::sqrt(float(d)), x.q.data(), d, x.k.data(), d, 0.0f, p.data(), n);
+    x.lse = Tensor1::from_shape({n});
+    detail::parallel_for(n, [&](std::size_t i, std::size_t) {
+        float* row = p.data() + i * n;
+        const float m = detail::row_max(row, n), sum = detail::exp_shifted_sum(row, n, m);
+        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+        x.lse(i) = m + std::log(sum);
+    });
+    x.o = Tensor2::from_shape({n, d});
+    blas::gemm(false, false, n, d, n, 1.0f, p.data(), n, x.v.data(), d, 0.0f, x.o.data(), d);
+    return p;
+}
+
+// The backward from a stored P: dV = P^T dO at once; dP, dS, dQ and dK a block of query rows at a
+// time, so that only P is N x N.
+void backward_from_p(const LongHead& x, const Tensor2& p, Tensor2& dq, Tensor2& dk, Tensor2& dv) {
+    const std::size_t n = x.q.shape()[0], d = x.q.shape()[1], rows = 256;
+    const float scale = 1.0f / std::sqrt(float(d));
+    blas::gemm(true, false, n, d, n, 1.0f, p.data(), n, x.d_out.data(), d, 0.0f, dv.data(), d);
+    dk.fill(0.0f);
+    Tensor2 ds = Tensor2::from_shape({rows, n});  // (rows, N): dP, then dS, of one block
+    for (std::size_t r0 = 0; r0 < n; r0 += rows) {
+        const std::size_t r = std::min(rows, n - r0);
+        blas::gemm(false, true, r, n, d, 1.0f, x.d_out.data() + r0 * d, d, x.v.data(), d, 0.0f, ds.data(), n);
+        for (std::size_t i = 0; i < r; ++i) {
+            const float* pr = p.data() + (r0 + i) * n;
+            float* dr = ds.data() + i * n;
+            float big_d = 0.0f;  // D = rowsum(dP * P)
+            for (std::size_t j = 0; j < n; ++j) big_d += dr[j] * pr[j];
+            for (std::size_t j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - big_d);
+        }
+        blas::gemm(false, false, r, d, n, scale, ds.data(), n, x.k.data(), d, 0.0f, dq.data() + r0 * d, d);
+        blas::gemm(true, false, n, d, r, scale, ds.data(), n, x.q.data() + r0 * d, d, 1.0f, dk.data(), d);
+    }
+}
+
+struct Measured {
+    double seconds = 0.0;
+    std::size_t extra_bytes = 0;  // the most bytes in use beyond the inputs and gradients
+    bool refused = false;         // the memory limit refused it
+};
+
+template <class Work>
+Measured measure(const Work& work) {
+    Measured m;
+    const std::size_t before = lesson::bytes_allocated();
+    lesson::reset_peak_bytes_allocated();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        work();
+    } catch (const std::bad_alloc&) {
+        m.refused = true;
+    }
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    m.extra_bytes = lesson::peak_bytes_allocated() - before;
+    return m;
+}
+
+std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / double(1u << 20)); }
+
+void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, const Tracer& trace) {
+    trace.section("step 12: store P (B H N^2 floats) or recompute it from the log-sum-exp (B H N floats)");
+    fmt::print(
+        "  one head (B = H = 1), d_head = {}, forward + backward; memory = the most bytes in use beyond the\n"
+        "  inputs (counted by the lesson's operator new; OpenBLAS's own buffers are not counted)\n",
+        d_head);
+    // The stored-P path is the lesson's own code: it charges its work up front, as library steps do
+    // (the fused backward charges its own when it runs). Six products and three passes over P per N.
+    double stored_work = 0.0;
+    for (const std::size_t n : {long_n / 4, long_n}) stored_work += double(n) * double(n) * (12.0 * double(d_head) + 30.0);
+    limits::charge_work(stored_work, "step 12's stored-P forward and backward");
+    fmt::print("    {:>7} {:>14} {:>14} {:>10} {:>14} {:>14} {:>10} {:>11}\n", "N", "P would be", "stored: extra",
+               "time", "lse is", "recompute: extra", "time", "max |diff|");
+    for (const std::size_t n : {long_n / 4, long_n}) {
+        Random rng(seed + n);
+        LongHead x{rng.normal<2>({n, d_head}), rng.normal<2>({n, d_head}), rng.normal<2>({n, d_head}), {},
+                   rng.normal<2>({n, d_head}), {}};
+        Tensor2 dq = Tensor2::from_shape({n, d_head}), dk = dq, dv = dq;  // (N, d_head)
+        const Measured stored = measure([&] {
+            const Tensor2 p = forward_storing_p(x);  // (N, N)
+            backward_from_p(x, p, dq, dk, dv);
+        });
+        // The library's fused backward: the forward keeps O and the log-sum-exp, the backward
+        // brings back each (128, 128) tile of P as exp(scale q k^T - lse) and drops it.
+        const std::array<std::size_t, 4> one_head{1, 1, n, d_head};
+        const auto as4 = [&](const Tensor2& t) { return Tensor4(xt::reshape_view(t, one_head)); };
+        const Tensor4 q4 = as4(x.q), k4 = as4(x.k), v4 = as4(x.v), d_out4 = as4(x.d_out);  // (1, 1, N, d_head)
+        AttentionGrads g;
+        const Measured recomputed = measure([&] { g = scaled_dot_product_attention_backward(q4, k4, v4, d_out4); });
+        if (n == long_n) {
+            trace("dQ (recomputed P)", g.dq, "B, H, N, d_head");
+            trace("dK (recomputed P)", g.dk, "B, H, N, d_head");
+            trace("dV (recomputed P)", g.dv, "B, H, N, d_head");
+        }
+        const double diff = stored.refused ? 0.0
+                                           : std::max({max_abs_diff(g.dq, as4(dq)), max_abs_diff(g.dk, as4(dk)),
+                                                       max_abs_diff(g.dv, as4(dv))});
+        fmt::print("    {:>7} {:>14} {:>14} {:>9.3f}s {:>14} {:>14} {:>9.3f}s {:>11}\n", n, mib(n * n * sizeof(float)),
+                   stored.refused ? "refused" : mib(stored.extra_bytes), stored.seconds, mib(n * sizeof(float)),
+                   mib(recomputed.extra_bytes), recomputed.seconds,
+                   stored.refused ? "-" : fmt::format("{:.1e}", diff));
+    }
+    fmt::print(
+        "  the stored P grows as N^2 (x16 from N/4 to N); recomputing keeps the extra memory to O and the\n"
+        "  gradients' size, at the price of computing q k^T and exp once more (FlashAttention-2's backward).\n"
+        "  At N = {} with B H = 8 x 16 heads, P alone would be {:.0f} GiB.\n",
+        long_n, 128.0 * double(long_n) * double(long_n) * sizeof(float) / double(1u << 30));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -575,10 +709,13 @@ int main(int argc, char** argv) {
                  "10_backward"};
     cli::LessonOptions opt;
     opt.dims = {2, 6, 32, 4};  // B = 2, N = 6, d_model = 32, H = 4: d_head = 8, every axis its own size
-    std::size_t kv_heads = 2;
+    std::size_t kv_heads = 2, long_n = 16384, long_d_head = 16;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
     lesson::add_bounded_option(app, "--kv-heads", kv_heads, "key/value heads H_kv for step 9 (must divide --heads)", 1,
                                256);
+    lesson::add_bounded_option(app, "--measure-seq", long_n,
+                               "step 12: the longest N timed (and N / 4), one head, P stored vs recomputed", 64, 65536);
+    lesson::add_bounded_option(app, "--measure-d-head", long_d_head, "step 12: d_head of the timed head", 1, 256);
     return lesson::run(app, argc, argv, [&] {
         const std::size_t N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);
@@ -609,6 +746,7 @@ int main(int argc, char** argv) {
         step_gqa(p, trace, checks);
         step_rope(p, trace, checks);
         step_d(p, trace);
+        step_memory(long_n, long_d_head, opt.seed, trace);
         fmt::print("\nevery gradient against finite differences: largest relative difference {:.1e} ({})\n",
                    checks.worst(), checks.passed() ? "<= 1e-6, all agree" : "> 1e-6: A CHECK FAILED");
         return checks.passed() ? cli::exit_ok : cli::exit_failure;
