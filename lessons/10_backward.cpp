@@ -98,29 +98,34 @@ bool hidden(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t
 struct Forward {
     R4 scores;  // (B, H, N_q, N_k): q k^T / sqrt(d_head), -inf where hidden
     R4 p;       // (B, H, N_q, N_k): softmax of each row; a row with no visible key is all 0
-    R3 lse;     // (B, H, N_q): log sum_j exp(scores), the softmax's normaliser (-inf: no visible key)
     R4 o;       // (B, H, N_q, d_head) = P V
 };
 
+// softmax of each row of scores (B, H, N_q, N_k), stable (each row's maximum subtracted); a row
+// whose scores are all -inf (every key hidden) gives zeros, never NaN.
+R4 softmax_rows(const R4& scores) {
+    R4 p = xt::zeros_like(scores);
+    const std::size_t rows = scores.size() / scores.shape()[3], n = scores.shape()[3];
+    for (std::size_t r = 0; r < rows; ++r) {
+        const double* s = scores.data() + r * n;
+        double* w = p.data() + r * n;
+        const double m = *std::max_element(s, s + n);
+        if (m == neg_inf) continue;
+        double sum = 0.0;
+        for (std::size_t j = 0; j < n; ++j) sum += w[j] = std::exp(s[j] - m);
+        for (std::size_t j = 0; j < n; ++j) w[j] /= sum;
+    }
+    return p;
+}
+
 Forward attend(const R4& q, const R4& k, const R4& v, const AttentionOptions& opt = {}) {
-    const double scale = 1.0 / std::sqrt(double(q.shape()[3]));
     Forward f;
-    f.scores = bmm(q, transposed(k)) * scale;
-    f.p = xt::zeros_like(f.scores);
-    f.lse = R3::from_shape({q.shape()[0], q.shape()[1], q.shape()[2]});
+    f.scores = bmm(q, transposed(k)) / std::sqrt(double(q.shape()[3]));
     for (std::size_t b = 0; b < q.shape()[0]; ++b)
-        for (std::size_t h = 0; h < q.shape()[1]; ++h)
-            for (std::size_t i = 0; i < q.shape()[2]; ++i) {
-                double m = neg_inf, sum = 0.0;
-                for (std::size_t j = 0; j < k.shape()[2]; ++j) {
-                    if (hidden(opt, b, i, j)) f.scores(b, h, i, j) = neg_inf;
-                    m = std::max(m, f.scores(b, h, i, j));
-                }
-                for (std::size_t j = 0; j < k.shape()[2] && m != neg_inf; ++j)
-                    sum += f.p(b, h, i, j) = std::exp(f.scores(b, h, i, j) - m);
-                for (std::size_t j = 0; j < k.shape()[2] && m != neg_inf; ++j) f.p(b, h, i, j) /= sum;
-                f.lse(b, h, i) = m == neg_inf ? neg_inf : m + std::log(sum);
-            }
+        for (std::size_t i = 0; i < q.shape()[2]; ++i)
+            for (std::size_t j = 0; j < k.shape()[2]; ++j)
+                if (hidden(opt, b, i, j)) xt::view(f.scores, b, xt::all(), i, j) = neg_inf;
+    f.p = softmax_rows(f.scores);
     f.o = bmm(f.p, v);
     return f;
 }
@@ -138,11 +143,11 @@ R4 softmax_backward(const R4& p, const R4& dp) { return p * (dp - rowsum(dp * p)
 Grads attention_backward(const R4& q, const R4& k, const R4& v, const R4& d_out, const AttentionOptions& opt = {}) {
     const double scale = 1.0 / std::sqrt(double(q.shape()[3]));
     const Forward f = attend(q, k, v, opt);
-    const R4 dp = bmm(d_out, transposed(v));      // (B, H, N_q, N_k)
-    const R4 ds = softmax_backward(f.p, dp);      // (B, H, N_q, N_k)
-    return {bmm(ds, k) * scale,                   // dQ = dS K / sqrt(d)
-            bmm(transposed(ds), q) * scale,       // dK = dS^T Q / sqrt(d)
-            bmm(transposed(f.p), d_out)};         // dV = P^T dO
+    const R4 dp = bmm(d_out, transposed(v));  // (B, H, N_q, N_k)
+    const R4 ds = softmax_backward(f.p, dp);  // (B, H, N_q, N_k)
+    return {bmm(ds, k) * scale,               // dQ = dS K / sqrt(d)
+            bmm(transposed(ds), q) * scale,   // dK = dS^T Q / sqrt(d)
+            bmm(transposed(f.p), d_out)};     // dV = P^T dO
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,23 +255,6 @@ void step_dp(const Problem& p, const Tracer& trace, Checks& check) {
 // ---------------------------------------------------------------------------------------------
 // Step 4: the softmax.
 
-// softmax of each row of scores (B, H, N_q, N_k), for the finite differences: a row whose scores
-// are all -inf (every key hidden) gives zeros, as attend() does.
-R4 softmax_rows(const R4& scores) {
-    R4 p = xt::zeros_like(scores);
-    const std::size_t rows = scores.size() / scores.shape()[3], n = scores.shape()[3];
-    for (std::size_t r = 0; r < rows; ++r) {
-        const double* s = scores.data() + r * n;
-        double* w = p.data() + r * n;
-        const double m = *std::max_element(s, s + n);
-        if (m == neg_inf) continue;
-        double sum = 0.0;
-        for (std::size_t j = 0; j < n; ++j) sum += w[j] = std::exp(s[j] - m);
-        for (std::size_t j = 0; j < n; ++j) w[j] /= sum;
-    }
-    return p;
-}
-
 void print_matrix(const R2& m) {
     for (std::size_t i = 0; i < m.shape()[0]; ++i) {
         fmt::print("   ");
@@ -278,8 +266,8 @@ void print_matrix(const R2& m) {
 void step_softmax(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 4: through the softmax -- its Jacobian for one row, then the O(N) form");
     const std::size_t n = p.n, row = n - 1;
-    const R4 dp = bmm(p.d_out, transposed(p.v));                                // (B, H, N, N)
-    const R1 prow = xt::view(p.fwd.p, 0, 0, row, xt::all());                    // (N)
+    const R4 dp = bmm(p.d_out, transposed(p.v));              // (B, H, N, N)
+    const R1 prow = xt::view(p.fwd.p, 0, 0, row, xt::all());  // (N)
     const R2 jac = xt::diag(prow) - xt::view(prow, xt::all(), xt::newaxis()) * xt::view(prow, xt::newaxis(), xt::all());
     trace("J = diag(p) - p p^T", jac, "N, N");
     fmt::print("  batch 0, head 0, query {}: dp_i/ds_j = p_i (delta_ij - p_j), whole:\n", row);
@@ -293,9 +281,8 @@ void step_softmax(const Problem& p, const Tracer& trace, Checks& check) {
         largest(ds_row - xt::view(ds, 0, 0, row, xt::all())));
     fmt::print("  every row of dS sums to 0 (softmax ignores a shift of its scores): largest |row sum| = {:.1e}\n",
                largest(rowsum(ds)));
-    check("dS", ds, numeric_gradient(p.fwd.scores, [&](const R4& s) {
-              return dot(p.d_out, bmm(softmax_rows(s), p.v));
-          }));
+    check("dS", ds,
+          numeric_gradient(p.fwd.scores, [&](const R4& s) { return dot(p.d_out, bmm(softmax_rows(s), p.v)); }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -308,9 +295,8 @@ void step_scale(const Problem& p, const Tracer& trace, Checks& check) {
     const R4 d_dots = softmax_backward(p.fwd.p, dp) * scale;  // (B, H, N, N)
     trace("d(q k^T)", d_dots, "B, H, N, N");
     const R4 dots = bmm(p.q, transposed(p.k));  // (B, H, N, N): the unscaled dot products
-    check("d(q k^T)", d_dots, numeric_gradient(dots, [&](const R4& x) {
-              return dot(p.d_out, bmm(softmax_rows(x * scale), p.v));
-          }));
+    check("d(q k^T)", d_dots,
+          numeric_gradient(dots, [&](const R4& x) { return dot(p.d_out, bmm(softmax_rows(x * scale), p.v)); }));
     fmt::print("  forgetting it makes dQ and dK sqrt(d_head) = {:.3f} times too large\n", std::sqrt(double(p.d_head)));
 }
 
@@ -345,9 +331,8 @@ void step_masks(const Problem& p, const Tracer& trace, Checks& check) {
         count, on_hidden);
     if (p.batch > 1) {
         const Grads g = attention_backward(p.q, p.k, p.v, p.d_out, opt);
-        fmt::print(
-            "  batch 1, query 0 sees no key: P row = 0, O row = 0, and its dQ row = {} (finite: {})\n",
-            largest(xt::view(g.dq, 1, xt::all(), 0, xt::all())), xt::all(xt::isfinite(g.dq)) ? "yes" : "NO");
+        fmt::print("  batch 1, query 0 sees no key: P row = 0, O row = 0, and its dQ row = {} (finite: {})\n",
+                   largest(xt::view(g.dq, 1, xt::all(), 0, xt::all())), xt::all(xt::isfinite(g.dq)) ? "yes" : "NO");
     }
     check("dS (masked)", ds, numeric_gradient(f.scores, [&](const R4& s) {
               R4 masked = s;  // the hidden scores stay -inf however s moves
@@ -446,7 +431,7 @@ void step_layer(const Problem& p, const Tracer& trace, Checks& check, std::uint6
     const R3 dy = random_real<3>(rng, {B, N, d});  // (B, N, d_model): dL/dY from above
     const AttentionOptions causal = causal_only();
     const R4 q = split(linear_real(x, l.w_q, l.b_q), H), k = split(linear_real(x, l.w_k, l.b_k), H),
-             v = split(linear_real(x, l.w_v, l.b_v), H);  // (B, H, N, d_head)
+             v = split(linear_real(x, l.w_v, l.b_v), H);    // (B, H, N, d_head)
     const R3 heads_out = merge(attend(q, k, v, causal).o);  // (B, N, d_model)
     trace("dY", dy, "B, N, d_model");
     const R2 dw_o = weight_grad(dy, heads_out);
@@ -504,8 +489,8 @@ R4 sum_groups(const R4& d, std::size_t kv_heads) {
 }
 
 void step_gqa(const Problem& p, const Tracer& trace, Checks& check) {
-    trace.section(fmt::format("step 9: grouped-query attention -- {} query heads share {} K/V heads", p.heads,
-                              p.kv_heads));
+    trace.section(
+        fmt::format("step 9: grouped-query attention -- {} query heads share {} K/V heads", p.heads, p.kv_heads));
     const AttentionOptions causal = causal_only();
     const R4 k_kv = xt::view(p.k, xt::all(), xt::range(0, p.kv_heads));  // (B, H_kv, N, d_head)
     const R4 v_kv = xt::view(p.v, xt::all(), xt::range(0, p.kv_heads));
@@ -583,10 +568,9 @@ void step_d(const Problem& p, const Tracer& trace) {
 // ---------------------------------------------------------------------------------------------
 // Step 12: store P, or recompute it from the log-sum-exp -- memory and time at long N.
 
-// One head's inputs and gradients at long N, in float: (N, d_head) each (B = H = 1).
+// One head at long N, in float (B = H = 1): its inputs, and the output its forward makes.
 struct LongHead {
     Tensor2 q, k, v, o, d_out;  // (N, d_head)
-    Tensor1 lse;                // (N): log sum_j exp(scores[i, j]), saved by the forward
 };
 
 // The forward that keeps P: scores = q k^T / sqrt(d) into an (N, N) buffer, softmax in place, O = P V.
@@ -594,12 +578,10 @@ Tensor2 forward_storing_p(LongHead& x) {
     const std::size_t n = x.q.shape()[0], d = x.q.shape()[1];
     Tensor2 p = Tensor2::from_shape({n, n});  // (N, N): the B H N^2 floats a stored-P backward keeps
     blas::gemm(false, true, n, n, d, 1.0f / std::sqrt(float(d)), x.q.data(), d, x.k.data(), d, 0.0f, p.data(), n);
-    x.lse = Tensor1::from_shape({n});
     detail::parallel_for(n, [&](std::size_t i, std::size_t) {
         float* row = p.data() + i * n;
         const float m = detail::row_max(row, n), sum = detail::exp_shifted_sum(row, n, m);
         for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
-        x.lse(i) = m + std::log(sum);
     });
     x.o = Tensor2::from_shape({n, d});
     blas::gemm(false, false, n, d, n, 1.0f, p.data(), n, x.v.data(), d, 0.0f, x.o.data(), d);
@@ -662,15 +644,19 @@ void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, con
     // The stored-P path is the lesson's own code: it charges its work up front, as library steps do
     // (the fused backward charges its own when it runs). Six products and three passes over P per N.
     double stored_work = 0.0;
-    for (const std::size_t n : {long_n / 4, long_n}) stored_work += double(n) * double(n) * (12.0 * double(d_head) + 30.0);
+    for (const std::size_t n : {long_n / 4, long_n})
+        stored_work += double(n) * double(n) * (12.0 * double(d_head) + 30.0);
     limits::charge_work(stored_work, "step 12's stored-P forward and backward");
     fmt::print("    {:>7} {:>14} {:>14} {:>10} {:>14} {:>14} {:>10} {:>11}\n", "N", "P would be", "stored: extra",
                "time", "lse is", "recompute: extra", "time", "max |diff|");
     AttentionGrads last;  // the gradients at the longest N
     for (const std::size_t n : {long_n / 4, long_n}) {
         Random rng(seed + n);
-        LongHead x{rng.normal<2>({n, d_head}), rng.normal<2>({n, d_head}), rng.normal<2>({n, d_head}), {},
-                   rng.normal<2>({n, d_head}), {}};
+        LongHead x{rng.normal<2>({n, d_head}),
+                   rng.normal<2>({n, d_head}),
+                   rng.normal<2>({n, d_head}),
+                   {},
+                   rng.normal<2>({n, d_head})};
         Tensor2 dq = Tensor2::from_shape({n, d_head}), dk = dq, dv = dq;  // (N, d_head)
         const Measured stored = measure([&] {
             const Tensor2 p = forward_storing_p(x);  // (N, N)
@@ -683,13 +669,13 @@ void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, con
         const Tensor4 q4 = as4(x.q), k4 = as4(x.k), v4 = as4(x.v), d_out4 = as4(x.d_out);  // (1, 1, N, d_head)
         AttentionGrads g;
         const Measured recomputed = measure([&] { g = scaled_dot_product_attention_backward(q4, k4, v4, d_out4); });
-        const double diff = stored.refused ? 0.0
-                                           : std::max({max_abs_diff(g.dq, as4(dq)), max_abs_diff(g.dk, as4(dk)),
-                                                       max_abs_diff(g.dv, as4(dv))});
+        const double diff =
+            stored.refused
+                ? 0.0
+                : std::max({max_abs_diff(g.dq, as4(dq)), max_abs_diff(g.dk, as4(dk)), max_abs_diff(g.dv, as4(dv))});
         fmt::print("    {:>7} {:>14} {:>14} {:>9.3f}s {:>14} {:>14} {:>9.3f}s {:>11}\n", n, mib(n * n * sizeof(float)),
                    stored.refused ? "refused" : mib(stored.extra_bytes), stored.seconds, mib(n * sizeof(float)),
-                   mib(recomputed.extra_bytes), recomputed.seconds,
-                   stored.refused ? "-" : fmt::format("{:.1e}", diff));
+                   mib(recomputed.extra_bytes), recomputed.seconds, stored.refused ? "-" : fmt::format("{:.1e}", diff));
         if (n == long_n) last = std::move(g);
     }
     trace("dQ (recomputed P)", last.dq, "B, H, N, d_head");
@@ -700,6 +686,25 @@ void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, con
         "  gradients' size, at the price of computing q k^T and exp once more (FlashAttention-2's backward).\n"
         "  At N = {} with B H = 8 x 16 heads, P alone would be {:.0f} GiB.\n",
         long_n, 128.0 * double(long_n) * double(long_n) * sizeof(float) / double(1u << 30));
+}
+
+// The flags' sizes fit together, and the finite differences stay at about a second: step 8 runs
+// the layer's forward twice for each of its B N d_model + 4 d_model^2 inputs and parameters.
+void validate_sizes(const Dims& dims, std::size_t kv_heads) {
+    const std::size_t B = dims.batch, N = dims.seq, d = dims.d_model, H = dims.heads;
+    cli::require_divisible(d, H);
+    if ((d / H) % 2 != 0) {
+        throw usage_error(fmt::format("RoPE (step 10) rotates pairs: d_head = {} / {} = {} must be even", d, H, d / H));
+    }
+    if (H % kv_heads != 0) throw usage_error(fmt::format("--kv-heads {} does not divide --heads {}", kv_heads, H));
+    const double inputs = double(B * N * d + 4 * d * d);
+    const double forward = 4.0 * double(B * N * d) * double(d + N);  // projections and attention
+    if (const double work = 2.0 * inputs * forward; work > 4e9) {
+        throw usage_error(fmt::format(
+            "finite differences run the layer twice per input and parameter: B = {}, N = {}, d_model = {} would "
+            "take about {:.1e} operations (at most 4e9): use smaller sizes",
+            B, N, d, work));
+    }
 }
 
 }  // namespace
@@ -717,19 +722,8 @@ int main(int argc, char** argv) {
                                "step 12: the longest N timed (and N / 4), one head, P stored vs recomputed", 64, 65536);
     lesson::add_bounded_option(app, "--measure-d-head", long_d_head, "step 12: d_head of the timed head", 1, 256);
     return lesson::run(app, argc, argv, [&] {
+        validate_sizes(opt.dims, kv_heads);
         const std::size_t N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
-        cli::require_divisible(d, H);
-        if ((d / H) % 2 != 0) {
-            throw usage_error(
-                fmt::format("RoPE (step 10) rotates pairs: d_head = {} / {} = {} must be even", d, H, d / H));
-        }
-        if (H % kv_heads != 0) throw usage_error(fmt::format("--kv-heads {} does not divide --heads {}", kv_heads, H));
-        // Finite differences run the forward twice per input number: keep them to a second or so.
-        if (opt.dims.batch * N * d > 8192 || N > 64) {
-            throw usage_error(fmt::format("finite differences need small sizes: B N d_model = {} (at most 8192), "
-                                          "N = {} (at most 64)",
-                                          opt.dims.batch * N * d, N));
-        }
         const Tracer trace(!opt.quiet);
         fmt::print("Lesson 10: the backward pass   B={} N={} d_model={} H={} d_head={} H_kv={} seed={}\n",
                    opt.dims.batch, N, d, H, d / H, kv_heads, opt.seed);

@@ -79,8 +79,8 @@ void expect_grads(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Te
     o.causal = causal;
     o.key_padding_mask = padding.size() ? &padding : nullptr;
     const AttentionGrads expected = attention_backward_reference(q, k, v, d_out, o);
-    const std::string call = fmt::format("attention_backward(q {}{}{}){}", grade::shape_of(q),
-                                         causal ? ", causal" : "", padding.size() ? ", key_padding_mask" : "", label);
+    const std::string call = fmt::format("attention_backward(q {}{}{}){}", grade::shape_of(q), causal ? ", causal" : "",
+                                         padding.size() ? ", key_padding_mask" : "", label);
     const auto run = [&](const Ex10& ex) { return ex.attention_backward(q, k, v, d_out, causal, padding); };
     const bool dv_ok = grade::expect<Ex10>(
         call + ", dv", [&](const Ex10& ex) { return run(ex).dv; }, expected.dv, "B, H, N, d_head", tol);
@@ -98,8 +98,8 @@ struct Inputs {
 Inputs random_inputs(const Problem& p, std::uint64_t seed, float spread = 1.0f) {
     Random rng(seed);
     return {rng.normal<4>({p.batch, p.heads, p.n, p.d_head}, spread),
-            rng.normal<4>({p.batch, p.heads, p.n, p.d_head}, spread),
-            rng.normal<4>({p.batch, p.heads, p.n, p.d_head}), rng.normal<4>({p.batch, p.heads, p.n, p.d_head})};
+            rng.normal<4>({p.batch, p.heads, p.n, p.d_head}, spread), rng.normal<4>({p.batch, p.heads, p.n, p.d_head}),
+            rng.normal<4>({p.batch, p.heads, p.n, p.d_head})};
 }
 
 // Batch element b has its last b keys as padding (key 0 always visible).
@@ -138,8 +138,7 @@ TEST_CASE("softmax_backward_row: a one-hot row gives no gradient at all", "[ex10
                Tensor1{1.0f, 2.0f, 3.0f}, Tensor1{0.0f, 0.0f, 0.0f});
 }
 
-TEST_CASE("attention_backward: no mask, one head of one token and (B = 2, H = 3, N = 5, d_head = 4)",
-          "[ex10][part2]") {
+TEST_CASE("attention_backward: no mask, one head of one token and (B = 2, H = 3, N = 5, d_head = 4)", "[ex10][part2]") {
     for (const Problem& p : {Problem{1, 1, 1, 1}, Problem{2, 3, 5, 4}}) {
         const Inputs in = random_inputs(p, 1);
         expect_grads(in.q, in.k, in.v, in.d_out, false, no_padding, " with seed 1");

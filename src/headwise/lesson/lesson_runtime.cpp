@@ -57,12 +57,11 @@ void* allocate(std::size_t size) {
     }
     void* block = std::malloc(size == 0 ? 1 : size);
     if (block == nullptr) throw std::bad_alloc();
-    const std::int64_t now =
-        bytes_in_use.fetch_add(static_cast<std::int64_t>(malloc_usable_size(block)), std::memory_order_relaxed) +
-        static_cast<std::int64_t>(malloc_usable_size(block));
-    for (std::int64_t peak = peak_in_use.load(std::memory_order_relaxed);
-         now > peak && !peak_in_use.compare_exchange_weak(peak, now, std::memory_order_relaxed);) {
-    }
+    const auto usable = static_cast<std::int64_t>(malloc_usable_size(block));
+    const std::int64_t now = bytes_in_use.fetch_add(usable, std::memory_order_relaxed) + usable;
+    // The peak rises to `now` unless another thread has raised it further meanwhile.
+    std::int64_t peak = peak_in_use.load(std::memory_order_relaxed);
+    while (now > peak && !peak_in_use.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
     return block;
 }
 
