@@ -6,7 +6,7 @@ weights and biases too, so no gradient is trivially zero). Autograd runs in floa
 values that are saved, so the fixture's gradients are exact to float32 rounding.
 
   params.safetensors  the model, in the checkpoint's names and metadata
-  tokens.npy          (B, N) int32: repeated sequences
+  tokens.npy          (B, N) float32 (headwise reads float .npy): repeated sequences
   grads.safetensors   d loss / d parameter, the same names; metadata: the loss
 """
 import json
@@ -52,7 +52,7 @@ def main():
     meta = {"heads": str(H), "layers": str(L), "vocab": str(V), "context": str(N), "d_model": str(D)}
     write_safetensors(os.path.join(out, "params.safetensors"), dict(model.state_dict()), meta)
     tokens, _ = repeated_sequences(np.random.default_rng(7), B, N, V)
-    np.save(os.path.join(out, "tokens.npy"), tokens.numpy().astype(np.int32))
+    np.save(os.path.join(out, "tokens.npy"), tokens.numpy().astype(np.float32))  # exact: small whole numbers
 
     model = model.double()
     logits, _ = model(tokens)

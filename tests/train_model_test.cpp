@@ -15,9 +15,12 @@
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 using namespace headwise;
@@ -185,4 +188,29 @@ TEST_CASE("an untrained model's heads score about chance and ablation changes th
     cut.ablate_layer = 0;
     cut.ablate_head = 1;
     CHECK(measure(p, b, cut).copy_loss != s.copy_loss);
+}
+
+TEST_CASE("the PyTorch loader of docs/11 reproduces headwise's logits from a checkpoint", "[train][checkpoint][python]") {
+    // scripts/check-induction --logits: nn.Embedding, nn.LayerNorm and nn.MultiheadAttention on the
+    // checkpoint, against headwise's forward. Exit 77 (skipped) where torch is not installed.
+    test::TempDir dir;
+    const Params params = load_checkpoint(fixtures + "params.safetensors");
+    save_checkpoint(dir / "m.safetensors", params);
+    Random rng(21);
+    const Batch b = make_batch(rng, 5, params.config.context, params.config.vocab);
+    Activations acts;
+    forward(params, b.tokens, b.batch, b.seq, acts);
+    Tensor2 tokens = Tensor2::from_shape({b.batch, b.seq});  // (B, N)
+    std::copy(b.tokens.begin(), b.tokens.end(), tokens.begin());
+    Tensor3 logits = Tensor3::from_shape({b.batch, b.seq, params.config.vocab});  // (B, N, V)
+    std::copy(acts.logits.begin(), acts.logits.end(), logits.begin());
+    npy::save(dir / "tokens.npy", tokens);
+    npy::save(dir / "logits.npy", logits);
+    const std::string command = fmt::format("'{}/scripts/check-induction' '{}' --logits '{}' '{}'", HEADWISE_TEST_SOURCE_DIR,
+                                            (dir / "m.safetensors").string(), (dir / "tokens.npy").string(),
+                                            (dir / "logits.npy").string());
+    const int status = std::system(command.c_str());
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) std::exit(77);
+    CHECK(WEXITSTATUS(status) == 0);
 }
