@@ -30,7 +30,7 @@ namespace headwise::runner {
 namespace {
 
 struct TrainArgs {
-    long long vocab = 64, context = 32, d_model = 64, heads = 4, layers = 2, batch = 32, steps = 1500;
+    long long vocab = 64, context = 32, d_model = 64, heads = 4, layers = 2, batch = 32, steps = 2000;
     double lr = 3e-3, weight_decay = 0.01;
     unsigned long long seed = 1;
     long long threads = 0;  // 0: the machine's (HEADWISE_THREADS)
