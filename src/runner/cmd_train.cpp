@@ -160,7 +160,7 @@ void add_train_command(CLI::App& app, Action& action) {
     cmd->add_option("--lr", a->lr, "AdamW learning rate")->capture_default_str();
     cmd->add_option("--weight-decay", a->weight_decay, "AdamW decoupled weight decay")->capture_default_str();
     cmd->add_option("--seed", a->seed, "seed of the initialisation and the data")->capture_default_str();
-    cmd->add_option("--threads", a->threads, "threads (default: the CPUs this process may use)");
+    cmd->add_option("--threads", a->threads, "threads (default or 0: the CPUs this process may use)");
     cmd->add_option("--save", a->save, "write the trained model (.safetensors, F32)");
     cmd->add_option("--log", a->log, "write step,loss for every step (.csv)");
     cmd->callback([&action, a] {
