@@ -38,7 +38,7 @@ struct Settings {
 struct History {
     std::vector<double> step, loss, copy_loss;
     std::vector<std::vector<double>> previous_token, induction;  // [head][measurement]
-    std::optional<std::size_t> induction_crossed;               // first step with induction >= 0.5
+    std::optional<std::size_t> induction_crossed;                // first step with induction >= 0.5
 };
 
 std::string dims_of(const std::string& name) {
@@ -70,10 +70,11 @@ void show_data(const Tracer& trace, const Settings& s, train::Batch& batch) {
     print_repeat(batch, 0);
     std::size_t predictable = 0;
     for (const train::Repeat& r : batch.repeats) predictable += r.length - 1;
-    fmt::print("  predictable targets: {} of {} ({:.1f}%); the best possible mean loss is about {:.2f} (ln V = {:.3f})\n",
-               predictable, batch.batch * (batch.seq - 1), 100.0 * double(predictable) / double(batch.batch * (batch.seq - 1)),
-               std::log(double(s.train.config.vocab)) * (1.0 - double(predictable) / double(batch.batch * (batch.seq - 1))),
-               std::log(double(s.train.config.vocab)));
+    fmt::print(
+        "  predictable targets: {} of {} ({:.1f}%); the best possible mean loss is about {:.2f} (ln V = {:.3f})\n",
+        predictable, batch.batch * (batch.seq - 1), 100.0 * double(predictable) / double(batch.batch * (batch.seq - 1)),
+        std::log(double(s.train.config.vocab)) * (1.0 - double(predictable) / double(batch.batch * (batch.seq - 1))),
+        std::log(double(s.train.config.vocab)));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -113,9 +114,10 @@ void show_first_step(const Tracer& trace, train::Trainer& trainer) {
     const auto& o = trainer.options().adamw;
     double largest = 0.0;
     for (std::size_t i = 0; i < before.values.size(); ++i)
-        largest = std::max(largest, double(std::abs(trainer.params().values[i] - before.values[i] * (1 - o.lr * o.weight_decay))));
-    fmt::print("  AdamW step 1: largest move {:.2e} = lr {:.0e} (bias correction: |m_hat / sqrt(v_hat)| = 1)\n", largest,
-               double(o.lr));
+        largest = std::max(
+            largest, double(std::abs(trainer.params().values[i] - before.values[i] * (1 - o.lr * o.weight_decay))));
+    fmt::print("  AdamW step 1: largest move {:.2e} = lr {:.0e} (bias correction: |m_hat / sqrt(v_hat)| = 1)\n",
+               largest, double(o.lr));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -157,8 +159,8 @@ History train_and_watch(const Tracer& trace, const Settings& s, train::Trainer& 
         in_mean = 0;
     }
     if (h.induction_crossed)
-        fmt::print("  the best induction score crossed 0.5 at step {} (measured every {} steps)\n", *h.induction_crossed,
-                   s.every);
+        fmt::print("  the best induction score crossed 0.5 at step {} (measured every {} steps)\n",
+                   *h.induction_crossed, s.every);
     else
         fmt::print("  the induction score never reached 0.5 in {} steps: try --steps {}\n", s.steps, 2 * s.steps);
     return h;
@@ -170,24 +172,24 @@ void ablate(const Tracer& trace, const train::Params& params, const train::Batch
     const train::CircuitScores full = train::measure(params, eval);
     const train::HeadRef prev = full.best_previous_token(0), ind = full.best_induction();
     const double chance = std::log(double(params.config.vocab));
-    fmt::print("  previous-token head: layer 0 head {} ({:.3f}); induction head: layer {} head {} ({:.3f})\n", prev.head,
-               prev.score, ind.layer, ind.head, ind.score);
+    fmt::print("  previous-token head: layer 0 head {} ({:.3f}); induction head: layer {} head {} ({:.3f})\n",
+               prev.head, prev.score, ind.layer, ind.head, ind.score);
     fmt::print("  copy loss with every head: {:.3f} = {:.2f} ln V\n", full.copy_loss, full.copy_loss / chance);
     for (std::size_t h = 0; h < params.config.heads; ++h) {
         train::ForwardOptions cut;
         cut.ablate_layer = 0;
         cut.ablate_head = h;
         const train::CircuitScores s = train::measure(params, eval, cut);
-        fmt::print("  without layer 0 head {}: copy loss {:.3f} = {:.2f} ln V, induction score {:.3f}{}\n", h, s.copy_loss,
-                   s.copy_loss / chance, s.induction.back()[ind.head],
+        fmt::print("  without layer 0 head {}: copy loss {:.3f} = {:.2f} ln V, induction score {:.3f}{}\n", h,
+                   s.copy_loss, s.copy_loss / chance, s.induction.back()[ind.head],
                    h == prev.head ? "   <- the previous-token head: the induction head loses its key" : "");
     }
 }
 
 // -------------------------------------------------------------------------------------------------
 void draw_figures(const Settings& s, const History& h) {
-    figure::LinePlot loss{"lesson 11: training loss (mean over each interval) and copy loss", "step", "loss (nats)", {},
-                          false, false};
+    figure::LinePlot loss{
+        "lesson 11: training loss (mean over each interval) and copy loss", "step", "loss (nats)", {}, false, false};
     loss.series.push_back({"loss on every next token", h.step, h.loss, figure::palette(0)});
     loss.series.push_back({"copy loss (second copy)", h.step, h.copy_loss, figure::palette(1)});
     const double chance = std::log(double(s.train.config.vocab));
@@ -195,8 +197,8 @@ void draw_figures(const Settings& s, const History& h) {
     figure::save(figure::line_plot(loss), s.figures_dir, "11_loss.png");
     figure::LinePlot scores{"lesson 11: each head's score as training goes", "step", "score", {}, false, false};
     for (std::size_t k = 0; k < h.previous_token.size(); ++k) {
-        scores.series.push_back({fmt::format("layer 0 head {} previous-token", k), h.step, h.previous_token[k],
-                                 figure::palette(k)});
+        scores.series.push_back(
+            {fmt::format("layer 0 head {} previous-token", k), h.step, h.previous_token[k], figure::palette(k)});
         scores.series.push_back({fmt::format("layer {} head {} induction", s.train.config.layers - 1, k), h.step,
                                  h.induction[k], figure::palette(k + 4)});
     }
@@ -216,17 +218,18 @@ void show_pictures(const Tracer& trace, const Settings& s, const train::Params& 
     train::forward(params, one.tokens, 1, one.seq, acts, keep);
     head_view::Data page;
     page.title = "lesson 11: a trained induction circuit on one repeated sequence";
-    page.subtitle = fmt::format("{} layers x {} heads trained {} steps by headwise (lesson 11); segment {}..{} repeated at {}..{}",
-                                params.config.layers, params.config.heads, s.steps, one.repeats[0].first,
-                                one.repeats[0].first + one.repeats[0].length - 1, one.repeats[0].second,
-                                one.repeats[0].second + one.repeats[0].length - 1);
+    page.subtitle =
+        fmt::format("{} layers x {} heads trained {} steps by headwise (lesson 11); segment {}..{} repeated at {}..{}",
+                    params.config.layers, params.config.heads, s.steps, one.repeats[0].first,
+                    one.repeats[0].first + one.repeats[0].length - 1, one.repeats[0].second,
+                    one.repeats[0].second + one.repeats[0].length - 1);
     for (std::size_t n = 0; n < one.seq; ++n) page.tokens.push_back(fmt::format("{}:{}", n, one.token(0, n)));
     for (std::size_t l = 0; l < params.config.layers; ++l) {
         page.weights.push_back(xt::view(*acts.layers[l].weights, 0));  // (H, N, N)
         page.roles.emplace_back();
         for (std::size_t k = 0; k < params.config.heads; ++k)
-            page.roles[l].push_back(fmt::format("previous-token {:.2f}, induction {:.2f}", sc.previous_token[l][k],
-                                                sc.induction[l][k]));
+            page.roles[l].push_back(
+                fmt::format("previous-token {:.2f}, induction {:.2f}", sc.previous_token[l][k], sc.induction[l][k]));
     }
     trace("head view weights, layer 0", page.weights[0], "H, N_query, N_key");
     if (!s.html.empty()) {
@@ -266,9 +269,10 @@ int main(int argc, char** argv) {
     return lesson::run(app, argc, argv, [&] {
         train::check(c);
         const Tracer trace(!quiet);
-        fmt::print("Lesson 11: a model that learns   V={} N={} d_model={} H={} L={} batch={} lr={:g} steps={} seed={}\n",
-                   c.vocab, c.context, c.d_model, c.heads, c.layers, s.train.batch, double(s.train.adamw.lr), s.steps,
-                   s.train.seed);
+        fmt::print(
+            "Lesson 11: a model that learns   V={} N={} d_model={} H={} L={} batch={} lr={:g} steps={} seed={}\n",
+            c.vocab, c.context, c.d_model, c.heads, c.layers, s.train.batch, double(s.train.adamw.lr), s.steps,
+            s.train.seed);
         train::Batch batch;
         show_data(trace, s, batch);
         train::Trainer trainer(s.train);

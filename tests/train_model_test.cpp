@@ -190,7 +190,8 @@ TEST_CASE("an untrained model's heads score about chance and ablation changes th
     CHECK(measure(p, b, cut).copy_loss != s.copy_loss);
 }
 
-TEST_CASE("the PyTorch loader of docs/11 reproduces headwise's logits from a checkpoint", "[train][checkpoint][python]") {
+TEST_CASE("the PyTorch loader of docs/11 reproduces headwise's logits from a checkpoint",
+          "[train][checkpoint][python]") {
     // scripts/check-induction --logits: nn.Embedding, nn.LayerNorm and nn.MultiheadAttention on the
     // checkpoint, against headwise's forward. Exit 77 (skipped) where torch is not installed.
     test::TempDir dir;
@@ -206,9 +207,9 @@ TEST_CASE("the PyTorch loader of docs/11 reproduces headwise's logits from a che
     std::copy(acts.logits.begin(), acts.logits.end(), logits.begin());
     npy::save(dir / "tokens.npy", tokens);
     npy::save(dir / "logits.npy", logits);
-    const std::string command = fmt::format("'{}/scripts/check-induction' '{}' --logits '{}' '{}'", HEADWISE_TEST_SOURCE_DIR,
-                                            (dir / "m.safetensors").string(), (dir / "tokens.npy").string(),
-                                            (dir / "logits.npy").string());
+    const std::string command =
+        fmt::format("'{}/scripts/check-induction' '{}' --logits '{}' '{}'", HEADWISE_TEST_SOURCE_DIR,
+                    (dir / "m.safetensors").string(), (dir / "tokens.npy").string(), (dir / "logits.npy").string());
     const int status = std::system(command.c_str());
     REQUIRE(WIFEXITED(status));
     if (WEXITSTATUS(status) == 77) std::exit(77);

@@ -38,22 +38,27 @@ struct TrainArgs {
 };
 
 std::size_t positive(long long v, const char* flag, long long most) {
-    if (v < 1 || v > most) throw headwise::usage_error(fmt::format("{} {}: expected a whole number from 1 to {}", flag, v, most));
+    if (v < 1 || v > most)
+        throw headwise::usage_error(fmt::format("{} {}: expected a whole number from 1 to {}", flag, v, most));
     return std::size_t(v);
 }
 
 train::TrainOptions options_of(const TrainArgs& a) {
     train::TrainOptions o;
-    o.config.vocab = a.vocab < 2 ? throw headwise::usage_error(fmt::format("--vocab {}: the vocabulary needs at least 2 tokens", a.vocab))
-                                 : positive(a.vocab, "--vocab", 1 << 20);
-    o.config.context = a.context < 8 ? throw headwise::usage_error(fmt::format(
-                                           "--context {}: a sequence needs at least 8 tokens (a segment of 4, twice)", a.context))
-                                     : positive(a.context, "--context", 4096);
+    o.config.vocab =
+        a.vocab < 2
+            ? throw headwise::usage_error(fmt::format("--vocab {}: the vocabulary needs at least 2 tokens", a.vocab))
+            : positive(a.vocab, "--vocab", 1 << 20);
+    o.config.context = a.context < 8
+                           ? throw headwise::usage_error(fmt::format(
+                                 "--context {}: a sequence needs at least 8 tokens (a segment of 4, twice)", a.context))
+                           : positive(a.context, "--context", 4096);
     o.config.d_model = positive(a.d_model, "--d-model", 4096);
     o.config.heads = positive(a.heads, "--heads", 4096);
     o.config.layers = positive(a.layers, "--layers", 64);
     o.batch = positive(a.batch, "--batch", 1 << 16);
-    if (!(a.lr > 0.0 && a.lr < 1.0)) throw headwise::usage_error(fmt::format("--lr {}: expected a number in (0, 1)", a.lr));
+    if (!(a.lr > 0.0 && a.lr < 1.0))
+        throw headwise::usage_error(fmt::format("--lr {}: expected a number in (0, 1)", a.lr));
     if (!(a.weight_decay >= 0.0 && a.weight_decay < 1.0))
         throw headwise::usage_error(fmt::format("--weight-decay {}: expected a number in [0, 1)", a.weight_decay));
     o.adamw.lr = float(a.lr);
@@ -107,9 +112,10 @@ int run_training(const TrainArgs& a) {
     if (!a.log.empty()) npy::PendingFile probe(a.log, std::string());
 
     const train::Config& c = o.config;
-    fmt::print("training {} layers x {} heads, d_model {}, vocab {}, context {}, batch {}, {} steps, AdamW lr {:g}, "
-               "{} threads\n",
-               c.layers, c.heads, c.d_model, c.vocab, c.context, o.batch, steps, a.lr, threads);
+    fmt::print(
+        "training {} layers x {} heads, d_model {}, vocab {}, context {}, batch {}, {} steps, AdamW lr {:g}, "
+        "{} threads\n",
+        c.layers, c.heads, c.d_model, c.vocab, c.context, o.batch, steps, a.lr, threads);
     train::Trainer trainer(o);
     std::string csv = "step,loss\n";
     const auto start = std::chrono::steady_clock::now();
@@ -122,7 +128,8 @@ int run_training(const TrainArgs& a) {
             last_print = now;
             const double elapsed = std::chrono::duration<double>(now - start).count();
             fmt::print("step {:>6}/{}  loss {:.3f}  {:>8.0f} tokens/s  {} left\n", step, steps, loss,
-                       double(step * o.batch * c.context) / elapsed, duration(elapsed / double(step) * double(steps - step)));
+                       double(step * o.batch * c.context) / elapsed,
+                       duration(elapsed / double(step) * double(steps - step)));
             std::fflush(stdout);
         }
     }
@@ -134,7 +141,8 @@ int run_training(const TrainArgs& a) {
         fmt::print("wrote {}\n", a.log);
     }
     if (!a.save.empty()) {
-        train::save_checkpoint(a.save, trainer.params(), {{"steps", std::to_string(steps)}, {"seed", std::to_string(o.seed)}});
+        train::save_checkpoint(a.save, trainer.params(),
+                               {{"steps", std::to_string(steps)}, {"seed", std::to_string(o.seed)}});
         fmt::print("wrote {}\n", a.save);
     }
     return 0;

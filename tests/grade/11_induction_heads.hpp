@@ -8,7 +8,8 @@ namespace headwise::grade {
 
 struct Ex11 {
     float (*cross_entropy)(const Tensor3& logits, const ex11::Targets& targets, Tensor3* dlogits);
-    void (*adamw_step)(Tensor1& params, const Tensor1& grads, ex11::AdamWState& state, const ex11::AdamWOptions& options);
+    void (*adamw_step)(Tensor1& params, const Tensor1& grads, ex11::AdamWState& state,
+                       const ex11::AdamWOptions& options);
 };
 
 }  // namespace headwise::grade

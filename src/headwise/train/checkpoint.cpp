@@ -46,9 +46,9 @@ std::size_t metadata_size(const safetensors::File& file, const std::string& key)
         std::size_t used = 0;
         const unsigned long long v = std::stoull(it->second, &used);
         if (used == it->second.size()) return std::size_t(v);
-    } catch (const std::exception&) {
-    }
-    throw usage_error(fmt::format("{}: metadata '{}' is '{}', not a whole number", file.path().string(), key, it->second));
+    } catch (const std::exception&) {}
+    throw usage_error(
+        fmt::format("{}: metadata '{}' is '{}', not a whole number", file.path().string(), key, it->second));
 }
 
 }  // namespace
@@ -69,8 +69,10 @@ void save_checkpoint(const std::filesystem::path& path, const Params& params,
     const std::string h = header(params, metadata);
     char length[8];  // the header's size, 64-bit little-endian
     for (int i = 0; i < 8; ++i) length[i] = static_cast<char>(std::uint64_t(h.size()) >> (8 * i));
-    npy::PendingFile file(path, {std::string_view(length, 8), h,
-                                 {reinterpret_cast<const char*>(params.values.data()), params.values.size() * sizeof(float)}});
+    npy::PendingFile file(
+        path, {std::string_view(length, 8),
+               h,
+               {reinterpret_cast<const char*>(params.values.data()), params.values.size() * sizeof(float)}});
     file.commit();
 }
 

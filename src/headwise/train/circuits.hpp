@@ -22,10 +22,10 @@ struct HeadRef {
 };
 
 struct CircuitScores {
-    std::vector<std::vector<float>> previous_token;  // [layer][head]
-    std::vector<std::vector<float>> induction;       // [layer][head]
-    double loss = 0.0;                               // every next token
-    double copy_loss = 0.0;                          // the predictable part of the second copy
+    std::vector<std::vector<float>> previous_token;            // [layer][head]
+    std::vector<std::vector<float>> induction;                 // [layer][head]
+    double loss = 0.0;                                         // every next token
+    double copy_loss = 0.0;                                    // the predictable part of the second copy
     HeadRef best_previous_token(std::size_t layer = 0) const;  // the best head of that layer
     HeadRef best_induction() const;                            // the best head of the last layer
 };

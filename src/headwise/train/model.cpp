@@ -21,8 +21,8 @@ void linear(const float* x, std::size_t rows, std::size_t in, const float* w, st
 }
 
 // The two gradients of y = x . w^T: dx (rows, in) = dy . w and dw (out, in) += dy^T . x.
-void linear_backward(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out,
-                     const float* dy, float* dx, float* dw) {
+void linear_backward(const float* x, std::size_t rows, std::size_t in, const float* w, std::size_t out, const float* dy,
+                     float* dx, float* dw) {
     blas::gemm(false, false, rows, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
     blas::gemm(true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);
 }
@@ -62,13 +62,13 @@ void layer_norm_backward(const float* dy, const float* xhat, const float* rstd, 
         }
         mean_g /= float(d);
         mean_gx /= float(d);
-        for (std::size_t c = 0; c < d; ++c)
-            dx[r * d + c] += rstd[r] * (dyr[c] * weight[c] - mean_g - xr[c] * mean_gx);
+        for (std::size_t c = 0; c < d; ++c) dx[r * d + c] += rstd[r] * (dyr[c] * weight[c] - mean_g - xr[c] * mean_gx);
     }
 }
 
 void resize(Tensor4& t, const std::array<std::size_t, 4>& shape) {
-    if (t.dimension() != 4 || !std::equal(shape.begin(), shape.end(), t.shape().begin())) t = Tensor4::from_shape(shape);
+    if (t.dimension() != 4 || !std::equal(shape.begin(), shape.end(), t.shape().begin()))
+        t = Tensor4::from_shape(shape);
 }
 
 // (B, N, 3d) rows of [q | k | v] -> three (B, H, N, d_head) tensors (part 0, 1, 2), or back (add into qkv).
@@ -110,7 +110,8 @@ std::size_t ParamInfo::count() const {
 void check(const Config& c) {
     if (c.vocab < 2) throw usage_error(fmt::format("--vocab {}: the vocabulary needs at least 2 tokens", c.vocab));
     if (c.context < 8)
-        throw usage_error(fmt::format("--context {}: a sequence needs at least 8 tokens (a segment of 4, twice)", c.context));
+        throw usage_error(
+            fmt::format("--context {}: a sequence needs at least 8 tokens (a segment of 4, twice)", c.context));
     if (c.d_model == 0 || c.heads == 0 || c.layers == 0)
         throw usage_error("--d-model, --heads and --layers must each be at least 1");
     if (c.d_model % c.heads != 0)
@@ -168,14 +169,16 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     const Config& c = params.config;
     const std::size_t d = c.d_model, H = c.heads, dh = c.d_head(), V = c.vocab, M = B * N;
     if (N > c.context || tokens.size() != M)
-        throw usage_error(fmt::format("forward: {} tokens for (B {}, N {}) with context {}", tokens.size(), B, N, c.context));
+        throw usage_error(
+            fmt::format("forward: {} tokens for (B {}, N {}) with context {}", tokens.size(), B, N, c.context));
     acts.batch = B;
     acts.seq = N;
     acts.layers.resize(c.layers);
     std::vector<float> x(M * d);  // (B, N, d) the residual stream
     for (std::size_t r = 0; r < M; ++r) {
         const std::int32_t t = tokens[r];
-        if (t < 0 || std::size_t(t) >= V) throw usage_error(fmt::format("token {} is outside the vocabulary 0..{}", t, V - 1));
+        if (t < 0 || std::size_t(t) >= V)
+            throw usage_error(fmt::format("token {} is outside the vocabulary 0..{}", t, V - 1));
         const float* e = params.at(params.layout.embed) + std::size_t(t) * d;
         const float* p = params.at(params.layout.pos_embed) + (r % N) * d;
         for (std::size_t i = 0; i < d; ++i) x[r * d + i] = e[i] + p[i];
@@ -195,10 +198,12 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
         Tensor4* parts[3] = {&lc.q, &lc.k, &lc.v};
         split_qkv(qkv.data(), B, N, H, dh, parts);  // each (B, H, N, d_head)
         Tensor4 weights;
-        const Tensor4 attn = scaled_dot_product_attention(lc.q, lc.k, lc.v, causal,
-                                                          options.keep_weights ? &weights : nullptr);
-        if (options.keep_weights) lc.weights = std::move(weights);
-        else lc.weights.reset();
+        const Tensor4 attn =
+            scaled_dot_product_attention(lc.q, lc.k, lc.v, causal, options.keep_weights ? &weights : nullptr);
+        if (options.keep_weights)
+            lc.weights = std::move(weights);
+        else
+            lc.weights.reset();
         lc.z.resize(M * d);
         merge(attn, lc.z.data(), d, 0);  // (B, N, d)
         if (ablates(options, l)) zero_head(lc.z.data(), M, d, dh, *options.ablate_head);

@@ -78,11 +78,11 @@ Params init_params(const Config& config, Random& rng);
 // What forward() keeps for backward(), per layer, and the outputs. Buffers are reused from call
 // to call: once sized, a training step allocates only inside the attention core.
 struct LayerCache {
-    std::vector<float> xhat;       // (B, N, d) LN(x) before its weight and bias
-    std::vector<float> rstd;       // (B, N)   1 / sqrt(var + eps)
-    std::vector<float> y;          // (B, N, d) LN(x)
-    Tensor4 q, k, v;               // (B, H, N, d_head)
-    std::vector<float> z;          // (B, N, d) the heads merged, before W_o
+    std::vector<float> xhat;         // (B, N, d) LN(x) before its weight and bias
+    std::vector<float> rstd;         // (B, N)   1 / sqrt(var + eps)
+    std::vector<float> y;            // (B, N, d) LN(x)
+    Tensor4 q, k, v;                 // (B, H, N, d_head)
+    std::vector<float> z;            // (B, N, d) the heads merged, before W_o
     std::optional<Tensor4> weights;  // (B, H, N, N) when asked for
 };
 
@@ -90,11 +90,11 @@ struct Activations {
     std::size_t batch = 0, seq = 0;
     std::vector<LayerCache> layers;
     std::vector<float> x_final, xhat_f, rstd_f, y_f;  // (B, N, d), (B, N, d), (B, N), (B, N, d)
-    std::vector<float> logits;                         // (B, N, V)
+    std::vector<float> logits;                        // (B, N, V)
 };
 
 struct ForwardOptions {
-    bool keep_weights = false;            // fill LayerCache::weights
+    bool keep_weights = false;                             // fill LayerCache::weights
     std::optional<std::size_t> ablate_layer, ablate_head;  // zero that head's output (both or neither)
 };
 
