@@ -138,12 +138,7 @@ TEST_CASE("AdamW's first step moves each parameter by lr against its gradient's 
 
 TEST_CASE("a checkpoint reads back bit for bit, with the pinned names and metadata", "[train][checkpoint]") {
     test::TempDir dir;
-    Config c;
-    c.vocab = 9;
-    c.context = 8;
-    c.d_model = 6;
-    c.heads = 2;
-    c.layers = 3;
+    const Config c{.vocab = 9, .context = 8, .d_model = 6, .heads = 2, .layers = 3};
     Random rng(5);
     const Params p = init_params(c, rng);
     save_checkpoint(dir / "m.safetensors", p);
@@ -171,11 +166,7 @@ TEST_CASE("bad model sizes are refused with one line", "[train][config]") {
 }
 
 TEST_CASE("an untrained model's heads score about chance and ablation changes the copy loss", "[train][circuits]") {
-    Config c;
-    c.vocab = 16;
-    c.context = 12;
-    c.d_model = 8;
-    c.heads = 2;
+    const Config c{.vocab = 16, .context = 12, .d_model = 8, .heads = 2, .layers = 2};
     Random rng(9);
     const Params p = init_params(c, rng);
     const Batch b = make_batch(rng, 64, 12, 16);
