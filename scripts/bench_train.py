@@ -1,6 +1,7 @@
 """One training step of lesson 11's model in PyTorch eager mode: forward, cross-entropy on every
 next token, backward, AdamW -- the same model (scripts/check_induction.py's Model), the same batch
-size and the same thread count as `headwise train`. Prints the median milliseconds per step.
+size and the same thread count as `headwise train`. Prints the median wall and CPU milliseconds per step
+(CPU time, summed over threads, is what a loaded machine inflates least).
 
   python3 scripts/bench_train.py --threads 2 --steps 100
 """
@@ -33,10 +34,10 @@ def main():
     model = Model(a.vocab, a.context, a.d_model, a.heads, a.layers)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     rng = np.random.default_rng(1)
-    times = []
+    times, cpu = [], []
     for step in range(a.steps + 5):
         tokens, _ = repeated_sequences(rng, a.batch, a.context, a.vocab)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         logits, _ = model(tokens)
         loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, a.vocab), tokens[:, 1:].reshape(-1))
         opt.zero_grad()
@@ -44,8 +45,9 @@ def main():
         opt.step()
         if step >= 5:  # the first steps allocate
             times.append(time.perf_counter() - start)
-    print("pytorch %s eager, %d threads: %.2f ms a step (median of %d)" % (
-        torch.__version__, a.threads, 1e3 * statistics.median(times), len(times)))
+            cpu.append(time.process_time() - start_cpu)
+    print("pytorch %s eager, %d threads: %.2f ms a step; %.2f ms of CPU time a step (medians of %d)" % (
+        torch.__version__, a.threads, 1e3 * statistics.median(times), 1e3 * statistics.median(cpu), len(times)))
 
 
 if __name__ == "__main__":
