@@ -134,6 +134,7 @@ TEST_CASE("every ./headwise command the docs show exists, and the quick ones exi
         {"figures", "it writes docs/figures/ (run below with --out)"},
         {"attend", "it needs the reader's own .npy files (attend_test covers it)"},
         {"heads", "it needs the cached lesson 07 model and writes .npy files (heads_test covers it)"},
+        {"train", "it trains for up to a minute (train_model_test and lesson 11 cover it)"},
         {"hint", "it advances the learner's hint counter"},
         {"solution", "it prints the answer only after the exercise passes"},
     };

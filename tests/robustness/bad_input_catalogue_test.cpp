@@ -484,6 +484,27 @@ std::size_t entries(const fs::path& dir) {
 
 }  // namespace
 
+// `headwise train`: sizes the model cannot have, a run of no steps, outputs that cannot be written
+// (refused before training starts, so nothing is left behind).
+const std::vector<Case> train_cases = {
+    {"headwise", {"train", "--heads", "5", "--steps", "1"}, "--heads 5 does not divide --d-model 64"},
+    {"headwise", {"train", "--context", "7", "--steps", "1"}, "--context 7: a sequence needs at least 8 tokens"},
+    {"headwise", {"train", "--vocab", "1", "--steps", "1"}, "--vocab 1: the vocabulary needs at least 2 tokens"},
+    {"headwise", {"train", "--steps", "0"}, "--steps 0: expected a whole number from 1"},
+    {"headwise", {"train", "--d-model", "0", "--steps", "1"}, "--d-model 0: expected a whole number from 1"},
+    {"headwise", {"train", "--batch", "abc"}, "--batch.*abc"},
+    {"headwise", {"train", "--lr", "0", "--steps", "1"}, "--lr 0: expected a number in \\(0, 1\\)"},
+    {"headwise", {"train", "--lr", "nan", "--steps", "1"}, "--lr nan"},
+    {"headwise", {"train", "--weight-decay", "-1", "--steps", "1"}, "--weight-decay -1"},
+    {"headwise", {"train", "--threads", "-1", "--steps", "1"}, "--threads -1: expected a whole number from 1"},
+    {"headwise",
+     {"train", "--steps", "1", "--save", "{w}/out/no-such-dir/m.safetensors"},
+     "m\\.safetensors.*cannot write"},
+    {"headwise", {"train", "--steps", "1", "--save", "{w}/out"}, "is a directory"},
+    {"headwise", {"train", "--steps", "1", "--log", "{w}/out/no-such-dir/loss.csv"}, "loss\\.csv.*cannot write"},
+    {"headwise", {"train", "--no-such-flag"}, "--no-such-flag"},
+};
+
 TEST_CASE("every bad input to every binary gets exit code 2, one line naming it, and no file",
           "[bad input][catalogue]") {
     TempDir tmp;
@@ -510,6 +531,7 @@ TEST_CASE("every bad input to every binary gets exit code 2, one line naming it,
     cases.insert(cases.end(), attend_cases.begin(), attend_cases.end());
     cases.insert(cases.end(), kv_cache_cases.begin(), kv_cache_cases.end());
     cases.insert(cases.end(), model_cases.begin(), model_cases.end());
+    cases.insert(cases.end(), train_cases.begin(), train_cases.end());
 
     const fs::path saved_cwd = fs::current_path();
     fs::current_path(cwd);  // children inherit it: whatever a program writes relative lands here

@@ -1,0 +1,47 @@
+// headwise/train/trainer.hpp -- the training loop `headwise train` and lesson 11 share.
+//
+// Each step draws a fresh batch of repeated sequences (data.hpp), runs the model forward, takes
+// cross-entropy on every next token, runs it backward and takes one AdamW step. Everything is
+// seeded: the same seed and thread count give the same run, bit for bit.
+#pragma once
+
+#include "headwise/base/random.hpp"
+#include "headwise/train/adamw.hpp"
+#include "headwise/train/model.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace headwise::train {
+
+struct TrainOptions {
+    Config config;
+    std::size_t batch = 32;
+    AdamWOptions adamw;
+    std::uint64_t seed = 1;
+};
+
+class Trainer {
+public:
+    explicit Trainer(const TrainOptions& options);
+    // One step on a fresh batch; returns its loss (before the update).
+    double step();
+    const Params& params() const { return params_; }
+    const Params& grads() const { return grads_; }  // the last step's gradients
+    long steps() const { return adamw_.steps(); }
+    const TrainOptions& options() const { return options_; }
+
+private:
+    TrainOptions options_;
+    Random data_rng_;
+    Params params_, grads_;
+    AdamW adamw_;
+    Activations acts_;
+    std::vector<float> dlogits_;
+};
+
+// The loss and gradients of one batch (no update): what the gradient tests compare with PyTorch.
+double loss_and_grads(const Params& params, const Batch& batch, Params& grads);
+
+}  // namespace headwise::train
