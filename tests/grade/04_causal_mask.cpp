@@ -35,20 +35,20 @@ void expect_masked(const Tensor4& q, const Tensor4& k, const Tensor4& v, const M
         fmt::format("masked_attention(q {}, k {}{}{}){}", grade::shape_of(q), grade::shape_of(k),
                     attn_mask.size() ? ", attn_mask" : "", padding.size() ? ", key_padding_mask" : "", label);
     const bool weights_ok = grade::expect<Ex04>(
-        call + ", weights",
+        {.what = call + ", weights", .dims = "B, H, N_q, N_k"},
         [&](const Ex04& ex) {
             Tensor4 w;
             ex.masked_attention(q, k, v, attn_mask, padding, w);
             return w;
         },
-        expected_w, "B, H, N_q, N_k");
+        expected_w);
     grade::expect<Ex04>(
-        call + ", output",
+        {.what = call + ", output", .dims = "B, H, N_q, d_head", .after = weights_ok ? "the weights" : ""},
         [&](const Ex04& ex) {
             Tensor4 w;
             return ex.masked_attention(q, k, v, attn_mask, padding, w);
         },
-        expected, "B, H, N_q, d_head", {}, weights_ok ? "the weights" : "");
+        expected);
 }
 
 // Batch element b has its last b keys as padding (at least one key stays visible).
@@ -79,13 +79,15 @@ void expect_random(const std::vector<Problem>& problems, Masks masks) {
 
 TEST_CASE("causal_mask: hand-worked n = 3 hides exactly the future", "[ex04]") {
     const Mask2 expected = {{false, true, true}, {false, false, true}, {false, false, false}};
-    grade::expect<Ex04>("causal_mask(3)", [&](const Ex04& ex) { return ex.causal_mask(3); }, expected, "N_q, N_k", {});
+    grade::expect<Ex04>(
+        {.what = "causal_mask(3)", .dims = "N_q, N_k"}, [&](const Ex04& ex) { return ex.causal_mask(3); }, expected);
 }
 
 TEST_CASE("causal_mask: n = 1, 2, 5 and 8 match the library's", "[ex04]") {
     for (std::size_t n : {1u, 2u, 5u, 8u}) {
-        grade::expect<Ex04>(fmt::format("causal_mask({})", n), [&](const Ex04& ex) { return ex.causal_mask(n); },
-                            causal_mask(n), "N_q, N_k", {});
+        grade::expect<Ex04>(
+            {.what = fmt::format("causal_mask({})", n), .dims = "N_q, N_k"},
+            [&](const Ex04& ex) { return ex.causal_mask(n); }, causal_mask(n));
     }
 }
 
@@ -98,20 +100,20 @@ TEST_CASE("masked_attention: equal scores under the causal mask give rows 1, 1/2
     const Mask2 causal = {{false, true, true}, {false, false, true}, {false, false, false}};
     const Tensor4 expected = {{{{1.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f}, {1.0f / 3, 1.0f / 3, 1.0f / 3}}}};
     grade::expect<Ex04>(
-        "masked_attention(q = k = 0 (1, 1, 3, 3), causal mask), weights",
+        {.what = "masked_attention(q = k = 0 (1, 1, 3, 3), causal mask), weights", .dims = "B, H, N_q, N_k"},
         [&](const Ex04& ex) {
             Tensor4 w;
             ex.masked_attention(zeros, zeros, v, causal, no_mask, w);
             return w;
         },
-        expected, "B, H, N_q, N_k");
+        expected);
     grade::expect<Ex04>(
-        "masked_attention(q = k = 0 (1, 1, 3, 3), causal mask), output",
+        {.what = "masked_attention(q = k = 0 (1, 1, 3, 3), causal mask), output", .dims = "B, H, N_q, d_head"},
         [&](const Ex04& ex) {
             Tensor4 w;
             return ex.masked_attention(zeros, zeros, v, causal, no_mask, w);
         },
-        expected, "B, H, N_q, d_head");
+        expected);
 }
 
 TEST_CASE("masked_attention: the causal mask, many shapes (B > 1, H > 1, N = 1)", "[ex04]") {

@@ -87,8 +87,8 @@ void expect_reference(Kernel kernel, const std::vector<int>& seqs, const std::ve
             AttentionOptions o;
             o.causal = causal;
             if (!grade::expect<Ex06>(
-                    call_text(kernel, q, causal), [&](const Ex06& ex) { return run(ex, kernel, q, k, v, causal); },
-                    attention_reference(q, k, v, o), bhnd))
+                    {.what = call_text(kernel, q, causal), .dims = bhnd, .exp_of_finite_inputs = true},
+                    [&](const Ex06& ex) { return run(ex, kernel, q, k, v, causal); }, attention_reference(q, k, v, o)))
                 explain_scale(kernel, q, k, v, causal);
         }
 }
@@ -108,11 +108,11 @@ void expect_hand_worked(Kernel kernel) {
         causal(0, 0, 0, c) = 1.0f, causal(0, 0, 1, c) = 0.5f * 1 + 0.5f * 5;  // query 0 sees key 0 only
     }
     grade::expect<Ex06>(
-        call_text(kernel, q, false, " worked by hand"), [&](const Ex06& ex) { return run(ex, kernel, q, k, v, false); },
-        full, bhnd);
+        {.what = call_text(kernel, q, false, " worked by hand"), .dims = bhnd, .exp_of_finite_inputs = true},
+        [&](const Ex06& ex) { return run(ex, kernel, q, k, v, false); }, full);
     grade::expect<Ex06>(
-        call_text(kernel, q, true, " worked by hand"), [&](const Ex06& ex) { return run(ex, kernel, q, k, v, true); },
-        causal, bhnd);
+        {.what = call_text(kernel, q, true, " worked by hand"), .dims = bhnd, .exp_of_finite_inputs = true},
+        [&](const Ex06& ex) { return run(ex, kernel, q, k, v, true); }, causal);
 }
 
 }  // namespace
@@ -133,9 +133,10 @@ TEST_CASE("online: a maximum that grows at every key is rescaled", "[ex06][part1
     for (std::size_t i = 0; i < 20; ++i) q(0, 0, i, 0) = 0.5f * std::sqrt(8.0f), k(0, 0, i, 0) = float(i);
     const Tensor4 v = Random(7).normal<4>({1, 1, 20, 8});
     grade::expect<Ex06>(
-        call_text(Kernel::online, q, false, " with growing scores"),
-        [&](const Ex06& ex) { return ex.online(q, k, v, false, Schedule::fibers); }, attention_reference(q, k, v),
-        bhnd);
+        {.what = call_text(Kernel::online, q, false, " with growing scores"),
+         .dims = bhnd,
+         .exp_of_finite_inputs = true},
+        [&](const Ex06& ex) { return ex.online(q, k, v, false, Schedule::fibers); }, attention_reference(q, k, v));
 }
 
 TEST_CASE("online: causal, query i sees keys 0..i", "[ex06][part1]") {
@@ -187,7 +188,14 @@ TEST_CASE("tiled: the answer does not depend on the order the threads run in", "
         return;
     }
     const grade::Outcome o = grade::compare(mine.second, mine.first, bhnd, grade::Tolerance{0.0, 0.0});
+    const grade::Tolerance exact{0.0, 0.0};
     if (o.same) {
+        // Reproduction before naming: a catalogued kernel that gives other bits here is not the subject.
+        grade::rule_out_by_passing_check<Ex06>(what, [&](const Ex06& ex) {
+            const auto theirs = both_orders(ex);
+            return grade::agree(mine.first, theirs.first, bhnd, exact) &&
+                   grade::agree(mine.second, theirs.second, bhnd, exact);
+        });
         SUCCEED("same result with the threads run forwards and backwards");
         return;
     }
@@ -198,12 +206,12 @@ TEST_CASE("tiled: the answer does not depend on the order the threads run in", "
     // Named: a catalogued mistake that also depends on the order, and gives the same bits both ways.
     for (const grade::Mistake<Ex06>& m : grade::catalogue<Ex06>()) {
         grade::remember_explanation(m.name, m.explanation);
+        if (!grade::still_possible(m.name)) continue;
         try {
             const auto theirs = both_orders(m.api);
-            const grade::Tolerance exact{0.0, 0.0};
-            if (!grade::compare(theirs.second, theirs.first, bhnd, exact).same &&
-                grade::compare(mine.first, theirs.first, bhnd, exact).same &&
-                grade::compare(mine.second, theirs.second, bhnd, exact).same)
+            if (!grade::agree(theirs.second, theirs.first, bhnd, exact) &&
+                grade::agree(mine.first, theirs.first, bhnd, exact) &&
+                grade::agree(mine.second, theirs.second, bhnd, exact))
                 d.matching.push_back(m.name);
         } catch (const std::exception&) {}
     }
@@ -232,9 +240,10 @@ Tensor2 every_lane(float warp0, float warp1) {
 void expect_reduction(const Tensor2& x, bool maximum, const Tensor2& expected, const std::string& what) {
     for (Schedule s : {Schedule::fibers, Schedule::fibers_reversed}) {
         grade::expect<Ex06>(
-            fmt::format("{}({}) in every lane, lanes run {}", maximum ? "warp_max" : "warp_sum", what,
-                        s == Schedule::fibers ? "forwards" : "backwards"),
-            [&](const Ex06& ex) { return ex.warp_reduce(x, maximum, s); }, expected, warps_lanes);
+            {.what = fmt::format("{}({}) in every lane, lanes run {}", maximum ? "warp_max" : "warp_sum", what,
+                                 s == Schedule::fibers ? "forwards" : "backwards"),
+             .dims = warps_lanes},
+            [&](const Ex06& ex) { return ex.warp_reduce(x, maximum, s); }, expected);
     }
 }
 

@@ -96,10 +96,11 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
 void expect_rope(const std::string& label, const Tensor4& x, std::size_t first, double base, Layout layout,
                  const Tensor4& expected) {
     grade::expect<Ex09>(
-        fmt::format("apply_rope(x {}, first_position = {}, base = {:g}, {}), {}", grade::shape_of(x), first, base,
-                    name_of(layout), label),
-        [&](const Ex09& ex) { return ex.apply_rope(x, first, base, layout); }, expected, "B, H, token, dim", {}, {},
-        explain_rotation("x", x, first, base, layout));
+        {.what = fmt::format("apply_rope(x {}, first_position = {}, base = {:g}, {}), {}", grade::shape_of(x), first,
+                             base, name_of(layout), label),
+         .dims = "B, H, token, dim",
+         .explain = explain_rotation("x", x, first, base, layout)},
+        [&](const Ex09& ex) { return ex.apply_rope(x, first, base, layout); }, expected);
 }
 
 const std::filesystem::path fixtures = std::filesystem::path(HEADWISE_FIXTURES_DIR) / "positions";
@@ -227,21 +228,27 @@ void expect_cache(const CacheProblem& p, double base, Layout layout) {
     const Tensor4 k_padded = xt::concatenate(
         xt::xtuple(k, xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, 2, p.d_head})), 2);
     const bool k_ok = grade::expect<Ex09>(
-        "cache.k after " + label, [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k, "B, H_kv, position, dim",
-        {}, {}, explain_rotation("cache.k", k_padded, 0, base, layout));
+        {.what = "cache.k after " + label,
+         .dims = "B, H_kv, position, dim",
+         .explain = explain_rotation("cache.k", k_padded, 0, base, layout)},
+        [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k);
     const bool v_ok = grade::expect<Ex09>(
-        "cache.v after " + label, [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v, "B, H_kv, position, dim",
-        {}, {},
-        [&](const Tensor4& got) -> std::string {
-            if (got.shape() == expected_v.shape() && max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
-                return "cache.v holds the values rotated: v carries content and is never rotated";
-            return "";
-        });
+        {.what = "cache.v after " + label,
+         .dims = "B, H_kv, position, dim",
+         .explain = [&](const Tensor4& got) -> std::string {
+             if (got.shape() == expected_v.shape() && max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
+                 return "cache.v holds the values rotated: v carries content and is never rotated";
+             return "";
+         }},
+        [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v);
     grade::expect<Ex09>(
-        "cache.length after " + label, [&](const Ex09& ex) { return run(ex).cache.length; }, p.steps, "tokens cached");
+        {.what = "cache.length after " + label, .dims = "tokens cached"},
+        [&](const Ex09& ex) { return run(ex).cache.length; }, p.steps);
     const bool q_ok = grade::expect<Ex09>(
-        "the returned q of every step, " + label, [&](const Ex09& ex) { return run(ex).q; }, apply_rope(q, rope),
-        "B, H, token, dim", {}, {}, explain_rotation("q", q, 0, base, layout));
+        {.what = "the returned q of every step, " + label,
+         .dims = "B, H, token, dim",
+         .explain = explain_rotation("q", q, 0, base, layout)},
+        [&](const Ex09& ex) { return run(ex).q; }, apply_rope(q, rope));
     // The attention built on them, vs the full causal recompute with RoPE in double precision.
     const std::size_t g = p.heads / p.kv_heads;
     AttentionOptions causal;
@@ -249,13 +256,15 @@ void expect_cache(const CacheProblem& p, double base, Layout layout) {
     const Tensor4 full =
         attention_reference(apply_rope(q, rope), repeat_kv(apply_rope(k, rope), g), repeat_kv(v, g), causal);
     grade::expect<Ex09>(
-        "attention over the cache vs the full causal recompute with RoPE, " + label,
+        {.what = "attention over the cache vs the full causal recompute with RoPE, " + label,
+         .dims = "B, H, token, dim",
+         .after = k_ok && v_ok && q_ok ? "cache.k, cache.v and the returned q" : ""},
         [&](const Ex09& ex) {
             const CacheRun& r = run(ex);
             if (r.q.shape() != full.shape() || r.cache.length < p.steps) return r.q;
             return attend_over(r, p.steps);
         },
-        full, "B, H, token, dim", {}, k_ok && v_ok && q_ok ? "cache.k, cache.v and the returned q" : "");
+        full);
 }
 
 }  // namespace
@@ -289,21 +298,22 @@ Tensor3 causal_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::s
 void expect_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size_t first_query) {
     const std::vector<double> slopes = alibi_slopes(heads);
     grade::expect<Ex09>(
-        fmt::format("alibi_bias(H = {}, N_q = {}, N_k = {}, first_query = {})", heads, n_q, n_k, first_query),
+        {.what = fmt::format("alibi_bias(H = {}, N_q = {}, N_k = {}, first_query = {})", heads, n_q, n_k, first_query),
+         .dims = "head, query, key",
+         .explain = [&](const Tensor3& got) -> std::string {
+             // The slope the subject used per head: bias(h, i, 0) / -(first_query + i) for the last query.
+             if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || first_query + n_q < 2) return "";
+             const double dist = double(first_query + n_q - 1);
+             for (std::size_t h = 0; h < heads; ++h) {
+                 const double slope = -double(got(h, n_q - 1, 0)) / dist;
+                 if (std::abs(slope - slopes[h]) > 1e-4 * slopes[h])
+                     return fmt::format("head {}'s slope reads {:.6g} (2^{:.3f}), expected {:.6g} (2^{:.3f})", h, slope,
+                                        std::log2(std::abs(slope)), slopes[h], std::log2(slopes[h]));
+             }
+             return "";
+         }},
         [&](const Ex09& ex) { return ex.alibi_bias(heads, n_q, n_k, first_query); },
-        causal_alibi(heads, n_q, n_k, first_query), "head, query, key", {}, {},
-        [&](const Tensor3& got) -> std::string {
-            // The slope the subject used per head: bias(h, i, 0) / -(first_query + i) for the last query.
-            if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || first_query + n_q < 2) return "";
-            const double dist = double(first_query + n_q - 1);
-            for (std::size_t h = 0; h < heads; ++h) {
-                const double slope = -double(got(h, n_q - 1, 0)) / dist;
-                if (std::abs(slope - slopes[h]) > 1e-4 * slopes[h])
-                    return fmt::format("head {}'s slope reads {:.6g} (2^{:.3f}), expected {:.6g} (2^{:.3f})", h, slope,
-                                       std::log2(std::abs(slope)), slopes[h], std::log2(slopes[h]));
-            }
-            return "";
-        });
+        causal_alibi(heads, n_q, n_k, first_query));
 }
 
 }  // namespace

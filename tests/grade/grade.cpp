@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <set>
 #include <typeinfo>
 
 // The sanitizer runtime's symbolizer (grade builds link it; weak, so a plain build links too).
@@ -293,6 +294,8 @@ Clause local_fill_pattern(const Failing& f) {
         unset, std::bit_cast<float>(0xfefefefeu));
 }
 
+constexpr std::string_view non_finite_where_finite = "where the expected value is finite";
+
 // NaN or inf where the expected value is finite: the quiet NaN graders fill an output with
 // (exercise 06: never written), or one the code computed.
 Clause not_finite(const Failing& f) {
@@ -312,10 +315,8 @@ Clause not_finite(const Failing& f) {
             "(exercise 06) -- a row, head or batch the code skips, or writes somewhere else",
             never_written, named_index(first_bad, f.shape, f.names));
     }
-    return fmt::format(
-        "first {} at {} where the expected value is finite (the inputs are finite, so your code produced it: exp "
-        "of a large score? 0/0?)",
-        std::isnan(f.actual[first_bad]) ? "NaN" : "inf", named_index(first_bad, f.shape, f.names));
+    return fmt::format("first {} at {} {}", std::isnan(f.actual[first_bad]) ? "NaN" : "inf",
+                       named_index(first_bad, f.shape, f.names), non_finite_where_finite);
 }
 
 // Weights (last axis N_k): does each row still have its expected sum (1; 0 for a row with
@@ -674,6 +675,14 @@ std::string count_difference(std::size_t actual, std::size_t expected, std::span
     return text;
 }
 
+bool values_agree(std::span<const std::size_t> a_shape, std::span<const float> a, std::span<const std::size_t> b_shape,
+                  std::span<const float> b, Tolerance tol) {
+    if (!std::ranges::equal(a_shape, b_shape) || a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!agrees(a[i], b[i], tol)) return false;
+    return true;
+}
+
 std::size_t unwritten_flags(const bool* data, std::size_t n) {
     std::size_t count = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -709,7 +718,25 @@ std::map<std::string, std::string>& explanations() {
     static std::map<std::string, std::string> all;
     return all;
 }
+// The catalogued mistakes a passing check ruled out.
+std::set<std::string>& ruled_out() {
+    static std::set<std::string> names;
+    return names;
+}
 }  // namespace
+
+bool still_possible(const std::string& name) {
+    if (ruled_out().contains(name)) return false;
+    return std::ranges::all_of(
+        run_failures(), [&](const Diagnosis& d) { return std::ranges::find(d.matching, name) != d.matching.end(); });
+}
+
+void rule_out(const std::string& name, const std::string& check) {
+    if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+        std::fprintf(stderr, "[headwise-debug] '%s' ruled out: it differs on the passing check %s\n", name.c_str(),
+                     check.c_str());
+    ruled_out().insert(name);
+}
 
 void remember_explanation(const std::string& name, const std::string& explanation) {
     explanations()[name] = explanation;
@@ -718,6 +745,15 @@ void remember_explanation(const std::string& name, const std::string& explanatio
 std::string explanation_of(const std::string& name) {
     const auto it = explanations().find(name);
     return it == explanations().end() ? std::string() : it->second;
+}
+
+std::string with_cause_of_non_finite(const std::string& detail, bool exp_of_finite_inputs) {
+    const auto at = detail.find(non_finite_where_finite);
+    if (!exp_of_finite_inputs || at == std::string::npos) return detail;
+    std::string text = detail;
+    text.insert(at + non_finite_where_finite.size(),
+                " (the inputs are finite, so your code produced it: exp of a large score? 0/0?)");
+    return text;
 }
 
 std::string without_locations(std::string_view message) {
@@ -730,6 +766,7 @@ std::string fitting_mistake() {
     if (all.empty()) return {};
     bool large = false;
     std::vector<std::string> fits = all.front().matching;
+    std::erase_if(fits, [](const std::string& name) { return ruled_out().contains(name); });
     for (const Diagnosis& d : all) {
         large = large || d.large;
         std::erase_if(fits,
@@ -863,10 +900,21 @@ std::string translate(std::string message) {
                     "wrapped around: an unsigned index (std::size_t) went below 0 (i - 1 at i = 0?)",
                     index, axis, size, static_cast<long>(index));
             }
+            if (size == 0) {
+                // Nothing is wrong with the index: the tensor was made without elements on that axis.
+                return fmt::format(
+                    "an index is outside its tensor: index {} on axis {}, whose size is 0 -- that axis holds no "
+                    "element at all, so look at the shape this tensor was made with (from_shape, a size "
+                    "computed as 0), not at this line's index",
+                    index, axis);
+            }
+            const std::string how =
+                index == size
+                    ? "just past the last: a loop bound one too far (<= instead of <)?"
+                    : fmt::format("{} past the last: an index or size meant for another axis?", index - size + 1);
             return fmt::format(
-                "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}) "
-                "-- a loop bound one too far (<= instead of <), or the size of another axis",
-                index, axis, size, size == 0 ? 0 : size - 1);
+                "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}), {}", index,
+                axis, size, size - 1, how);
         }
         return "an index is outside its tensor (xtensor's bounds check: " + message + ")";
     }
@@ -880,13 +928,15 @@ std::string translate(std::string message) {
         long index = 0;
         unsigned long size = 0;
         if (std::sscanf(message.c_str() + at, "out of bounds: index %ld of a %lu-element buffer", &index, &size) == 2) {
+            if (size == 0)
+                return message + " (the buffer holds no element: look at the size it was made with, not the index)";
             const std::string how =
                 index < 0
                     ? fmt::format("{} before its start: a negative index (a row or offset computed wrong?)", -index)
                 : std::size_t(index) == size
                     ? std::string("just past its end: a loop bound one too far (<= instead of <)?")
                     : fmt::format("{} past its end: a row, head or offset out of range?", std::size_t(index) - size);
-            return fmt::format("{} (valid: 0 to {}; the index is {})", message, size == 0 ? 0 : size - 1, how);
+            return fmt::format("{} (valid: 0 to {}; the index is {})", message, size - 1, how);
         }
     }
     return message;
