@@ -157,6 +157,19 @@ TEST_CASE("masked_attention: large scores stay finite under the causal mask", "[
     expect_masked(q, k, v, causal_mask(6), no_mask, " with large scores");
 }
 
+TEST_CASE("masked_attention: rows whose visible scores are all about -5000 still sum to 1", "[ex04]") {
+    // Every score q . k / sqrt(4) = -50 (100 + j + b + h) is large and negative (B = 2, H = 3,
+    // N = 5, d_head = 4: every axis its own size): exp() of each underflows to 0 unless the row's
+    // own maximum is subtracted first, and the row would be 0/0.
+    Tensor4 q = Tensor4::from_shape({2, 3, 5, 4}), k = Tensor4::from_shape({2, 3, 5, 4});
+    q.fill(0.0f), k.fill(0.0f);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 3; ++h)
+            for (std::size_t j = 0; j < 5; ++j) q(b, h, j, 0) = 100.0f, k(b, h, j, 0) = -float(100 + j + b + h);
+    const Tensor4 v = Random(3).normal<4>({2, 3, 5, 4});
+    expect_masked(q, k, v, causal_mask(5), no_mask, " with scores near -5000");
+}
+
 TEST_CASE("masked_attention: without masks it is plain scaled dot-product attention", "[ex04]") {
     Random rng(4);
     const Tensor4 q = rng.normal<4>({2, 3, 4, 8});

@@ -77,12 +77,13 @@ void explain_scale(Kernel kernel, const Tensor4& q, const Tensor4& k, const Tens
 }
 
 // Random q, k, v of the given sizes against attention_reference.
+// `batch_heads`: B and H (the grid's z and y).
 void expect_reference(Kernel kernel, const std::vector<int>& seqs, const std::vector<int>& d_heads, bool causal,
-                      float spread = 1.0f) {
+                      float spread = 1.0f, std::array<std::size_t, 2> batch_heads = {2, 2}) {
     for (int n : seqs)
         for (int d : d_heads) {
             Random rng(std::uint64_t(100 * n + d));
-            const std::array<std::size_t, 4> shape{2, 2, std::size_t(n), std::size_t(d)};
+            const std::array<std::size_t, 4> shape{batch_heads[0], batch_heads[1], std::size_t(n), std::size_t(d)};
             const Tensor4 q = rng.normal<4>(shape, spread), k = rng.normal<4>(shape, spread), v = rng.normal<4>(shape);
             AttentionOptions o;
             o.causal = causal;
@@ -148,6 +149,32 @@ TEST_CASE("online: scores in the hundreds stay finite", "[ex06][part1]") {
     expect_reference(Kernel::online, {50}, {8}, false, 10.0f);
 }
 
+TEST_CASE("online: B = 3 batches of H = 2 heads (the grid's z and y differ), causal and not", "[ex06][part1]") {
+    expect_reference(Kernel::online, {17}, {8}, false, 1.0f, {3, 2});
+    expect_reference(Kernel::online, {17}, {8}, true, 1.0f, {3, 2});
+}
+
+// Every score is large and negative (a few hundred below 0: every entry of q negative, every
+// one of k positive, each of size ~20): exp() of each underflows to 0 unless the running maximum
+// is subtracted first, and the row would be 0/0.
+void expect_large_negative(Kernel kernel) {
+    Random rng(5);
+    Tensor4 q = rng.normal<4>({3, 2, 17, 8}, 20.0f), k = rng.normal<4>({3, 2, 17, 8}, 20.0f);
+    const Tensor4 v = rng.normal<4>({3, 2, 17, 8});
+    for (float& x : q) x = -std::abs(x) - 1.0f;
+    for (float& x : k) x = std::abs(x) + 1.0f;
+    grade::expect<Ex06>(
+        {.what = call_text(kernel, q, true, " with every visible score large and negative"),
+         .dims = bhnd,
+         .exp_of_finite_inputs = true},
+        [&](const Ex06& ex) { return run(ex, kernel, q, k, v, true); },
+        attention_reference(q, k, v, AttentionOptions{.causal = true}));
+}
+
+TEST_CASE("online: rows whose visible scores are all large and negative", "[ex06][part1]") {
+    expect_large_negative(Kernel::online);
+}
+
 TEST_CASE("tiled: two queries and two keys worked by hand, causal and not", "[ex06][part2]") {
     expect_hand_worked(Kernel::tiled);
 }
@@ -158,6 +185,15 @@ TEST_CASE("tiled: matches the reference for N = 1, 17, 64, 100, 130 (partial las
 
 TEST_CASE("tiled: causal, query i sees keys 0..i across tiles", "[ex06][part2]") {
     expect_reference(Kernel::tiled, {17, 64, 100, 130}, {8, 64}, true);
+}
+
+TEST_CASE("tiled: B = 3 batches of H = 2 heads (the grid's z and y differ), causal and not", "[ex06][part2]") {
+    expect_reference(Kernel::tiled, {17}, {8}, false, 1.0f, {3, 2});
+    expect_reference(Kernel::tiled, {17}, {8}, true, 1.0f, {3, 2});
+}
+
+TEST_CASE("tiled: rows whose visible scores are all large and negative", "[ex06][part2]") {
+    expect_large_negative(Kernel::tiled);
 }
 
 TEST_CASE("tiled: the answer does not depend on the order the threads run in", "[ex06][part2]") {

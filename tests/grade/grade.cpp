@@ -26,13 +26,13 @@ extern "C" void __sanitizer_symbolize_pc(void* pc, const char* fmt, char* out_bu
 
 namespace headwise::grade {
 
-namespace {
-
 bool agrees(double actual, double expected, Tolerance tol) {
     if (std::isnan(actual) || std::isnan(expected)) return std::isnan(actual) && std::isnan(expected);
     if (std::isinf(actual) || std::isinf(expected)) return actual == expected;
     return std::abs(actual - expected) <= tol.abs + tol.rel * std::abs(expected);
 }
+
+namespace {
 
 std::vector<std::string> axis_names(std::string_view dims, std::size_t rank) {
     std::vector<std::string> names;
@@ -352,6 +352,59 @@ Clause weight_rows(const Failing& f) {
         off, rows, at, sum, first_expected);
 }
 
+// Weights (last axis N_k) whose every row is exactly uniform, 1/N_k, where the expected rows
+// are not: the softmax saw equal scores in every row.
+Clause uniform_weights(const Failing& f) {
+    if (f.rank() < 2 || (f.names.back() != "N_k" && f.names.back() != "N_key")) return std::nullopt;
+    const std::size_t row = f.shape.back();
+    if (row < 2) return std::nullopt;
+    const double u = 1.0 / double(row);
+    if (!std::ranges::all_of(f.actual, [&](float w) { return agrees(w, u, f.tol); })) return std::nullopt;
+    if (std::ranges::all_of(f.expected, [&](float w) { return agrees(w, u, f.tol); })) return std::nullopt;
+    return fmt::format(
+        "every weight is 1/{} = 1/{}: uniform rows, what softmax gives when all the scores of a row are equal "
+        "(scores that are all 0, or a scale of 0?)",
+        f.names.back(), row);
+}
+
+// One constant per column (the last axis) added to every row, different from column to column:
+// what a bias vector added twice, or forgotten, does.
+Clause column_offsets(const Failing& f) {
+    if (f.rank() < 2) return std::nullopt;
+    const std::size_t width = f.shape.back(), rows = f.size() / std::max<std::size_t>(width, 1);
+    if (width < 2 || rows < 2) return std::nullopt;
+    std::vector<double> delta(width);
+    for (std::size_t c = 0; c < width; ++c) delta[c] = double(f.actual[c]) - f.expected[c];
+    if (!std::ranges::all_of(delta, [](double d) { return std::isfinite(d); })) return std::nullopt;
+    const auto [lo, hi] = std::ranges::minmax(delta);
+    if (hi - lo <= 10 * f.tol.abs) return std::nullopt;  // one constant for all: offset() says that
+    for (std::size_t i = 0; i < f.size(); ++i)
+        if (!agrees(f.actual[i], f.expected[i] + delta[i % width], f.tol)) return std::nullopt;
+    return fmt::format(
+        "every row differs from the expected one by the same vector along {} ({:.4g}, {:.4g}, ...): a constant per "
+        "column, as a bias vector added where it should not be, or missing where it should",
+        f.names.back(), delta[0], delta[1]);
+}
+
+// Every value above every value of its expected row (last axis), where the expected row's values
+// differ: a sum where a maximum or an average was meant reads so.
+Clause above_every_expected(const Failing& f) {
+    if (f.rank() < 1 || f.size() < enough_values) return std::nullopt;
+    const std::size_t width = f.shape.back(), rows = f.size() / std::max<std::size_t>(width, 1);
+    if (width < 2) return std::nullopt;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const auto row = f.expected.subspan(r * width, width);
+        const float top = *std::ranges::max_element(row);
+        if (!(std::isfinite(top) && *std::ranges::min_element(row) < top)) return std::nullopt;
+        for (std::size_t j = 0; j < width; ++j)
+            if (!(f.actual[r * width + j] > top + f.tol.abs + f.tol.rel * std::abs(top))) return std::nullopt;
+    }
+    return fmt::format(
+        "every value is above the largest expected value of its row along {} (a sum where a maximum or a mean was "
+        "meant?)",
+        f.names.back());
+}
+
 // "1/sqrt(8)" when c is close to a simple factor a learner might have introduced.
 std::string name_factor(double c) {
     for (int k = 2; k <= 4096; ++k) {
@@ -543,10 +596,13 @@ constexpr Clause (*clauses[])(const Failing&) = {every_value_zero,
                                                  local_fill_pattern,
                                                  not_finite,
                                                  weight_rows,
+                                                 uniform_weights,
                                                  ratio,
                                                  scale,
                                                  row_factors,
                                                  offset,
+                                                 column_offsets,
+                                                 above_every_expected,
                                                  transposed,
                                                  shifted,
                                                  permuted};
@@ -629,8 +685,9 @@ Clause wrapped_32_bits(std::size_t actual, std::size_t expected) {
 }
 Clause whole_multiple(std::size_t actual, std::size_t expected) {
     if (expected == 0 || actual == 0) return std::nullopt;
-    if (actual > expected && actual % expected == 0) return fmt::format("exactly {} times too many", actual / expected);
-    if (actual < expected && expected % actual == 0) return fmt::format("exactly 1/{} of it", expected / actual);
+    // A fact about the two numbers, not a cause: one count cannot tell a factor from a coincidence.
+    if (actual > expected && actual % expected == 0) return fmt::format("got = {} x expected", actual / expected);
+    if (actual < expected && expected % actual == 0) return fmt::format("got = expected / {}", expected / actual);
     return std::nullopt;
 }
 }  // namespace
@@ -653,14 +710,11 @@ std::string count_difference(std::size_t actual, std::size_t expected, std::span
         for (const auto& [t, c] : sum) total += static_cast<long double>(c) * static_cast<long double>(terms[t].value);
         if (total == diff && ++fits == 1) fit = std::move(sum);
     };
+    // One kind of term only: a sum of two kinds fits many a difference by coincidence, and would
+    // tell the learner of terms their code never had.
     for (std::size_t a = 0; a < terms.size(); ++a)
-        for (int ca = -4; ca <= 4; ++ca) {
-            if (ca == 0) continue;
-            check({{a, ca}});
-            for (std::size_t b = a + 1; b < terms.size(); ++b)
-                for (int cb = -4; cb <= 4; ++cb)
-                    if (cb != 0) check({{a, ca}, {b, cb}});
-        }
+        for (int ca = -4; ca <= 4; ++ca)
+            if (ca != 0) check({{a, ca}});
     // Terms of equal value (d_model = 1, so d_model^2 = d_model) give several sums: say none.
     if (fits != 1) return {};
     std::string text;
@@ -908,9 +962,12 @@ std::string translate(std::string message) {
                     "computed as 0), not at this line's index",
                     index, axis);
             }
+            // One past the end is a loop that runs one too far, or over a longer axis (a j < N_k
+            // indexing an axis of N_q): both read so, and the line shows which.
             const std::string how =
                 index == size
-                    ? "just past the last: a loop bound one too far (<= instead of <)?"
+                    ? "just past the last: a loop bound one too far (<= instead of <), or an index that runs over "
+                      "another, longer axis?"
                     : fmt::format("{} past the last: an index or size meant for another axis?", index - size + 1);
             return fmt::format(
                 "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}), {}", index,

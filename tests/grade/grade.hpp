@@ -47,6 +47,8 @@ struct Tolerance {
     double abs = 1e-4;
     double rel = 1e-4;
 };
+// The one definition of agreeing: |actual - expected| <= abs + rel * |expected| (NaN, inf as above).
+bool agrees(double actual, double expected, Tolerance tol);
 
 // ---------------------------------------------------------------------------------------------
 // Comparing results. `dims` names the expected result's dimensions ("B, H, N, d_head").
@@ -107,8 +109,8 @@ struct Term {
     std::string unit;  // "d_model", "d_model^2"
     std::size_t value;
 };
-// The difference between two counts as a small sum of the formula's terms (each used at most 4
-// times, at most two kinds), when exactly one such sum fits: "short by one bias vector (d_model
+// The difference between two counts as a few of one of the formula's terms (at most 4), when
+// exactly one such fits: "short by one bias vector (d_model
 // = 512)". Empty when none fits, or more than one (then nothing certain can be said).
 std::string count_difference(std::size_t actual, std::size_t expected, std::span<const Term> terms);
 
