@@ -124,8 +124,8 @@ Tensor4 weights_of(const Ex03& ex, const MhaParameters& p, const Tensor3& query,
 
 // Checks one call in the lesson's order (step 2): the weights in two set-ups that isolate the
 // query and the key projection (the other one made the identity); then the per-head weights
-// (projections, scores, softmax); then the output in a set-up whose right weights are uniform
-// (W_q = W_k = 0); then the output. Only the output's message says what matched before it (this
+// (projections, scores, softmax); then the output; then the output in a set-up whose right
+// weights are uniform (W_q = W_k = 0). Only the output's message says what matched before it (this
 // call's own weights): a set-up's result says nothing certain about another call.
 void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
                 const Tensor3& expected_out, const Tensor4& expected_w, const std::string& label) {
@@ -162,6 +162,18 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
          .exp_of_finite_inputs = true},
         [&](const Ex03& ex) { return weights_of(ex, p, query, key, value); }, expected_w);
     const std::string after = weights_ok ? "the per-head weights (projections, scores, softmax)" : "";
+    grade::expect<Ex03>(
+        {.what = call + ", output",
+         .dims = "B, N_q, d_model",
+         .after = after,
+         .explain = [&](const Tensor3& out) { return block_reading(p, query, key, value, out, "B, N_q, d_model"); },
+         .exp_of_finite_inputs = true},
+        [&](const Ex03& ex) {
+            Tensor4 w;
+            return ex.multi_head_attention(p, query, key, value, w);
+        },
+        expected_out);
+
     // The value projection: W_q = W_k = 0 and no q, k biases make every weight 1 / N_k, so the
     // output is W_o applied to the mean of (value . W_v^T + b_v) over the keys.
     const MhaParameters v_only = with_block(with_block(p, 0, zero), 1, zero);
@@ -179,18 +191,6 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
             return ex.multi_head_attention(v_only, query, key, value, w);
         },
         out_probe);
-
-    grade::expect<Ex03>(
-        {.what = call + ", output",
-         .dims = "B, N_q, d_model",
-         .after = after,
-         .explain = [&](const Tensor3& out) { return block_reading(p, query, key, value, out, "B, N_q, d_model"); },
-         .exp_of_finite_inputs = true},
-        [&](const Ex03& ex) {
-            Tensor4 w;
-            return ex.multi_head_attention(p, query, key, value, w);
-        },
-        expected_out);
 }
 
 struct Config {

@@ -52,6 +52,32 @@ grade::Tolerance rope_tolerance(std::size_t last_position) {
     return {1e-4 + angle, 1e-4 + angle};
 }
 
+// Length of token t's vector (every dim): a rotation of pairs, however paired, keeps it.
+double token_length(const Tensor4& x, std::size_t b, std::size_t h, std::size_t t) {
+    double sum = 0;
+    for (std::size_t c = 0; c < x.shape()[3]; ++c) sum += double(x(b, h, t, c)) * double(x(b, h, t, c));
+    return std::sqrt(sum);
+}
+
+// A pair whose length changed (ny, was nx): what the token's whole vector shows. Its length kept:
+// the dims were paired otherwise. The length of another input token: that token's values. Else
+// only the fact: a rotation keeps lengths, so one of the two rotated values is computed wrong.
+std::string not_a_rotation(const Tensor4& x, const Tensor4& y, std::size_t b, std::size_t h, std::size_t t,
+                           const std::string& where, double nx, double ny) {
+    const double got = token_length(y, b, h, t), was = token_length(x, b, h, t);
+    const auto same = [](double u, double v) { return std::abs(u - v) <= 1e-3 * (1.0 + v); };
+    const std::string head =
+        fmt::format("{}: not a rotation of the input pair (length {:.4g}, was {:.4g})", where, ny, nx);
+    if (same(got, was)) return head + ": the token's whole vector kept its length, so its dims were paired otherwise";
+    for (std::size_t u = 0; u < x.shape()[2]; ++u)
+        if (u != t && same(got, token_length(x, b, h, u)))
+            return head +
+                   fmt::format(": its vector has the length of input token {}'s -- that token's values here?", u);
+    return head +
+           ": a rotation keeps every pair's length, so one of x_a cos - x_b sin and x_b cos + x_a sin is "
+           "computed otherwise";
+}
+
 // Explains a wrong rotation of x (B, H, N, d_head), token n at position first + n: the first pair
 // of dimensions (in the expected layout) that differs, and what the subject did to it.
 std::function<std::string(const Tensor4&)> explain_rotation(const std::string& tensor, const Tensor4& x,
@@ -75,12 +101,7 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
                         const std::string where =
                             fmt::format("{} token {} (position {}), pair {} = dims ({}, {})", tensor, t, p, i, pa, pb);
                         const double nx = std::hypot(xa, xb), ny = std::hypot(ya, yb);
-                        if (std::abs(nx - ny) > 1e-3 * (1.0 + nx)) {
-                            return fmt::format(
-                                "{}: not a rotation of the input pair (length {:.4g}, was {:.4g}): are dims {} and {} "
-                                "paired as the {} layout pairs them, each rotated once?",
-                                where, ny, nx, pa, pb, name_of(layout));
-                        }
+                        if (std::abs(nx - ny) > 1e-3 * (1.0 + nx)) return not_a_rotation(x, y, b, h, t, where, nx, ny);
                         const double got = std::atan2(xa * yb - xb * ya, xa * ya + xb * yb);
                         const double want = wrapped(double(p) * theta);
                         std::string why;

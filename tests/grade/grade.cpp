@@ -367,6 +367,44 @@ Clause uniform_weights(const Failing& f) {
         f.names.back(), row);
 }
 
+std::string name_factor(double c);
+
+// Weights (last axis N_k) that are the softmax of the expected scores times one factor c: in
+// every row, log w - mean(log w) is c times the expected one. Read from the weights alone, so it
+// holds whatever the scores were; said only when every weight is rebuilt within tolerance.
+Clause scaled_scores(const Failing& f) {
+    if (f.rank() < 2 || (f.names.back() != "N_k" && f.names.back() != "N_key")) return std::nullopt;
+    const std::size_t width = f.shape.back(), rows = f.size() / std::max<std::size_t>(width, 1);
+    if (width < 2 || f.size() < enough_values) return std::nullopt;
+    std::vector<double> la(f.size()), le(f.size());
+    double num = 0, den = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double ma = 0, me = 0;
+        for (std::size_t j = r * width; j < (r + 1) * width; ++j) {
+            if (!(f.actual[j] > 0 && f.expected[j] > 0)) return std::nullopt;  // a mask or a 0: not a scale
+            la[j] = std::log(double(f.actual[j])), le[j] = std::log(double(f.expected[j]));
+            ma += la[j], me += le[j];
+        }
+        for (std::size_t j = r * width; j < (r + 1) * width; ++j) {
+            la[j] -= ma / double(width), le[j] -= me / double(width);
+            num += la[j] * le[j], den += le[j] * le[j];
+        }
+    }
+    if (den <= 1e-6) return std::nullopt;
+    const double c = num / den;
+    if (!std::isfinite(c) || c <= 1e-3 || std::abs(c - 1) <= 1e-3) return std::nullopt;
+    for (std::size_t r = 0; r < rows; ++r) {
+        double sum = 0;
+        for (std::size_t j = r * width; j < (r + 1) * width; ++j) sum += std::exp(c * le[j]);
+        for (std::size_t j = r * width; j < (r + 1) * width; ++j)
+            if (!agrees(f.actual[j], std::exp(c * le[j]) / sum, f.tol)) return std::nullopt;
+    }
+    return fmt::format(
+        "the weights are softmax(c x the expected scores) with c = {:.4g}{}: every score is off by that one factor "
+        "(the 1/sqrt(d) scale, or what it multiplies?)",
+        c, name_factor(c));
+}
+
 // One constant per column (the last axis) added to every row, different from column to column:
 // what a bias vector added twice, or forgotten, does.
 Clause column_offsets(const Failing& f) {
@@ -541,7 +579,8 @@ Clause shifted(const Failing& f) {
 Clause permuted(const Failing& f) {
     for (std::size_t a = 0; a < f.rank(); ++a) {
         const std::size_t m = f.shape[a];
-        if (m < 2) continue;
+        // A slice of a few values equals another by coincidence too easily: each needs enough.
+        if (m < 2 || f.size() / m < enough_values) continue;
         const auto slice_equals = [&](std::size_t s, std::size_t t) {
             for (std::size_t i = 0; i < f.size(); ++i) {
                 auto idx = unravel(i, f.shape);
@@ -568,7 +607,10 @@ Clause permuted(const Failing& f) {
             bijection = bijection && !used[perm[s]];
             used[perm[s]] = true;
         }
-        if (identity) continue;
+        std::size_t moved = 0;
+        for (std::size_t t = 0; t < m; ++t) moved += perm[t] != t ? 1 : 0;
+        // One slice moved is one coincidence; an index stuck is seen on two slices at least.
+        if (identity || moved < 2) continue;
         std::string order;
         for (std::size_t s = 0; s < std::min<std::size_t>(m, 8); ++s)
             order += fmt::format("{}{}", s ? ", " : "", perm[s]);
@@ -597,6 +639,7 @@ constexpr Clause (*clauses[])(const Failing&) = {every_value_zero,
                                                  not_finite,
                                                  weight_rows,
                                                  uniform_weights,
+                                                 scaled_scores,
                                                  ratio,
                                                  scale,
                                                  row_factors,
