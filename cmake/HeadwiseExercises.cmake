@@ -185,15 +185,20 @@ namespace {
       -DEXPECT=mistake "-DMISTAKE=${name}")
   endforeach()
 
-  # The learner-style mistakes beyond the catalogue (tests/grade/learner_mistakes/<id>_*.mistake):
+  # The learner-style mistakes beyond the catalogue (tests/grade/learner_mistakes/<id>/*.mistake):
   # each a few one-line edits of the solution (headwise-gradetool patch), which must fail with the
   # diagnosis its "expect:" lines spell out and name no catalogued mistake. They reuse the cases'
   # and the catalogue's objects: each adds one compiled file and a link.
-  file(GLOB learner_mistakes CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}_*.mistake")
+  file(GLOB flat CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}_*.mistake")
+  if(flat)
+    message(FATAL_ERROR "${flat}: a learner-style mistake lives in its exercise's folder now, "
+      "tests/grade/learner_mistakes/${id}/<what>.mistake (see docs/instructor-guide.md)")
+  endif()
+  file(GLOB learner_mistakes CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}/*.mistake")
   list(SORT learner_mistakes)
   foreach(spec IN LISTS learner_mistakes)
-    get_filename_component(stem "${spec}" NAME_WE)
-    string(REGEX REPLACE "^${id}_" "" key "${stem}")
+    get_filename_component(key "${spec}" NAME_WE)
+    set(stem "${id}_${key}")
     set(patched "${gen}/learner/${stem}.cpp")
     add_custom_command(OUTPUT "${patched}"
       COMMAND headwise_gradetool patch ${spec} ${solution_dir}/${first_source} ${patched}

@@ -8,7 +8,7 @@
 //       runs a grader under the sanitizers and completes its report (exit 0: every test passed)
 //   headwise-gradetool patch SPEC SOLUTION OUT
 //       a catalogued or learner-style mistake (tests/grade/mistakes/*.mistake,
-//       tests/grade/learner_mistakes/*.mistake): SOLUTION with each "replace: <text>" of SPEC
+//       tests/grade/learner_mistakes/<id>/*.mistake): SOLUTION with each "replace: <text>" of SPEC
 //       (found exactly once) replaced by the "with: <text>" after it,
 //       one line for one line, so line numbers stay those of the solution ("replace#N: <text>":
 //       its N-th occurrence)

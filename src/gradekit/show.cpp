@@ -33,6 +33,20 @@ void as_is(std::string& out, const std::string& indent, const std::string& text)
     for (std::string line; std::getline(lines, line);) out += indent + line + "\n";
 }
 
+// What makes two failures one root cause: thrown (or stopped) at the same line of the subject
+// with the same error, its numbers aside (the sizes differ from test to test). Empty for a
+// failure without a line: differing values are each test's own facts.
+std::string root_cause(const Failure& f) {
+    if (f.where.empty()) return {};
+    std::size_t at = f.message.find(": threw an exception");
+    if (at == std::string::npos) at = f.message.find(": the emulator stopped the kernel");
+    if (at == std::string::npos) return {};
+    std::string key = f.where + "\n";
+    for (const char c : f.message.substr(at))
+        if (c < '0' || c > '9') key += c;
+    return key;
+}
+
 }  // namespace
 
 std::string milestones(const Report& r) {
@@ -75,8 +89,13 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         int budget = verbose_detail_lines;
         std::set<std::string> printed;
         std::size_t held_back = 0;
+        std::set<std::string> causes;
         for (const auto& f : r->failures) {
             out += indent + "FAIL " + f.test + "\n";
+            if (const std::string cause = root_cause(f); !cause.empty() && !causes.insert(cause).second) {
+                out += indent + "     the same error at " + f.where + " as above\n";
+                continue;
+            }
             wrapped(out, indent + "     ", f.message);
             // The learner's line under its first failure; a later one at the same place names it.
             if (!f.source.empty() && printed.insert(f.where + "\n" + f.source).second)
@@ -102,7 +121,8 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         if (diagnosable) {
             const auto& f = r->failures[0];
             if (!f.mistake.empty()) {
-                out += fmt::format("{}known mistake \"{}\" (it reproduces every failing check):\n", indent, f.mistake);
+                out += fmt::format("{}known mistake \"{}\" (it reproduces every check, failing and passing):\n", indent,
+                                   f.mistake);
                 std::istringstream lines(f.explanation);
                 for (std::string line; std::getline(lines, line);) wrapped(out, indent + "  ", line);
             } else {

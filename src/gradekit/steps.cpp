@@ -87,6 +87,16 @@ bool is_excerpt(const std::string& line) {
     return std::regex_match(line, excerpt);
 }
 
+// How many lines of the first error (its excerpt and notes) the report shows.
+constexpr std::size_t max_error_lines = 40;
+
+// Types as the learner wrote them: gcc names a type by the library's alias and adds what it is,
+// "'xt::uvector<float>::value_type&' {aka 'float&'}"; only the second reads as the code does.
+std::string as_written(const std::string& text) {
+    static const std::regex aka(R"('[^']*' \{aka ('[^']*')\})");
+    return std::regex_replace(text, aka, "$1");
+}
+
 fs::path sidecar_of(const fs::path& report) { return report.string() + ".warnings"; }
 
 }  // namespace
@@ -171,10 +181,16 @@ CompilerOutput parse_compiler_output(const std::string& log, const Subject& s) {
     static const std::regex required_from(R"(^(\S+?):([0-9]+):([0-9]+):   required from here$)");
     const std::vector<std::string> lines = lines_of(log);
     const std::string root = s.source_dir.string() + "/";
-    auto whole = [&](std::size_t i) {  // the diagnostic at line i, with its excerpt
+    auto whole = [&](std::size_t i) {  // the diagnostic at line i, with its excerpt and its notes
+        static const std::regex note(R"(^\S+?:[0-9]+:[0-9]+: note: .*$)");
         std::string text = replace_all(lines[i], root, "");
-        for (std::size_t j = i + 1; j < lines.size() && is_excerpt(lines[j]); ++j) text += "\n" + lines[j];
-        return text;
+        std::size_t j = i + 1, shown = 1;
+        for (; j < lines.size() && (is_excerpt(lines[j]) || std::regex_match(lines[j], note)); ++j)
+            if (shown++ < max_error_lines) text += "\n" + replace_all(lines[j], root, "");
+        if (shown > max_error_lines)
+            text += fmt::format("\n({} more lines of notes: ./headwise grade N -v shows the whole build output)",
+                                shown - max_error_lines);
+        return as_written(text);
     };
     CompilerOutput out;
     std::set<std::string> seen;
@@ -251,7 +267,17 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
     return false;
 }
 
-Failure diagnose_crash(const std::string& output, int exit_code, const Subject& s, bool timed_out) {
+namespace {
+
+// What a grader's output says of a crash: the sanitizer's kind of error, the access, the region,
+// the subject's line, the check that was running.
+struct CrashFacts {
+    std::string kind, rw, size, offset, side, bytes, ub, check, test, terminate_what, where_file;
+    int where_line = 0, where_col = 0;
+    bool in_kernel = false;
+};
+
+CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
     static const std::regex asan_error(R"(==[0-9]+==ERROR: AddressSanitizer: ([A-Za-z-]+))");
     static const std::regex access(R"(^(READ|WRITE) of size ([0-9]+) at)");
     static const std::regex region(
@@ -260,162 +286,202 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     static const std::regex ubsan(R"(^(\S+?):([0-9]+):([0-9]+): runtime error: (.*)$)");
     static const std::regex segv_access(R"(The signal is caused by a (READ|WRITE) memory access)");
     static const std::regex check_marker(R"(^\[headwise-check\] ([^\t]*)\t(.*)$)");
-
-    const std::vector<std::string> lines = lines_of(output);
-    Failure f;
-    std::string kind, rw, size, offset, side, bytes, ub, check, terminate_what, where_file, first_frame;
-    int where_line = 0, where_col = 0, subject_frames = 0;
-    bool report_started = false, in_kernel = false;
+    CrashFacts c;
+    std::string first_frame;
+    int subject_frames = 0;
+    bool report_started = false;
     for (const std::string& line : lines) {
         std::smatch m;
         // A frame of the emulator's under the report: the error is inside a kernel (exercise 06).
-        if (report_started && line.find("headwise::emulator::") != std::string::npos) in_kernel = true;
+        if (report_started && line.find("headwise::emulator::") != std::string::npos) c.in_kernel = true;
         if (!report_started && std::regex_match(line, m, check_marker)) {
-            f.test = m[1].str();
-            check = m[2].str();
+            c.test = m[1].str();
+            c.check = m[2].str();
             continue;
         }
-        if (kind.empty() && std::regex_search(line, m, asan_error)) {
-            kind = m[1].str();
+        if (c.kind.empty() && std::regex_search(line, m, asan_error)) {
+            c.kind = m[1].str();
             report_started = true;
-        } else if (ub.empty() && kind.empty() && std::regex_match(line, m, ubsan)) {
-            ub = m[4].str();
+        } else if (c.ub.empty() && c.kind.empty() && std::regex_match(line, m, ubsan)) {
+            c.ub = m[4].str();
             report_started = true;
             if (is_subject_file(m[1].str(), s)) {
-                where_file = subject_relative(m[1].str(), s);
-                where_line = std::stoi(m[2].str());
-                where_col = std::stoi(m[3].str());
+                c.where_file = subject_relative(m[1].str(), s);
+                c.where_line = std::stoi(m[2].str());
+                c.where_col = std::stoi(m[3].str());
             }
-        } else if (rw.empty() && std::regex_search(line, m, access)) {
-            rw = m[1].str();
-            size = m[2].str();
-        } else if (rw.empty() && std::regex_search(line, m, segv_access)) {
-            rw = m[1].str();
-        } else if (side.empty() && std::regex_search(line, m, region)) {
-            offset = m[1].str();
-            side = m[2].str();
-            bytes = m[3].str();
+        } else if (c.rw.empty() && std::regex_search(line, m, access)) {
+            c.rw = m[1].str();
+            c.size = m[2].str();
+        } else if (c.rw.empty() && std::regex_search(line, m, segv_access)) {
+            c.rw = m[1].str();
+        } else if (c.side.empty() && std::regex_search(line, m, region)) {
+            c.offset = m[1].str();
+            c.side = m[2].str();
+            c.bytes = m[3].str();
         } else if (report_started && std::regex_match(line, m, frame) && is_subject_file(m[2].str(), s)) {
             // The first frame in the subject's file; for a stack overflow the second one that
             // differs from it (the first is the function's entry, the next the call that recursed).
             const std::string here = m[2].str() + ":" + m[3].str();
             const bool take =
-                subject_frames == 0 || (kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
+                subject_frames == 0 || (c.kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
             if (take) {
                 if (subject_frames++ == 0) first_frame = here;
-                where_file = subject_relative(m[2].str(), s);
-                where_line = std::stoi(m[3].str());
-                where_col = m[4].matched ? std::stoi(m[4].str()) : 0;
+                c.where_file = subject_relative(m[2].str(), s);
+                c.where_line = std::stoi(m[3].str());
+                c.where_col = m[4].matched ? std::stoi(m[4].str()) : 0;
             }
         } else if (line.rfind("  what():  ", 0) == 0) {
-            terminate_what = line.substr(11);
+            c.terminate_what = line.substr(11);
         }
     }
+    return c;
+}
 
-    const bool read = rw != "WRITE";
-    auto floats = [](const std::string& n) {
-        const long b = std::atol(n.c_str());
-        return b % 4 == 0 ? fmt::format(" ({} floats)", b / 4) : std::string();
-    };
-    std::string what;
-    const std::string verb = read ? "read" : "wrote";
-    const std::string bounds_doc = "docs/xtensor-for-pytorch-users.md, \"Indices, shapes and loop bounds\"";
-    const std::string views_doc = "docs/xtensor-for-pytorch-users.md, \"Views, references and lazy expressions\"";
-    if (kind == "heap-buffer-overflow" || kind == "stack-buffer-overflow" || kind == "global-buffer-overflow") {
-        if (side == "to the right of") {
-            what = fmt::format(
-                "{} {} bytes {} the end of a {}-byte buffer{}: an index one (or more) past the last "
-                "element, e.g. a loop bound <= n or a wrong axis size",
-                verb, size, offset == "0" ? "just past" : offset + " bytes past", bytes, floats(bytes));
-        } else if (side == "to the left of") {
-            what = fmt::format(
-                "{} {} bytes {} bytes before the start of a {}-byte buffer{}: an index below 0 (an "
-                "unsigned index that wrapped around?)",
-                verb, size, offset, bytes, floats(bytes));
-        } else {
-            what = fmt::format("{} {} bytes outside a buffer ({})", verb, size, kind);
-        }
+const std::string bounds_doc = "docs/xtensor-for-pytorch-users.md, \"Indices, shapes and loop bounds\"";
+const std::string views_doc = "docs/xtensor-for-pytorch-users.md, \"Views, references and lazy expressions\"";
+
+// An access outside a buffer, said as what the numbers show: one element past a non-empty
+// buffer's end reads as a loop bound; a buffer of 0 bytes points at the size it was made with,
+// not at the line that used it.
+std::string outside_a_buffer(const CrashFacts& c) {
+    const std::string verb = c.rw != "WRITE" ? "read" : "wrote";
+    const long bytes = std::atol(c.bytes.c_str());
+    const std::string floats = bytes % 4 == 0 && bytes > 0 ? fmt::format(" ({} floats)", bytes / 4) : std::string();
+    if (c.side == "to the right of" && bytes == 0)
+        return fmt::format(
+            "{} {} bytes of a buffer that holds nothing (0 bytes): the index is not the fault, the size the "
+            "tensor or array was made with is (a shape computed as 0?)",
+            verb, c.size);
+    if (c.side == "to the right of" && c.offset == "0")
+        return fmt::format(
+            "{} {} bytes just past the end of a {}-byte buffer{}: an index one past the last element (a loop bound "
+            "<= n instead of < n?)",
+            verb, c.size, c.bytes, floats);
+    if (c.side == "to the right of")
+        return fmt::format(
+            "{} {} bytes {} bytes past the end of a {}-byte buffer{}: an index or size meant for another axis, or a "
+            "buffer made too small",
+            verb, c.size, c.offset, c.bytes, floats);
+    if (c.side == "to the left of")
+        return fmt::format(
+            "{} {} bytes {} bytes before the start of a {}-byte buffer{}: an index below 0 (an unsigned index that "
+            "wrapped around?)",
+            verb, c.size, c.offset, c.bytes, floats);
+    return fmt::format("{} {} bytes outside a buffer ({})", verb, c.size, c.kind);
+}
+
+// What the sanitizer's report says, in the learner's terms (and the lesson to reread).
+std::string sanitizer_what(const CrashFacts& c, Failure& f) {
+    const std::string verb = c.rw != "WRITE" ? "read" : "wrote";
+    if (c.kind == "heap-buffer-overflow" || c.kind == "stack-buffer-overflow" || c.kind == "global-buffer-overflow") {
         f.lesson = bounds_doc;
-    } else if (kind == "heap-use-after-free") {
-        what = fmt::format(
-            "{} {} bytes of memory that was already freed: a view, pointer or reference used after the "
-            "tensor it points into was destroyed or reassigned",
-            verb, size);
-        f.lesson = views_doc;
-    } else if (kind == "stack-use-after-return" || kind == "stack-use-after-scope") {
-        what = fmt::format("{} {} bytes of a local variable whose {} already ended: a dangling reference or view", verb,
-                           size, kind == "stack-use-after-return" ? "function had" : "scope had");
-        f.lesson = views_doc;
-    } else if (kind == "attempting") {
-        what = "freed the same memory twice (double free) or freed memory that was never allocated";
-        f.lesson = views_doc;
-    } else if (kind == "SEGV") {
-        what = fmt::format(
-            "crashed with a segmentation fault (SIGSEGV) on a {}: an index far outside any tensor, or a "
-            "null or dangling pointer",
-            read ? "read" : "write");
-        f.lesson = bounds_doc;
-    } else if (kind == "stack-overflow") {
-        what = "ran out of stack (stack overflow): a function that calls itself without end?";
-    } else if (timed_out) {
-        what =
-            "did not finish in time: an endless loop? (a loop whose condition never becomes false, e.g. an "
-            "unsigned j >= 0, or a bound that grows); it was at this line when stopped";
-    } else if (kind == "ABRT" || exit_code == 128 + 6) {
-        what = terminate_what.empty() ? "aborted (SIGABRT): an assert failed or std::terminate was called"
-                                      : "an exception escaped and aborted the grader: " + terminate_what;
-    } else if (!kind.empty()) {
-        what = "AddressSanitizer: " + kind;
-    } else if (!ub.empty()) {
-        what = "undefined behaviour: " + ub;
-        // The 32-bit hint only where UBSan names a 32-bit type ("... cannot be represented in
-        // type 'int'"): an overflow of a 64-bit long is another story.
-        if (ub.find("overflow") != std::string::npos && ub.find("type 'int'") != std::string::npos) {
-            what +=
-                " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
-            f.lesson = "lesson 05 (docs/05_parameter_count.md): counts that pass 2^31";
-        } else if (ub.find("shift") != std::string::npos) {
-            what += " -- a shift by a negative amount or by the type's width or more";
-        } else if (ub.find("out of bounds") != std::string::npos) {
-            f.lesson = bounds_doc;
-        }
-    } else if (exit_code > 128) {
-        what = fmt::format("the grader was killed by signal {} ({})", exit_code - 128, strsignal(exit_code - 128));
-    } else {
-        what =
-            fmt::format("the grader stopped before its last test (exit code {}) without a sanitizer report", exit_code);
+        return outside_a_buffer(c);
     }
-    if (output.find("/xtensor/xreducer.hpp") != std::string::npos && !kind.empty()) {
+    if (c.kind == "heap-use-after-free") {
+        f.lesson = views_doc;
+        return fmt::format(
+            "{} {} bytes of memory that was already freed: a view, pointer or reference used after the tensor it "
+            "points into was destroyed or reassigned",
+            verb, c.size);
+    }
+    if (c.kind == "stack-use-after-return" || c.kind == "stack-use-after-scope") {
+        f.lesson = views_doc;
+        return fmt::format("{} {} bytes of a local variable whose {} already ended: a dangling reference or view", verb,
+                           c.size, c.kind == "stack-use-after-return" ? "function had" : "scope had");
+    }
+    if (c.kind == "attempting") {
+        f.lesson = views_doc;
+        return "freed the same memory twice (double free) or freed memory that was never allocated";
+    }
+    if (c.kind == "SEGV") {
+        f.lesson = bounds_doc;
+        return fmt::format(
+            "crashed with a segmentation fault (SIGSEGV) on a {}: an index far outside any tensor, or a null or "
+            "dangling pointer",
+            verb == "read" ? "read" : "write");
+    }
+    if (c.kind == "stack-overflow")
+        return "ran out of stack (stack overflow): a function that calls itself without end?";
+    return {};
+}
+
+// UBSan's runtime error, with what its words show (a 32-bit overflow, a shift).
+std::string undefined_behaviour_what(const CrashFacts& c, Failure& f) {
+    std::string what = "undefined behaviour: " + c.ub;
+    // The 32-bit hint only where UBSan names a 32-bit type ("... cannot be represented in type
+    // 'int'"): an overflow of a 64-bit long is another story.
+    if (c.ub.find("overflow") != std::string::npos && c.ub.find("type 'int'") != std::string::npos) {
+        what += " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
+        f.lesson = "lesson 05 (docs/05_parameter_count.md): counts that pass 2^31";
+    } else if (c.ub.find("shift") != std::string::npos) {
+        what += " -- a shift by a negative amount or by the type's width or more";
+    } else if (c.ub.find("out of bounds") != std::string::npos) {
+        f.lesson = bounds_doc;
+    }
+    return what;
+}
+
+std::string crash_what(const CrashFacts& c, int exit_code, bool timed_out, Failure& f) {
+    if (std::string what = sanitizer_what(c, f); !what.empty()) return what;
+    if (timed_out)
+        return "did not finish in time: an endless loop? (a loop whose condition never becomes false, e.g. an "
+               "unsigned j >= 0, or a bound that grows); it was at this line when stopped";
+    if (c.kind == "ABRT" || exit_code == 128 + 6)
+        return c.terminate_what.empty() ? "aborted (SIGABRT): an assert failed or std::terminate was called"
+                                        : "an exception escaped and aborted the grader: " + c.terminate_what;
+    if (!c.kind.empty()) return "AddressSanitizer: " + c.kind;
+    if (!c.ub.empty()) return undefined_behaviour_what(c, f);
+    if (exit_code > 128)
+        return fmt::format("the grader was killed by signal {} ({})", exit_code - 128, strsignal(exit_code - 128));
+    return fmt::format("the grader stopped before its last test (exit code {}) without a sanitizer report", exit_code);
+}
+
+// The sanitizer's own report, for -v.
+std::vector<std::string> sanitizer_report(const std::vector<std::string>& lines, const Subject& s) {
+    std::vector<std::string> details;
+    bool in_report = false;
+    for (const std::string& line : lines) {
+        if (line.find("==ERROR:") != std::string::npos || line.find("runtime error:") != std::string::npos)
+            in_report = true;
+        if (in_report && details.size() < 60) {
+            std::string shown = replace_all(line, s.source_dir.string() + "/", "");
+            if (shown.size() > 240) shown = shown.substr(0, 200) + " ... " + shown.substr(shown.size() - 35);
+            details.push_back(shown);
+        }
+    }
+    return details;
+}
+
+}  // namespace
+
+Failure diagnose_crash(const std::string& output, int exit_code, const Subject& s, bool timed_out) {
+    const std::vector<std::string> lines = lines_of(output);
+    const CrashFacts c = read_crash(lines, s);
+    Failure f;
+    f.test = c.test;
+    std::string what = crash_what(c, exit_code, timed_out, f);
+    if (output.find("/xtensor/xreducer.hpp") != std::string::npos && !c.kind.empty()) {
         what +=
             " (inside an xtensor reduction such as xt::sum(..., xt::keep_dims) used inside a lazy expression: "
             "xtensor 0.24 then reads past the buffer; evaluate the reduction into a tensor first)";
     }
     // Inside a kernel, the concept to reread is the kernel's (indices from threadIdx and blockIdx,
     // per-thread arrays), not xtensor's.
-    if (in_kernel && (!kind.empty() || !ub.empty()))
+    if (c.in_kernel && (!c.kind.empty() || !c.ub.empty()))
         f.lesson = "docs/06_cuda_kernel.md, \"Pitfalls, with the lesson's numbers\"";
-    if (!check.empty()) what += " -- while checking " + check;
-    if (!where_file.empty()) {
-        f.where = where_col > 0 ? fmt::format("{}:{}:{}", where_file, where_line, where_col)
-                                : fmt::format("{}:{}", where_file, where_line);
-        f.source = source_line(s.source_dir / where_file, where_line);
+    if (!c.check.empty()) what += " -- while checking " + c.check;
+    if (!c.where_file.empty()) {
+        f.where = c.where_col > 0 ? fmt::format("{}:{}:{}", c.where_file, c.where_line, c.where_col)
+                                  : fmt::format("{}:{}", c.where_file, c.where_line);
+        f.source = source_line(s.source_dir / c.where_file, c.where_line);
         f.message = fmt::format("{}: {}", f.where, what);
     } else {
-        f.message =
-            what + (kind.empty() && ub.empty() ? std::string() : " (not in your file: see the stack in the details)");
+        f.message = what + (c.kind.empty() && c.ub.empty() ? std::string()
+                                                           : " (not in your file: see the stack in the details)");
     }
     if (f.test.empty()) f.test = "(the grader itself)";
-    // The sanitizer's own report, for -v.
-    bool in_report = false;
-    for (const std::string& line : lines) {
-        if (line.find("==ERROR:") != std::string::npos || line.find("runtime error:") != std::string::npos)
-            in_report = true;
-        if (in_report && f.details.size() < 60) {
-            std::string shown = replace_all(line, s.source_dir.string() + "/", "");
-            if (shown.size() > 240) shown = shown.substr(0, 200) + " ... " + shown.substr(shown.size() - 35);
-            f.details.push_back(shown);
-        }
-    }
+    f.details = sanitizer_report(lines, s);
     return f;
 }
 

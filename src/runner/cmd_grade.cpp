@@ -99,8 +99,12 @@ int grade(const std::string& which, bool verbose, const std::string& junit) {
         if (report && report->all_passed()) ++passed;
         print_row(exercises[i], numbers[i], report, verbose);
     }
-    fmt::print("passed: {} of {} exercise{}. Reports: {}/<id>.json\n", passed, exercises.size(),
-               exercises.size() == 1 ? "" : "s", dir.string());
+    // The report's real name: one exercise's file, or the first and last of several.
+    const std::string reports = exercises.size() == 1 ? "Report: " + report_path(exercises.front()).string()
+                                                      : fmt::format("Reports: {}/{}.json .. {}.json", dir.string(),
+                                                                    exercises.front().id, exercises.back().id);
+    fmt::print("passed: {} of {} exercise{}. {}\n", passed, exercises.size(), exercises.size() == 1 ? "" : "s",
+               reports);
     if (!junit.empty()) fmt::print("JUnit report: {}\n", fs::absolute(junit).string());
     if (passed == static_cast<int>(exercises.size()) && rc == 0) return 0;
     return 1;

@@ -56,16 +56,19 @@ void expect_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, cons
         fmt::format("attention(q {}, k {}, v {}){}", grade::shape_of(q), grade::shape_of(k), grade::shape_of(v), label);
     // In the lesson's order: the weights first, then the output built from them.
     const bool weights_ok = grade::expect<Ex01>(
-        call + ", weights",
+        {.what = call + ", weights", .dims = bnn, .exp_of_finite_inputs = true},
         [&](const Ex01& ex) {
             Tensor3 w;
             ex.attention(q, k, v, &w);
             return w;
         },
-        r.weights, bnn);
+        r.weights);
     grade::expect<Ex01>(
-        call + ", output", [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, r.out, "B, N_q, d_v", {},
-        weights_ok ? "the weights" : "");
+        {.what = call + ", output",
+         .dims = "B, N_q, d_v",
+         .after = weights_ok ? "the weights" : "",
+         .exp_of_finite_inputs = true},
+        [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, r.out);
 }
 
 void expect_random_attention(const std::vector<Shape>& shapes, float spread = 1.0f) {
@@ -87,8 +90,8 @@ TEST_CASE("softmax_last_axis: hand-worked rows come out as 1/6, 1/3, 1/2", "[ex0
     const Tensor3 scores = {{{0.0f, l2, l3}, {l3, 0.0f, l2}}};  // (1, 2, 3): exps (1, 2, 3) and (3, 1, 2)
     const Tensor3 expected = {{{1.0f / 6, 2.0f / 6, 3.0f / 6}, {3.0f / 6, 1.0f / 6, 2.0f / 6}}};
     grade::expect<Ex01>(
-        "softmax_last_axis(scores (1, 2, 3))", [&](const Ex01& ex) { return ex.softmax_last_axis(scores); }, expected,
-        bnn);
+        {.what = "softmax_last_axis(scores (1, 2, 3))", .dims = bnn, .exp_of_finite_inputs = true},
+        [&](const Ex01& ex) { return ex.softmax_last_axis(scores); }, expected);
 }
 
 TEST_CASE("softmax_last_axis: matches the library's softmax for many shapes and seeds", "[ex01]") {
@@ -98,8 +101,10 @@ TEST_CASE("softmax_last_axis: matches the library's softmax for many shapes and 
             Random rng(seed);
             const Tensor3 scores = rng.normal<3>(shape, 3.0f);
             grade::expect<Ex01>(
-                fmt::format("softmax_last_axis(scores {}) with seed {}", grade::shape_of(scores), seed),
-                [&](const Ex01& ex) { return ex.softmax_last_axis(scores); }, softmax(scores), bnn);
+                {.what = fmt::format("softmax_last_axis(scores {}) with seed {}", grade::shape_of(scores), seed),
+                 .dims = bnn,
+                 .exp_of_finite_inputs = true},
+                [&](const Ex01& ex) { return ex.softmax_last_axis(scores); }, softmax(scores));
         }
     }
 }
@@ -111,8 +116,8 @@ TEST_CASE("softmax_last_axis: scores of +-1e4 give finite weights", "[ex01]") {
     const Tensor3 expected = {{{float(1 / (1 + e1)), float(e1 / (1 + e1)), 0.0f},
                                {float(e2 / (1 + 2 * e2)), float(e2 / (1 + 2 * e2)), float(1 / (1 + 2 * e2))}}};
     grade::expect<Ex01>(
-        "softmax_last_axis(scores (1, 2, 3) of size 1e4)", [&](const Ex01& ex) { return ex.softmax_last_axis(scores); },
-        expected, bnn);
+        {.what = "softmax_last_axis(scores (1, 2, 3) of size 1e4)", .dims = bnn, .exp_of_finite_inputs = true},
+        [&](const Ex01& ex) { return ex.softmax_last_axis(scores); }, expected);
 }
 
 TEST_CASE("attention: hand-worked query with d = 4 gives weights 3/4, 1/4", "[ex01]") {
@@ -124,16 +129,20 @@ TEST_CASE("attention: hand-worked query with d = 4 gives weights 3/4, 1/4", "[ex
     const Tensor3 out = {{{0.75f * 1 + 0.25f * 3, 0.75f * 2 + 0.25f * 4}}};    // (1, 1, 2)
     const Tensor3 weights = {{{0.75f, 0.25f}}};                                // (1, 1, 2)
     grade::expect<Ex01>(
-        "attention(q (1, 1, 4), k (1, 2, 4), v (1, 2, 2)), output",
-        [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, out, "B, N_q, d_v");
+        {.what = "attention(q (1, 1, 4), k (1, 2, 4), v (1, 2, 2)), output",
+         .dims = "B, N_q, d_v",
+         .exp_of_finite_inputs = true},
+        [&](const Ex01& ex) { return ex.attention(q, k, v, nullptr); }, out);
     grade::expect<Ex01>(
-        "attention(q (1, 1, 4), k (1, 2, 4), v (1, 2, 2)), weights",
+        {.what = "attention(q (1, 1, 4), k (1, 2, 4), v (1, 2, 2)), weights",
+         .dims = bnn,
+         .exp_of_finite_inputs = true},
         [&](const Ex01& ex) {
             Tensor3 w;
             ex.attention(q, k, v, &w);
             return w;
         },
-        weights, bnn);
+        weights);
 }
 
 TEST_CASE("attention: self-attention matches the reference for d = 1, 8, 64 and batches", "[ex01]") {

@@ -38,17 +38,18 @@ TEST_CASE("split_heads: hand-worked (1, 2, 4) into 2 heads of width 2", "[ex02]"
     // Head 0 gets features 0-1 of each token, head 1 features 2-3.
     const Tensor4 expected = {{{{0, 1}, {4, 5}}, {{2, 3}, {6, 7}}}};  // (1, 2, 2, 2)
     grade::expect<Ex02>(
-        "split_heads(x (1, 2, 4), heads = 2)", [&](const Ex02& ex) { return ex.split_heads(x, 2); }, expected,
-        "B, H, N, d_head", exact);
+        {.what = "split_heads(x (1, 2, 4), heads = 2)", .dims = "B, H, N, d_head", .tol = exact},
+        [&](const Ex02& ex) { return ex.split_heads(x, 2); }, expected);
 }
 
 TEST_CASE("split_heads: every head gets its own (B, H, N, d_head) slice, for many shapes", "[ex02]") {
     for (const Split& s : shapes) {
         const Tensor3 x = random_x(s, 7);
         grade::expect<Ex02>(
-            fmt::format("split_heads(x {}, heads = {})", grade::shape_of(x), s.heads),
-            [&](const Ex02& ex) { return ex.split_heads(x, s.heads); }, split_heads(x, s.heads), "B, H, N, d_head",
-            exact);
+            {.what = fmt::format("split_heads(x {}, heads = {})", grade::shape_of(x), s.heads),
+             .dims = "B, H, N, d_head",
+             .tol = exact},
+            [&](const Ex02& ex) { return ex.split_heads(x, s.heads); }, split_heads(x, s.heads));
     }
 }
 
@@ -64,8 +65,8 @@ TEST_CASE("merge_heads: hand-worked (1, 2, 2, 2) back to (1, 2, 4)", "[ex02]") {
     const Tensor4 heads = {{{{0, 1}, {4, 5}}, {{2, 3}, {6, 7}}}};  // (1, 2, 2, 2)
     const Tensor3 expected = {{{0, 1, 2, 3}, {4, 5, 6, 7}}};       // (1, 2, 4)
     grade::expect<Ex02>(
-        "merge_heads(x (1, 2, 2, 2))", [&](const Ex02& ex) { return ex.merge_heads(heads); }, expected, "B, N, d_model",
-        exact);
+        {.what = "merge_heads(x (1, 2, 2, 2))", .dims = "B, N, d_model", .tol = exact},
+        [&](const Ex02& ex) { return ex.merge_heads(heads); }, expected);
 }
 
 TEST_CASE("merge_heads: the heads go back side by side into (B, N, d_model), for many shapes", "[ex02]") {
@@ -73,8 +74,8 @@ TEST_CASE("merge_heads: the heads go back side by side into (B, N, d_model), for
         Random rng(11);
         const Tensor4 x = rng.normal<4>({s.batch, s.heads, s.n, s.d_model / s.heads});
         grade::expect<Ex02>(
-            fmt::format("merge_heads(x {})", grade::shape_of(x)), [&](const Ex02& ex) { return ex.merge_heads(x); },
-            merge_heads(x), "B, N, d_model", exact);
+            {.what = fmt::format("merge_heads(x {})", grade::shape_of(x)), .dims = "B, N, d_model", .tol = exact},
+            [&](const Ex02& ex) { return ex.merge_heads(x); }, merge_heads(x));
     }
 }
 
@@ -82,7 +83,9 @@ TEST_CASE("merge_heads(split_heads(x)) gives x back exactly", "[ex02]") {
     for (const Split& s : shapes) {
         const Tensor3 x = random_x(s, 5);
         grade::expect<Ex02>(
-            fmt::format("merge_heads(split_heads(x {}, heads = {}))", grade::shape_of(x), s.heads),
-            [&](const Ex02& ex) { return ex.merge_heads(ex.split_heads(x, s.heads)); }, x, "B, N, d_model", exact);
+            {.what = fmt::format("merge_heads(split_heads(x {}, heads = {}))", grade::shape_of(x), s.heads),
+             .dims = "B, N, d_model",
+             .tol = exact},
+            [&](const Ex02& ex) { return ex.merge_heads(ex.split_heads(x, s.heads)); }, x);
     }
 }

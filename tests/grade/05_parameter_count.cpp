@@ -52,9 +52,11 @@ void expect_counts(const char* function, Count Ex05::*which, bool bias) {
     for (const Known& k : known) {
         const std::size_t expected = bias ? k.with_bias : k.without_bias;
         grade::expect<Ex05>(
-            fmt::format("{}(d_model = {}, heads = {}, bias = {}) for {}", function, k.d_model, k.heads, bias, k.model),
-            [&](const Ex05& ex) { return (ex.*which)(k.d_model, k.heads, bias); }, expected, "parameters", {}, {},
-            [&](std::size_t got) { return count_reading(got, expected, k.d_model, k.heads); });
+            {.what = fmt::format("{}(d_model = {}, heads = {}, bias = {}) for {}", function, k.d_model, k.heads, bias,
+                                 k.model),
+             .dims = "parameters",
+             .explain = [&](std::size_t got) { return count_reading(got, expected, k.d_model, k.heads); }},
+            [&](const Ex05& ex) { return (ex.*which)(k.d_model, k.heads, bias); }, expected);
     }
 }
 
@@ -95,10 +97,11 @@ TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Me
         const grade::Term terms[] = {{"projection", "2 d_model^2", 2 * c.d_model * c.d_model},
                                      {"product with the keys", "2 N d_model", 2 * c.context * c.d_model}};
         grade::expect<Ex05>(
-            fmt::format("attention_flops_per_token(d_model = {}, N = {})", c.d_model, c.context),
+            {.what = fmt::format("attention_flops_per_token(d_model = {}, N = {})", c.d_model, c.context),
+             .dims = "FLOPs",
+             .explain = [&](std::size_t got) { return grade::count_difference(got, std::size_t(c.flops), terms); }},
             [&](const Ex05& ex) { return std::size_t(ex.attention_flops_per_token(c.d_model, c.context)); },
-            std::size_t(c.flops), "FLOPs", {}, {},
-            [&](std::size_t got) { return grade::count_difference(got, std::size_t(c.flops), terms); });
+            std::size_t(c.flops));
     }
 }
 
@@ -116,9 +119,10 @@ TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05
                           {1, 32, 131072, 2'199'023'255'552}};
     for (const Case& c : cases) {
         grade::expect<Ex05>(
-            fmt::format("attention_matrix_bytes(B = {}, H = {}, N = {})", c.batch, c.heads, c.context),
+            {.what = fmt::format("attention_matrix_bytes(B = {}, H = {}, N = {})", c.batch, c.heads, c.context),
+             .dims = "bytes"},
             [&](const Ex05& ex) { return std::size_t(ex.attention_matrix_bytes(c.batch, c.heads, c.context)); },
-            std::size_t(c.bytes), "bytes");
+            std::size_t(c.bytes));
     }
 }
 

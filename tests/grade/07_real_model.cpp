@@ -181,26 +181,29 @@ Tensor3 ln1_beta_row(const ex07::LayerWeights& w) {
     return row;
 }
 
-// The layer's output on `layer` (a copy of the weights with some parts switched off); `matched`
-// lists the stages checked so far that matched, and gains `stage` when this one does. A wrong
-// output that equals one of `candidates` is said to; otherwise LayerNorm_2's reading.
+// The layer's output on `layer` (a copy of the weights with some parts switched off). A wrong
+// output that equals one of `candidates` is said to; otherwise LayerNorm_2's reading. Its
+// message claims no earlier stage matched: the set-up is another call than the real layer's.
 void expect_output(const std::string& what, const ex07::LayerWeights& layer, const Tensor3& x, const Mask2& padding,
-                   const Tensor3& expected, grade::Tolerance tol, std::string& matched, const std::string& stage,
-                   const std::string& before, const std::vector<Candidate>& candidates = {}) {
+                   const Tensor3& expected, grade::Tolerance tol, const std::string& before,
+                   const std::vector<Candidate>& candidates = {}) {
     const LayerRun run(layer, x, padding);
-    const bool ok = grade::expect<Ex07>(
-        what, [&](const Ex07& ex) { return run(ex).first; }, expected, "B, N, d_model", tol, matched,
-        [&](const Tensor3& y) {
-            const std::string equal = equal_candidate(y, candidates, tol);
-            return equal.empty() ? last_layer_norm_reading(y, layer, before) : equal;
-        });
-    if (ok) matched += (matched.empty() ? "" : ", ") + stage;
+    grade::expect<Ex07>(
+        {.what = what,
+         .dims = "B, N, d_model",
+         .tol = tol,
+         .explain =
+             [&](const Tensor3& y) {
+                 const std::string equal = equal_candidate(y, candidates, tol);
+                 return equal.empty() ? last_layer_norm_reading(y, layer, before) : equal;
+             }},
+        [&](const Ex07& ex) { return run(ex).first; }, expected);
 }
 
 // In the lesson's order (step 4): the attention weights; then (with `stages`) the layer with
 // parts switched off, so that a difference is pinned to one stage: the two LayerNorms alone
 // (attention and feed-forward outputs zeroed), then the attention sub-layer (feed-forward
-// zeroed); then the whole layer. Each message says which earlier stages matched. The stages
+// zeroed); then the whole layer, whose message says whether this call's own weights matched. The stages
 // run on the small layer only: the real ones are too slow to run four times sanitized.
 void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& padding, const Tensor3& expected,
                   const Tensor4& expected_weights, const std::string& label, grade::Tolerance tol = {},
@@ -210,8 +213,8 @@ void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& pa
     const LayerRun run(w, x, padding);
     std::string matched;
     const bool weights_ok = grade::expect<Ex07>(
-        call + ", weights", [&](const Ex07& ex) { return run(ex).second; }, expected_weights, "B, H, N_query, N_key",
-        tol);
+        {.what = call + ", weights", .dims = "B, H, N_query, N_key", .tol = tol},
+        [&](const Ex07& ex) { return run(ex).second; }, expected_weights);
     if (weights_ok) matched = "the attention weights";
     if (stages) {
         ex07::LayerWeights norms_only = w;  // attention output and feed-forward output both 0
@@ -232,30 +235,33 @@ void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& pa
              "the first residual is added after LayerNorm_1 instead of before it (h = LayerNorm_1(x + attention))"}};
         expect_output(
             call + " with w_o, b_o, w_2, b_2 = 0 (only the two LayerNorms act: y = LayerNorm_2(LayerNorm_1(x)))",
-            norms_only, x, padding, library_layer(norms_only, x, padding, nullptr), tol, matched,
-            "the LayerNorms alone",
+            norms_only, x, padding, library_layer(norms_only, x, padding, nullptr), tol,
             "with attention and feed-forward off, in LayerNorm_1 or the residual sums around it", residuals);
         ex07::LayerWeights no_ffn = w;  // the feed-forward output 0: y = LayerNorm_2(LayerNorm_1(x + attention))
         no_ffn.w_2.fill(0.0f);
         no_ffn.b_2.fill(0.0f);
         expect_output(call + " with w_2, b_2 = 0 (the feed-forward off: y = LayerNorm_2(LayerNorm_1(x + attention)))",
-                      no_ffn, x, padding, library_layer(no_ffn, x, padding, nullptr), tol, matched,
-                      "the attention sub-layer",
+                      no_ffn, x, padding, library_layer(no_ffn, x, padding, nullptr), tol,
                       "with the feed-forward off, in the attention output (W_O), LayerNorm_1 or the residual sums");
     }
     grade::expect<Ex07>(
-        call + ", output", [&](const Ex07& ex) { return run(ex).first; }, expected, "B, N, d_model", tol, matched,
-        [&](const Tensor3& y) {
-            return last_layer_norm_reading(y, w,
-                                           "in the attention, the feed-forward, LayerNorm_1 or the residual sums");
-        });
+        {.what = call + ", output",
+         .dims = "B, N, d_model",
+         .tol = tol,
+         .after = matched,
+         .explain =
+             [&](const Tensor3& y) {
+                 return last_layer_norm_reading(y, w,
+                                                "in the attention, the feed-forward, LayerNorm_1 or the residual sums");
+             }},
+        [&](const Ex07& ex) { return run(ex).first; }, expected);
 }
 
 void expect_score(const Tensor2& weights, std::size_t n, double expected, const std::string& label) {
     grade::expect<Ex07>(
-        fmt::format("previous_token_score({}, n = {})", label, n),
+        {.what = fmt::format("previous_token_score({}, n = {})", label, n), .dims = "score", .tol = {1e-6, 1e-6}},
         [&](const Ex07& ex) { return Tensor1{static_cast<float>(ex.previous_token_score(weights, n))}; },
-        Tensor1{static_cast<float>(expected)}, "score", {1e-6, 1e-6});
+        Tensor1{static_cast<float>(expected)});
 }
 
 }  // namespace

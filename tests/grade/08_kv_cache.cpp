@@ -128,16 +128,18 @@ enum class Oracle { recompute, library };
 template <class RunOf>
 void expect_length(const std::string& label, const RunOf& run_of, std::size_t steps) {
     grade::expect<Ex08>(
-        "cache.length after " + label, [&](const Ex08& ex) { return run_of(ex).cache.length; }, steps, "tokens cached",
-        {}, {},
-        [&](std::size_t got) {
-            if (got == 0)
-                return fmt::format("the cache length is still 0 after {} steps: it is never counted up", steps);
-            if (got < steps)
-                return fmt::format("the cache length is {} after {} steps: some steps did not count", got, steps);
-            return fmt::format("the cache length is {} after {} steps: more than one token counted per step", got,
-                               steps);
-        });
+        {.what = "cache.length after " + label,
+         .dims = "tokens cached",
+         .explain =
+             [&](std::size_t got) {
+                 if (got == 0)
+                     return fmt::format("the cache length is still 0 after {} steps: it is never counted up", steps);
+                 if (got < steps)
+                     return fmt::format("the cache length is {} after {} steps: some steps did not count", got, steps);
+                 return fmt::format("the cache length is {} after {} steps: more than one token counted per step", got,
+                                    steps);
+             }},
+        [&](const Ex08& ex) { return run_of(ex).cache.length; }, steps);
 }
 
 // In the lesson's order (step 1, then step 6): what the run left in the cache, then the outputs
@@ -156,17 +158,19 @@ void expect_decode(const Problem& p, Oracle oracle, float scale = 1.0f) {
     const std::string label = p.label() + (scale != 1.0f ? fmt::format(", projections x{}", scale) : "");
     expect_length(label, run, p.steps);
     const bool k_ok = grade::expect<Ex08>(
-        "cache.k after " + label, [&](const Ex08& ex) { return run(ex).cache.k; }, s.m.project_k(s.x),
-        "B, H_kv, position, d_head");
+        {.what = "cache.k after " + label, .dims = "B, H_kv, position, d_head"},
+        [&](const Ex08& ex) { return run(ex).cache.k; }, s.m.project_k(s.x));
     const bool v_ok = grade::expect<Ex08>(
-        "cache.v after " + label, [&](const Ex08& ex) { return run(ex).cache.v; }, s.m.project_v(s.x),
-        "B, H_kv, position, d_head");
+        {.what = "cache.v after " + label, .dims = "B, H_kv, position, d_head"},
+        [&](const Ex08& ex) { return run(ex).cache.v; }, s.m.project_v(s.x));
     const Tensor4 expected = oracle == Oracle::recompute ? full_recompute(s.m, s.x) : library_decode(s.m, s.x);
     grade::expect<Ex08>(
-        fmt::format("decode_step, {} (outputs of every step, vs {})", label,
-                    oracle == Oracle::recompute ? "the full causal recompute" : "the library's KV cache"),
-        [&](const Ex08& ex) { return run(ex).out; }, expected, "B, H, step, d_head", {},
-        k_ok && v_ok ? "the cache (every token's k and v at its own position)" : "");
+        {.what = fmt::format("decode_step, {} (outputs of every step, vs {})", label,
+                             oracle == Oracle::recompute ? "the full causal recompute" : "the library's KV cache"),
+         .dims = "B, H, step, d_head",
+         .after = k_ok && v_ok ? "the cache (every token's k and v at its own position)" : "",
+         .exp_of_finite_inputs = true},
+        [&](const Ex08& ex) { return run(ex).out; }, expected);
 }
 
 }  // namespace
@@ -204,8 +208,10 @@ TEST_CASE("decode_step: two tokens worked by hand, one K/V head shared by two qu
         "decode_step on tokens 0 and 1 (B = 1, H = 2, H_kv = 1, d_head = 2)",
         [&](const Ex08& ex) { return run_steps(ex, shape_only, x, 4, &by_hand); }, 2);
     grade::expect<Ex08>(
-        "decode_step on tokens 0 and 1 (B = 1, H = 2, H_kv = 1, d_head = 2), outputs of both steps",
-        [&](const Ex08& ex) { return run_steps(ex, shape_only, x, 4, &by_hand).out; }, expected, "B, H, step, d_head");
+        {.what = "decode_step on tokens 0 and 1 (B = 1, H = 2, H_kv = 1, d_head = 2), outputs of both steps",
+         .dims = "B, H, step, d_head",
+         .exp_of_finite_inputs = true},
+        [&](const Ex08& ex) { return run_steps(ex, shape_only, x, 4, &by_hand).out; }, expected);
 }
 
 TEST_CASE("decode_step: multi-head (H_kv = H) equals the full causal recompute, B > 1", "[ex08]") {
@@ -242,16 +248,14 @@ TEST_CASE("decode_step: the cache holds every token's k and v at its own positio
     xt::view(expected_k, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_k(s.x);
     xt::view(expected_v, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_v(s.x);
     grade::expect<Ex08>(
-        "cache.k after " + p.label() + ", capacity 9",
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.k; }, expected_k,
-        "B, H_kv, position, d_head");
+        {.what = "cache.k after " + p.label() + ", capacity 9", .dims = "B, H_kv, position, d_head"},
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.k; }, expected_k);
     grade::expect<Ex08>(
-        "cache.v after " + p.label() + ", capacity 9",
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.v; }, expected_v,
-        "B, H_kv, position, d_head");
+        {.what = "cache.v after " + p.label() + ", capacity 9", .dims = "B, H_kv, position, d_head"},
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.v; }, expected_v);
     grade::expect<Ex08>(
-        "cache.length after " + p.label(),
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.length; }, p.steps, "tokens cached");
+        {.what = "cache.length after " + p.label(), .dims = "tokens cached"},
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, capacity).cache.length; }, p.steps);
 }
 
 TEST_CASE("decode_step: projects only the new token (O(1) projections per step, not O(N))", "[ex08]") {
@@ -261,9 +265,8 @@ TEST_CASE("decode_step: projects only the new token (O(1) projections per step, 
     const Problem p{4, 4, 2, 4, 260, 9};
     const Setup s(p);
     grade::expect<Ex08>(
-        "token rows handed to project over " + p.label(),
-        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, p.steps).rows; }, p.batch * p.steps,
-        "token rows projected");
+        {.what = "token rows handed to project over " + p.label(), .dims = "token rows projected"},
+        [&](const Ex08& ex) { return run_steps(ex, s.m, s.x, p.steps).rows; }, p.batch * p.steps);
 }
 
 TEST_CASE("decode_step: a full cache is refused with usage_error", "[ex08]") {

@@ -5,7 +5,9 @@
 // the library's RoPE and ALiBi (src/headwise/reference/positions.hpp, tests/positions_test.cpp);
 // for the cache, the full causal recompute with every token rotated at its own position, in double
 // precision (attention_reference). A wrong rotation is explained by stage: which tensor, which
-// token and position, which pair of dimensions, and the angle it was rotated by.
+// token and position, which pair of dimensions, and the angle it was rotated by. Tolerance:
+// grade::Tolerance, widened for RoPE by what a float32 angle may be off at the last position
+// (rope_tolerance): angles computed in float32, as transformers computes them, are accepted.
 #include "09_positions.hpp"
 #include "grade.hpp"
 
@@ -40,10 +42,47 @@ Rope rope_of(double base, Layout layout) {
 // An angle in (-pi, pi].
 double wrapped(double a) { return std::remainder(a, 2.0 * std::numbers::pi); }
 
+// RoPE's tolerance: the default (1e-4 + 1e-4 |expected|) plus what an angle computed in float32
+// may be off by at the last position. transformers computes its angles in float32 (its fixtures
+// too), and so may a learner: position p times theta rounds to a float with an error of about
+// 6e-8 p rad, which moves a rotated value by up to ~2e-7 p times its size (a few roundings). Such
+// code is accepted; a wrong formula (theta, position, pairing, sign) is off by far more.
+grade::Tolerance rope_tolerance(std::size_t last_position) {
+    const double angle = 2e-7 * double(last_position);
+    return {1e-4 + angle, 1e-4 + angle};
+}
+
+// Length of token t's vector (every dim): a rotation of pairs, however paired, keeps it.
+double token_length(const Tensor4& x, std::size_t b, std::size_t h, std::size_t t) {
+    double sum = 0;
+    for (std::size_t c = 0; c < x.shape()[3]; ++c) sum += double(x(b, h, t, c)) * double(x(b, h, t, c));
+    return std::sqrt(sum);
+}
+
+// A pair whose length changed (ny, was nx): what the token's whole vector shows. Its length kept:
+// the dims were paired otherwise. The length of another input token: that token's values. Else
+// only the fact: a rotation keeps lengths, so one of the two rotated values is computed wrong.
+std::string not_a_rotation(const Tensor4& x, const Tensor4& y, std::size_t b, std::size_t h, std::size_t t,
+                           const std::string& where, double nx, double ny) {
+    const double got = token_length(y, b, h, t), was = token_length(x, b, h, t);
+    const auto same = [](double u, double v) { return std::abs(u - v) <= 1e-3 * (1.0 + v); };
+    const std::string head =
+        fmt::format("{}: not a rotation of the input pair (length {:.4g}, was {:.4g})", where, ny, nx);
+    if (same(got, was)) return head + ": the token's whole vector kept its length, so its dims were paired otherwise";
+    for (std::size_t u = 0; u < x.shape()[2]; ++u)
+        if (u != t && same(got, token_length(x, b, h, u)))
+            return head +
+                   fmt::format(": its vector has the length of input token {}'s -- that token's values here?", u);
+    return head +
+           ": a rotation keeps every pair's length, so one of x_a cos - x_b sin and x_b cos + x_a sin is "
+           "computed otherwise";
+}
+
 // Explains a wrong rotation of x (B, H, N, d_head), token n at position first + n: the first pair
 // of dimensions (in the expected layout) that differs, and what the subject did to it.
 std::function<std::string(const Tensor4&)> explain_rotation(const std::string& tensor, const Tensor4& x,
-                                                            std::size_t first, double base, Layout layout) {
+                                                            std::size_t first, double base, Layout layout,
+                                                            grade::Tolerance tol) {
     return [=](const Tensor4& y) -> std::string {
         if (y.shape() != x.shape()) return "";
         const Tensor4 expected = apply_rope(x, rope_of(base, layout), first);
@@ -52,9 +91,7 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
             for (std::size_t h = 0; h < x.shape()[1]; ++h)
                 for (std::size_t t = 0; t < x.shape()[2]; ++t)
                     for (std::size_t c = 0; c < d; ++c) {
-                        if (std::abs(y(b, h, t, c) - expected(b, h, t, c)) <=
-                            1e-4 * (1.0 + std::abs(expected(b, h, t, c))))
-                            continue;
+                        if (grade::agrees(y(b, h, t, c), expected(b, h, t, c), tol)) continue;
                         const std::size_t i = layout == Layout::half ? c % (d / 2) : c / 2;
                         const auto [pa, pb] =
                             rope_pair(i, d, layout == Layout::half ? RopeLayout::half : RopeLayout::interleaved);
@@ -64,12 +101,7 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
                         const std::string where =
                             fmt::format("{} token {} (position {}), pair {} = dims ({}, {})", tensor, t, p, i, pa, pb);
                         const double nx = std::hypot(xa, xb), ny = std::hypot(ya, yb);
-                        if (std::abs(nx - ny) > 1e-3 * (1.0 + nx)) {
-                            return fmt::format(
-                                "{}: not a rotation of the input pair (length {:.4g}, was {:.4g}): are dims {} and {} "
-                                "paired as the {} layout pairs them, each rotated once?",
-                                where, ny, nx, pa, pb, name_of(layout));
-                        }
+                        if (std::abs(nx - ny) > 1e-3 * (1.0 + nx)) return not_a_rotation(x, y, b, h, t, where, nx, ny);
                         const double got = std::atan2(xa * yb - xb * ya, xa * ya + xb * yb);
                         const double want = wrapped(double(p) * theta);
                         std::string why;
@@ -96,10 +128,12 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
 void expect_rope(const std::string& label, const Tensor4& x, std::size_t first, double base, Layout layout,
                  const Tensor4& expected) {
     grade::expect<Ex09>(
-        fmt::format("apply_rope(x {}, first_position = {}, base = {:g}, {}), {}", grade::shape_of(x), first, base,
-                    name_of(layout), label),
-        [&](const Ex09& ex) { return ex.apply_rope(x, first, base, layout); }, expected, "B, H, token, dim", {}, {},
-        explain_rotation("x", x, first, base, layout));
+        {.what = fmt::format("apply_rope(x {}, first_position = {}, base = {:g}, {}), {}", grade::shape_of(x), first,
+                             base, name_of(layout), label),
+         .dims = "B, H, token, dim",
+         .tol = rope_tolerance(first + x.shape()[2]),
+         .explain = explain_rotation("x", x, first, base, layout, rope_tolerance(first + x.shape()[2]))},
+        [&](const Ex09& ex) { return ex.apply_rope(x, first, base, layout); }, expected);
 }
 
 const std::filesystem::path fixtures = std::filesystem::path(HEADWISE_FIXTURES_DIR) / "positions";
@@ -227,21 +261,29 @@ void expect_cache(const CacheProblem& p, double base, Layout layout) {
     const Tensor4 k_padded = xt::concatenate(
         xt::xtuple(k, xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, 2, p.d_head})), 2);
     const bool k_ok = grade::expect<Ex09>(
-        "cache.k after " + label, [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k, "B, H_kv, position, dim",
-        {}, {}, explain_rotation("cache.k", k_padded, 0, base, layout));
+        {.what = "cache.k after " + label,
+         .dims = "B, H_kv, position, dim",
+         .tol = rope_tolerance(capacity),
+         .explain = explain_rotation("cache.k", k_padded, 0, base, layout, rope_tolerance(capacity))},
+        [&](const Ex09& ex) { return run(ex).cache.k; }, expected_k);
     const bool v_ok = grade::expect<Ex09>(
-        "cache.v after " + label, [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v, "B, H_kv, position, dim",
-        {}, {},
-        [&](const Tensor4& got) -> std::string {
-            if (got.shape() == expected_v.shape() && max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
-                return "cache.v holds the values rotated: v carries content and is never rotated";
-            return "";
-        });
+        {.what = "cache.v after " + label,
+         .dims = "B, H_kv, position, dim",
+         .explain = [&](const Tensor4& got) -> std::string {
+             if (got.shape() == expected_v.shape() && max_abs_diff(got, apply_rope(xt::eval(expected_v), rope)) < 1e-4)
+                 return "cache.v holds the values rotated: v carries content and is never rotated";
+             return "";
+         }},
+        [&](const Ex09& ex) { return run(ex).cache.v; }, expected_v);
     grade::expect<Ex09>(
-        "cache.length after " + label, [&](const Ex09& ex) { return run(ex).cache.length; }, p.steps, "tokens cached");
+        {.what = "cache.length after " + label, .dims = "tokens cached"},
+        [&](const Ex09& ex) { return run(ex).cache.length; }, p.steps);
     const bool q_ok = grade::expect<Ex09>(
-        "the returned q of every step, " + label, [&](const Ex09& ex) { return run(ex).q; }, apply_rope(q, rope),
-        "B, H, token, dim", {}, {}, explain_rotation("q", q, 0, base, layout));
+        {.what = "the returned q of every step, " + label,
+         .dims = "B, H, token, dim",
+         .tol = rope_tolerance(p.steps),
+         .explain = explain_rotation("q", q, 0, base, layout, rope_tolerance(p.steps))},
+        [&](const Ex09& ex) { return run(ex).q; }, apply_rope(q, rope));
     // The attention built on them, vs the full causal recompute with RoPE in double precision.
     const std::size_t g = p.heads / p.kv_heads;
     AttentionOptions causal;
@@ -249,13 +291,15 @@ void expect_cache(const CacheProblem& p, double base, Layout layout) {
     const Tensor4 full =
         attention_reference(apply_rope(q, rope), repeat_kv(apply_rope(k, rope), g), repeat_kv(v, g), causal);
     grade::expect<Ex09>(
-        "attention over the cache vs the full causal recompute with RoPE, " + label,
+        {.what = "attention over the cache vs the full causal recompute with RoPE, " + label,
+         .dims = "B, H, token, dim",
+         .after = k_ok && v_ok && q_ok ? "cache.k, cache.v and the returned q" : ""},
         [&](const Ex09& ex) {
             const CacheRun& r = run(ex);
             if (r.q.shape() != full.shape() || r.cache.length < p.steps) return r.q;
             return attend_over(r, p.steps);
         },
-        full, "B, H, token, dim", {}, k_ok && v_ok && q_ok ? "cache.k, cache.v and the returned q" : "");
+        full);
 }
 
 }  // namespace
@@ -289,21 +333,22 @@ Tensor3 causal_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::s
 void expect_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size_t first_query) {
     const std::vector<double> slopes = alibi_slopes(heads);
     grade::expect<Ex09>(
-        fmt::format("alibi_bias(H = {}, N_q = {}, N_k = {}, first_query = {})", heads, n_q, n_k, first_query),
+        {.what = fmt::format("alibi_bias(H = {}, N_q = {}, N_k = {}, first_query = {})", heads, n_q, n_k, first_query),
+         .dims = "head, query, key",
+         .explain = [&](const Tensor3& got) -> std::string {
+             // The slope the subject used per head: bias(h, i, 0) / -(first_query + i) for the last query.
+             if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || first_query + n_q < 2) return "";
+             const double dist = double(first_query + n_q - 1);
+             for (std::size_t h = 0; h < heads; ++h) {
+                 const double slope = -double(got(h, n_q - 1, 0)) / dist;
+                 if (std::abs(slope - slopes[h]) > 1e-4 * slopes[h])
+                     return fmt::format("head {}'s slope reads {:.6g} (2^{:.3f}), expected {:.6g} (2^{:.3f})", h, slope,
+                                        std::log2(std::abs(slope)), slopes[h], std::log2(slopes[h]));
+             }
+             return "";
+         }},
         [&](const Ex09& ex) { return ex.alibi_bias(heads, n_q, n_k, first_query); },
-        causal_alibi(heads, n_q, n_k, first_query), "head, query, key", {}, {},
-        [&](const Tensor3& got) -> std::string {
-            // The slope the subject used per head: bias(h, i, 0) / -(first_query + i) for the last query.
-            if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || first_query + n_q < 2) return "";
-            const double dist = double(first_query + n_q - 1);
-            for (std::size_t h = 0; h < heads; ++h) {
-                const double slope = -double(got(h, n_q - 1, 0)) / dist;
-                if (std::abs(slope - slopes[h]) > 1e-4 * slopes[h])
-                    return fmt::format("head {}'s slope reads {:.6g} (2^{:.3f}), expected {:.6g} (2^{:.3f})", h, slope,
-                                       std::log2(std::abs(slope)), slopes[h], std::log2(slopes[h]));
-            }
-            return "";
-        });
+        causal_alibi(heads, n_q, n_k, first_query));
 }
 
 }  // namespace

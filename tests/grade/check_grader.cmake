@@ -7,7 +7,7 @@
 #   pass     (solutions/)  exit 0, every test passed, no failures
 #   stub     (the stubs)   exit != 0, no test passed, every test failed with "not implemented yet"
 #   mistake  (planted)     exit != 0, at least one failure names MISTAKE, none names another
-#   learner  (tests/grade/learner_mistakes/*.mistake)  exit != 0, no catalogued mistake named,
+#   learner  (tests/grade/learner_mistakes/<id>/*.mistake)  exit != 0, no catalogued mistake named,
 #            and every expectation written in SUBJECT (the .mistake file) holds:
 #              expect: <regex>        some failure's message matches it (CMake regex, no ';')
 #              expect-where: <line>   some failure is located at that line of the patched file
@@ -163,7 +163,9 @@ if(EXPECT STREQUAL "learner")
   if(NOT expectations)
     fail("${SUBJECT} states no 'expect:' line")
   endif()
+  # The patched file is named <id>_<what>.cpp after learner_mistakes/<id>/<what>.mistake.
   get_filename_component(stem "${SUBJECT}" NAME_WE)
+  set(stem "${ID}_${stem}")
   foreach(line IN LISTS expectations)
     if(line MATCHES "^expect-where: ([0-9]+)$")
       set(at "/${stem}.cpp:${CMAKE_MATCH_1}:")

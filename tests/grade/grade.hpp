@@ -8,9 +8,10 @@
 // localises it (which batch/head/row/column, how many elements, rows that no longer sum to 1,
 // a transpose, axis swap, constant factor, shift by one or permutation, the first NaN) and runs
 // the same call on every catalogued mistake. A mistake is *named* only when it reproduces the
-// subject's result on every failing check of the whole run, at least one of them a large case
-// (every axis >= 2, one >= 4, not all equal: see is_large); otherwise the report says that no
-// known mistake matches. A subject that throws is reported with the line of its file that threw.
+// subject's result on every check of the whole run -- failing and passing, each within its
+// tolerance -- at least one failing check a large case (every axis >= 2, one >= 4, not all
+// equal: see is_large); otherwise the report says that no known mistake matches. A subject that
+// throws is reported with the line of its file that threw.
 //
 // Checks in lesson order: a grader checks intermediate results before the results built on them
 // (ex03: per-head weights, then the output), and passes `after` = what already matched so the
@@ -46,6 +47,8 @@ struct Tolerance {
     double abs = 1e-4;
     double rel = 1e-4;
 };
+// The one definition of agreeing: |actual - expected| <= abs + rel * |expected| (NaN, inf as above).
+bool agrees(double actual, double expected, Tolerance tol);
 
 // ---------------------------------------------------------------------------------------------
 // Comparing results. `dims` names the expected result's dimensions ("B, H, N, d_head").
@@ -86,14 +89,28 @@ inline Outcome compare(const Mask2& actual, const Mask2& expected, std::string_v
 
 Outcome compare(std::size_t actual, std::size_t expected, std::string_view what, Tolerance);
 
+// Whether two results agree (shape, then every value within `tol`), without compare()'s diagnosis:
+// what weighing each catalogued mistake against the subject needs, many times a check.
+bool values_agree(std::span<const std::size_t> a_shape, std::span<const float> a, std::span<const std::size_t> b_shape,
+                  std::span<const float> b, Tolerance tol);
+template <std::size_t R>
+bool agree(const Tensor<R>& a, const Tensor<R>& b, std::string_view, Tolerance tol) {
+    const std::vector<std::size_t> sa(a.shape().begin(), a.shape().end()), sb(b.shape().begin(), b.shape().end());
+    return values_agree(sa, {a.data(), a.size()}, sb, {b.data(), b.size()}, tol);
+}
+template <class Result>
+bool agree(const Result& a, const Result& b, std::string_view dims, Tolerance tol) {
+    return compare(a, b, dims, tol).same;
+}
+
 // A term of a count's formula: "bias vector" of `value` = d_model = 512 ("d_model" is `unit`).
 struct Term {
     std::string name;  // "bias vector", "weight matrix"
     std::string unit;  // "d_model", "d_model^2"
     std::size_t value;
 };
-// The difference between two counts as a small sum of the formula's terms (each used at most 4
-// times, at most two kinds), when exactly one such sum fits: "short by one bias vector (d_model
+// The difference between two counts as a few of one of the formula's terms (at most 4), when
+// exactly one such fits: "short by one bias vector (d_model
 // = 512)". Empty when none fits, or more than one (then nothing certain can be said).
 std::string count_difference(std::size_t actual, std::size_t expected, std::span<const Term> terms);
 
@@ -139,23 +156,51 @@ void announce(const std::string& what);
 // yet": that one propagates, so a stub fails with it.
 Diagnosis describe_exception(const std::string& what, const std::exception& e);
 
-// Every catalogued mistake that is wrong on this case and reproduces `actual`.
+// Reproduction before naming: a catalogued mistake is named only when it gives the subject's
+// result on every check, the failing ones (Diagnosis::matching) and the passing ones. A passing
+// check rules out each mistake still in the running that gives another result on it.
+// Whether `name` is still in the running: not ruled out by a passing check, and among the
+// mistakes that reproduced every failing check so far.
+bool still_possible(const std::string& name);
+void rule_out(const std::string& name, const std::string& check);
+
+// The subject passed a check: `same(api)` says whether a catalogued mistake's result on it is the
+// subject's. A mistake that throws where the subject did not is ruled out; one whose part of the
+// exercise is left undone ("not implemented yet": exercise 06's catalogue) says nothing here.
+template <class Api, class Same>
+void rule_out_by_passing_check(const std::string& check, const Same& same) {
+    for (const Mistake<Api>& m : catalogue<Api>()) {
+        if (!still_possible(m.name)) continue;
+        try {
+            if (!same(m.api)) rule_out(m.name, check);
+        } catch (const std::exception& e) {
+            if (!std::string_view(e.what()).starts_with("not implemented yet")) rule_out(m.name, check);
+        }
+    }
+}
+
+// Every catalogued mistake still in the running that is wrong on this case and reproduces `actual`.
 template <class Api, class Call, class Result>
 std::vector<std::string> diagnose(const Call& call, const Result& actual, const Result& expected, std::string_view dims,
                                   Tolerance tol) {
     std::vector<std::string> names;
     for (const Mistake<Api>& m : catalogue<Api>()) {
         remember_explanation(m.name, m.explanation);
+        if (!still_possible(m.name)) continue;
         try {
             const Result theirs = call(m.api);
-            if (compare(theirs, expected, dims, tol).same) continue;  // harmless on this case
-            if (compare(actual, theirs, dims, tol).same) names.push_back(m.name);
+            if (agree(theirs, expected, dims, tol)) continue;  // harmless on this case
+            if (agree(actual, theirs, dims, tol)) names.push_back(m.name);
         } catch (const std::exception&) {
             // this mistake cannot run this case (e.g. it produces a shape it then rejects)
         }
     }
     return names;
 }
+
+// `detail` with the likely cause after its NaN/inf clause ("first NaN at ... where the expected
+// value is finite") when the call computes exponentials of finite inputs; as it is otherwise.
+std::string with_cause_of_non_finite(const std::string& detail, bool exp_of_finite_inputs);
 
 // A thrown message with its file:line[:col] references blanked, so the same failure from the
 // learner's file and from a catalogued mistake's file reads the same.
@@ -169,6 +214,7 @@ std::vector<std::string> diagnose_throw(const Call& call, const std::exception& 
     const std::string expected = without_locations(subject_error.what());
     for (const Mistake<Api>& m : catalogue<Api>()) {
         remember_explanation(m.name, m.explanation);
+        if (!still_possible(m.name)) continue;
         try {
             (void)call(m.api);
         } catch (const std::exception& theirs) {
@@ -179,18 +225,35 @@ std::vector<std::string> diagnose_throw(const Call& call, const std::exception& 
     return names;
 }
 
-// Runs `call` on the subject and checks its result against `expected`. `what` says which call
-// on which input, e.g. "split_heads(x (2, 5, 64), heads = 8)". `after` (optional) names what
-// earlier checks of the same call already matched ("the per-head weights"), so a difference here
-// arises after them. "not implemented yet" propagates (the test fails with it, and it counts
-// neither for nor against naming a mistake); other exceptions fail the check with the line that
-// threw. Returns true when the check passed.
-// `explain` (optional) adds the grader's own reading of a wrong result to the message (e.g.
-// exercise 07: whether the output rows are still LayerNorm's).
+// What one check is: which call on which input, how its result is read and compared.
+template <class Result>
+struct Check {
+    // Which call on which input, e.g. "split_heads(x (2, 5, 64), heads = 8)". It describes the
+    // check's set-up, so it must not read as blame ("with W_k = I", not "the query projection acts").
+    std::string what;
+    std::string_view dims;  // the expected result's dimensions, "B, H, N_q, N_k"
+    Tolerance tol{};
+    // What earlier checks of the *same* call already matched, from the subject's own values ("the
+    // per-head weights" it returned beside this output): a difference here arises after them.
+    // Never a check under another set-up: the subject's bug may be what that set-up hides.
+    std::string_view after{};
+    // The grader's own reading of a wrong result, added to the message (e.g. exercise 07: whether
+    // the output rows are still LayerNorm's); empty when it has nothing certain to say.
+    std::function<std::string(const Result&)> explain{};
+    // The call computes exponentials (a softmax) of inputs that hold no -inf by design: a NaN or
+    // inf it returns is then its own (an overflowing exp, 0/0), and the message may say so.
+    bool exp_of_finite_inputs = false;
+};
+
+// Runs `call` on the subject and checks its result against `expected` as `check` says. "not
+// implemented yet" propagates (the test fails with it, and it counts neither for nor against
+// naming a mistake); other exceptions fail the check with the line that threw. Returns true
+// when the check passed.
 template <class Api, class Call, class Result>
-bool expect(const std::string& what, const Call& call, const Result& expected, std::string_view dims,
-            Tolerance tol = {}, std::string_view after = {},
-            const std::type_identity_t<std::function<std::string(const Result&)>>& explain = nullptr) {
+bool expect(const std::type_identity_t<Check<Result>>& check, const Call& call, const Result& expected) {
+    const std::string& what = check.what;
+    const std::string_view dims = check.dims;
+    const Tolerance tol = check.tol;
     announce(what);
     std::optional<Result> actual;
     try {
@@ -206,16 +269,17 @@ bool expect(const std::string& what, const Call& call, const Result& expected, s
     }
     Outcome o = compare(*actual, expected, dims, tol);
     if (o.same) {
+        rule_out_by_passing_check<Api>(what, [&](const Api& api) { return agree(*actual, call(api), dims, tol); });
         SUCCEED(what);
         return true;
     }
     Diagnosis d;
-    d.message = what + ": " + o.detail;
-    if (explain) {
-        if (const std::string note = explain(*actual); !note.empty()) d.message += "; " + note;
+    d.message = what + ": " + with_cause_of_non_finite(o.detail, check.exp_of_finite_inputs);
+    if (check.explain) {
+        if (const std::string note = check.explain(*actual); !note.empty()) d.message += "; " + note;
     }
-    if (!after.empty())
-        d.message += std::string("; ") + std::string(after) + " matched, so the difference arises after them";
+    if (!check.after.empty())
+        d.message += std::string("; ") + std::string(check.after) + " matched, so the difference arises after them";
     d.details = std::move(o.details);
     d.large = is_large(expected);
     d.matching = diagnose<Api>(call, *actual, expected, dims, tol);
@@ -233,6 +297,15 @@ void expect_usage_error(const std::string& what, const Call& call) {
         call(subject<Api>());
         problem = "should throw headwise::usage_error (bad input), but returned normally";
     } catch (const usage_error&) {
+        // A mistake that accepts this bad input is not the subject.
+        rule_out_by_passing_check<Api>(what, [&](const Api& api) {
+            try {
+                call(api);
+            } catch (const usage_error&) {
+                return true;
+            }
+            return false;
+        });
         SUCCEED(what);
         return;
     } catch (const std::exception& e) {
@@ -249,6 +322,7 @@ void expect_usage_error(const std::string& what, const Call& call) {
     d.message = (d.where.empty() ? "" : d.where + ": ") + what + ": " + problem;
     for (const Mistake<Api>& m : catalogue<Api>()) {  // mistakes that fail to refuse it too
         remember_explanation(m.name, m.explanation);
+        if (!still_possible(m.name)) continue;
         try {
             call(m.api);
             d.matching.push_back(m.name);

@@ -5,7 +5,7 @@
 // or is killed still leaves a report that says where it stopped; the run step
 // (gradekit/steps.hpp) then adds the crash's diagnosis. Each failing test case is one failure:
 // its first failing check as the message, every failing check in the details. At the end of the
-// run a catalogued mistake is named on every failure, if one fits every failing check of the run
+// run a catalogued mistake is named on every failure, if one reproduces every check of the run
 // (grade::fitting_mistake). Test cases tagged [partN] / [optional] are counted as milestones.
 // Catch2 2.x declares its reporter interfaces only on request, before the first include.
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
@@ -123,7 +123,7 @@ public:
                 f.mistake = name;
                 f.explanation = explanation_of(name);
             }
-            fmt::print("headwise: every failing check matches the known mistake \"{}\":\n  {}\n", name,
+            fmt::print("headwise: every check, failing and passing, matches the known mistake \"{}\":\n  {}\n", name,
                        explanation_of(name));
         } else if (!run_failures().empty()) {
             fmt::print("headwise: no known mistake matches every failing check\n");
