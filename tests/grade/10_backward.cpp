@@ -52,7 +52,8 @@ std::string row_sum_note(const Tensor1& ds) {
 
 void expect_row(const std::string& what, const Tensor1& p, const Tensor1& dp, const Tensor1& expected) {
     grade::expect<Ex10>(
-        what, [&](const Ex10& ex) { return ex.softmax_backward_row(p, dp); }, expected, "N", {}, {}, row_sum_note);
+        {.what = what, .dims = "N", .explain = row_sum_note},
+        [&](const Ex10& ex) { return ex.softmax_backward_row(p, dp); }, expected);
 }
 
 // A softmax row of n entries from random scores of spread `spread`.
@@ -83,12 +84,15 @@ void expect_grads(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Te
                                          padding.size() ? ", key_padding_mask" : "", label);
     const auto run = [&](const Ex10& ex) { return ex.attention_backward(q, k, v, d_out, causal, padding); };
     const bool dv_ok = grade::expect<Ex10>(
-        call + ", dv", [&](const Ex10& ex) { return run(ex).dv; }, expected.dv, "B, H, N, d_head", tol);
+        {.what = call + ", dv", .dims = "B, H, N, d_head", .tol = tol, .exp_of_finite_inputs = true},
+        [&](const Ex10& ex) { return run(ex).dv; }, expected.dv);
     const std::string after = dv_ok ? "dv (so the weights P were recomputed right)" : "";
     grade::expect<Ex10>(
-        call + ", dq", [&](const Ex10& ex) { return run(ex).dq; }, expected.dq, "B, H, N, d_head", tol, after);
+        {.what = call + ", dq", .dims = "B, H, N, d_head", .tol = tol, .after = after, .exp_of_finite_inputs = true},
+        [&](const Ex10& ex) { return run(ex).dq; }, expected.dq);
     grade::expect<Ex10>(
-        call + ", dk", [&](const Ex10& ex) { return run(ex).dk; }, expected.dk, "B, H, N, d_head", tol, after);
+        {.what = call + ", dk", .dims = "B, H, N, d_head", .tol = tol, .after = after, .exp_of_finite_inputs = true},
+        [&](const Ex10& ex) { return run(ex).dk; }, expected.dk);
 }
 
 struct Inputs {

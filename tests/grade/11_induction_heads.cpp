@@ -66,26 +66,37 @@ Tensor1 scalar(float v) { return Tensor1{v}; }
 TEST_CASE("cross_entropy: a hand-worked row, softmax (1/4, 1/2, 1/4), and a row not counted", "[ex11][part1]") {
     const Tensor3 logits = {{{0.0f, std::log(2.0f), 0.0f}, {5.0f, 1.0f, 2.0f}}};  // (1, 2, 3)
     const ex11::Targets targets = {{1, -1}};                                      // (1, 2)
-    grade::expect<Ex11>("cross_entropy(logits (1, 2, 3), targets {1, -1}): loss = -log(1/2)",
-                        [&](const Ex11& ex) { return scalar(ex.cross_entropy(logits, targets, nullptr)); },
-                        scalar(std::log(2.0f)), "loss", {1e-6, 1e-6});
+    grade::expect<Ex11>(
+        {.what = "cross_entropy(logits (1, 2, 3), targets {1, -1}): loss = -log(1/2)",
+         .dims = "loss",
+         .tol = {1e-6, 1e-6},
+         .exp_of_finite_inputs = true},
+        [&](const Ex11& ex) { return scalar(ex.cross_entropy(logits, targets, nullptr)); }, scalar(std::log(2.0f)));
     const Tensor3 expected = {{{0.25f, -0.5f, 0.25f}, {0.0f, 0.0f, 0.0f}}};  // one counted row: / 1
-    grade::expect<Ex11>("cross_entropy(logits (1, 2, 3), targets {1, -1}), dlogits",
-                        [&](const Ex11& ex) {
-                            Tensor3 d;
-                            ex.cross_entropy(logits, targets, &d);
-                            return d;
-                        },
-                        expected, "B, N, V", {1e-6, 1e-6});
+    grade::expect<Ex11>(
+        {.what = "cross_entropy(logits (1, 2, 3), targets {1, -1}), dlogits",
+         .dims = "B, N, V",
+         .tol = {1e-6, 1e-6},
+         .exp_of_finite_inputs = true},
+        [&](const Ex11& ex) {
+            Tensor3 d;
+            ex.cross_entropy(logits, targets, &d);
+            return d;
+        },
+        expected);
 }
 
 TEST_CASE("cross_entropy: the loss matches the library for many shapes, logits like 1e4 included", "[ex11][part1]") {
     for (const Case& c : cases) {
         const Tensor3 logits = random_logits(c, 3);
         const ex11::Targets targets = random_targets(c, 4);
-        grade::expect<Ex11>("cross_entropy(" + describe(logits, c) + "): loss",
-                            [&](const Ex11& ex) { return scalar(ex.cross_entropy(logits, targets, nullptr)); },
-                            scalar(oracle(logits, targets, nullptr)), "loss", {1e-4, 1e-5});
+        grade::expect<Ex11>(
+            {.what = "cross_entropy(" + describe(logits, c) + "): loss",
+             .dims = "loss",
+             .tol = {1e-4, 1e-5},
+             .exp_of_finite_inputs = true},
+            [&](const Ex11& ex) { return scalar(ex.cross_entropy(logits, targets, nullptr)); },
+            scalar(oracle(logits, targets, nullptr)));
     }
 }
 
@@ -95,13 +106,17 @@ TEST_CASE("cross_entropy: dlogits = (softmax - one-hot) / count matches the libr
         const ex11::Targets targets = random_targets(c, 6);
         Tensor3 expected;
         oracle(logits, targets, &expected);
-        grade::expect<Ex11>("cross_entropy(" + describe(logits, c) + "): dlogits",
-                            [&](const Ex11& ex) {
-                                Tensor3 d;
-                                ex.cross_entropy(logits, targets, &d);
-                                return d;
-                            },
-                            expected, "B, N, V", {1e-6, 1e-5});
+        grade::expect<Ex11>(
+            {.what = "cross_entropy(" + describe(logits, c) + "): dlogits",
+             .dims = "B, N, V",
+             .tol = {1e-6, 1e-5},
+             .exp_of_finite_inputs = true},
+            [&](const Ex11& ex) {
+                Tensor3 d;
+                ex.cross_entropy(logits, targets, &d);
+                return d;
+            },
+            expected);
     }
 }
 
@@ -173,14 +188,17 @@ TEST_CASE("adamw_step: the first step moves each parameter by lr against its gra
     o.weight_decay = 0.5f;
     // Bias correction makes m_hat = g and v_hat = g^2 at step 1: p * (1 - lr wd) - lr * sign(g).
     const Tensor1 expected = {1.0f * 0.95f - 0.1f, -2.0f * 0.95f + 0.1f, 0.5f * 0.95f - 0.1f, 3.0f * 0.95f + 0.1f};
-    grade::expect<Ex11>("adamw_step(params (4), grads (4), a fresh state, lr 0.1, weight_decay 0.5)",
-                        [&](const Ex11& ex) {
-                            Tensor1 p = start;
-                            ex11::AdamWState state;
-                            ex.adamw_step(p, grads, state, o);
-                            return p;
-                        },
-                        expected, "P", {1e-5, 1e-5});
+    grade::expect<Ex11>(
+        {.what = "adamw_step(params (4), grads (4), a fresh state, lr 0.1, weight_decay 0.5)",
+         .dims = "P",
+         .tol = {1e-5, 1e-5}},
+        [&](const Ex11& ex) {
+            Tensor1 p = start;
+            ex11::AdamWState state;
+            ex.adamw_step(p, grads, state, o);
+            return p;
+        },
+        expected);
 }
 
 TEST_CASE("adamw_step: five steps match the library's AdamW, params then m and v", "[ex11][part2]") {
@@ -188,24 +206,27 @@ TEST_CASE("adamw_step: five steps match the library's AdamW, params then m and v
         {9, {}, 5}, {5, {0.05f, 0.8f, 0.99f, 1e-6f, 0.1f}, 5}, {3, {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f}, 5}};
     for (const Run& r : runs) {
         grade::expect<Ex11>(
-            fmt::format(
-                "adamw_step x {} on params ({}), lr {:g}, betas ({:g}, {:g}), eps {:g}, weight_decay {:g}: rows "
-                "= params after each step, then m, then v",
-                r.steps, r.params, double(r.options.lr), double(r.options.beta1), double(r.options.beta2),
-                double(r.options.eps), double(r.options.weight_decay)),
-            [&](const Ex11& ex) { return subject_run(ex, r); }, oracle_run(r), "step, P", {1e-5, 1e-4});
+            {.what = fmt::format(
+                 "adamw_step x {} on params ({}), lr {:g}, betas ({:g}, {:g}), eps {:g}, weight_decay {:g}: rows "
+                 "= params after each step, then m, then v",
+                 r.steps, r.params, double(r.options.lr), double(r.options.beta1), double(r.options.beta2),
+                 double(r.options.eps), double(r.options.weight_decay)),
+             .dims = "step, P",
+             .tol = {1e-5, 1e-4}},
+            [&](const Ex11& ex) { return subject_run(ex, r); }, oracle_run(r));
     }
 }
 
 TEST_CASE("adamw_step: the state counts the steps", "[ex11][part2]") {
-    grade::expect<Ex11>("adamw_step x 3 on params (6): state.step",
-                        [&](const Ex11& ex) {
-                            Tensor1 p = Tensor1::from_shape({6});
-                            p.fill(1.0f);
-                            Tensor1 g = p;
-                            ex11::AdamWState state;
-                            for (int s = 0; s < 3; ++s) ex.adamw_step(p, g, state, {});
-                            return scalar(float(state.step));
-                        },
-                        scalar(3.0f), "step", {0.0, 0.0});
+    grade::expect<Ex11>(
+        {.what = "adamw_step x 3 on params (6): state.step", .dims = "step", .tol = {0.0, 0.0}},
+        [&](const Ex11& ex) {
+            Tensor1 p = Tensor1::from_shape({6});
+            p.fill(1.0f);
+            Tensor1 g = p;
+            ex11::AdamWState state;
+            for (int s = 0; s < 3; ++s) ex.adamw_step(p, g, state, {});
+            return scalar(float(state.step));
+        },
+        scalar(3.0f));
 }
