@@ -1,0 +1,52 @@
+# cmake/HeadwiseMutants.cmake -- the grader's search for the learner's own edit (tests/grade/search.hpp).
+#
+#   headwise_add_mutants(<id> <dir>)   (called by headwise_add_exercise, whose variables it reads)
+#
+# With tests/grade/mutants/<id>.mutants (the variants' data, gradekit/mutants.hpp) it makes:
+#   headwise_grade_<id>_mutants        the schemata: the solution with its single-edit variants
+#                                      marked ok behind one runtime selector, and their data;
+#                                      compiled once, like the catalogue (own namespace, sanitized
+#                                      like the subject), and linked into every grader of <id>
+#   headwise_mutants_<id>_all          the same with every variant that compiles, and
+#   headwise_mutants_<id>_fingerprint  the solution's grader linked with it: what
+#                                      scripts/regenerate-mutants builds and runs to take the
+#                                      fingerprints
+#   a test (label meta)                the data is up to date with the solution and the grader's
+#                                      cases (else: run scripts/regenerate-mutants <id>)
+# Without the data file (or for an exercise of several .cpp files), an empty library: no search.
+function(headwise_add_mutants id dir)
+  set(data "${HEADWISE_GRADE_DIR}/mutants/${id}.mutants")
+  file(GLOB present CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/mutants/${id}.mutants")
+  if(NOT present OR NOT source_count EQUAL 1)
+    add_library(headwise_grade_${id}_mutants INTERFACE)
+    return()
+  endif()
+  set(solution "${solution_dir}/${first_source}")
+  foreach(kind grade all)
+    if(kind STREQUAL "all")
+      set(target headwise_mutants_${id}_all)
+      set(flag --all)
+    else()
+      set(target headwise_grade_${id}_mutants)
+      set(flag "")
+    endif()
+    set(out "${gen}/mutants/${id}_${kind}.cpp")
+    add_custom_command(OUTPUT "${out}"
+      COMMAND headwise_gradetool mutants schemata ${id} ${solution} ${dir}.hpp ${data} ${out} ${flag}
+      DEPENDS "${data}" "${solution}" headwise_gradetool
+      COMMENT "Making the search's variants of ${id} (${kind})")
+    add_library(${target} OBJECT EXCLUDE_FROM_ALL "${out}")
+    set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)
+    target_include_directories(${target} PRIVATE ${solution_includes})
+    target_link_libraries(${target} PRIVATE headwise_grade_deps)
+    # Compiled exactly like the subject: a variant and a learner's identical code give identical numbers.
+    target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
+    target_precompile_headers(${target} REUSE_FROM ${subject_pch})
+  endforeach()
+  _headwise_grader(headwise_mutants_${id}_fingerprint ${id} SOURCES "${solution}" INCLUDES ${solution_includes}
+    MUTANTS headwise_mutants_${id}_all)
+  add_test(NAME "the search's variants of ${id} are up to date with solutions/${dir} and its grader"
+    COMMAND headwise_gradetool mutants check ${solution} ${HEADWISE_GRADE_DIR}/${dir}.cpp ${data})
+  set_tests_properties("the search's variants of ${id} are up to date with solutions/${dir} and its grader"
+    PROPERTIES LABELS "meta")
+endfunction()
