@@ -13,6 +13,11 @@
 #                                      fingerprints
 #   a test (label meta)                the data is up to date with the solution and the grader's
 #                                      cases (else: run scripts/regenerate-mutants <id>)
+#   headwise_meta_<id>_search_<key>    a meta-test per learner-style mistake written by hand for
+#                                      the search (tests/grade/mutants/hand/<id>_<key>.mistake,
+#                                      checked like tests/grade/learner_mistakes/: where the search
+#                                      names the edit, an "expect-shown:" line says which; a mistake
+#                                      of two edits says "expect_not: behaves exactly like")
 # Without the data file (or for an exercise of several .cpp files), an empty library: no search.
 function(headwise_add_mutants id dir)
   set(data "${HEADWISE_GRADE_DIR}/mutants/${id}.mutants")
@@ -42,6 +47,24 @@ function(headwise_add_mutants id dir)
     # Compiled exactly like the subject: a variant and a learner's identical code give identical numbers.
     target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
     target_precompile_headers(${target} REUSE_FROM ${subject_pch})
+  endforeach()
+  file(GLOB hand CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/mutants/hand/${id}_*.mistake")
+  list(SORT hand)
+  foreach(spec IN LISTS hand)
+    get_filename_component(stem "${spec}" NAME_WE)
+    string(REGEX REPLACE "^${id}_" "" key "${stem}")
+    set(patched "${gen}/search/${stem}.cpp")
+    add_custom_command(OUTPUT "${patched}"
+      COMMAND headwise_gradetool patch ${spec} ${solution} ${patched}
+      DEPENDS "${spec}" "${solution}" headwise_gradetool
+      COMMENT "Making the hand-written single edit ${stem}")
+    _headwise_grader(headwise_meta_${id}_search_${key} ${id} SOURCES "${patched}" INCLUDES ${solution_includes})
+    set(timeout 10)
+    if(DEFINED HEADWISE_GRADE_TIMEOUT_${id})
+      set(timeout ${HEADWISE_GRADE_TIMEOUT_${id}})
+    endif()
+    _headwise_meta_test(${id} search_${key} "the grader's search on ${id}'s hand-written edit '${key}'" "${patched}"
+      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${timeout})
   endforeach()
   _headwise_grader(headwise_mutants_${id}_fingerprint ${id} SOURCES "${solution}" INCLUDES ${solution_includes}
     MUTANTS headwise_mutants_${id}_all)

@@ -364,9 +364,10 @@ private:
         const bool argument = k > 0 && k + 1 < t_.size() && (t_[k - 1].text == "(" || t_[k - 1].text == "," ||
                                                               t_[k - 1].text == "[") &&
                               (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
-        if (v->loop && argument) {
-            add(k, s + " + 1", "index +1");
-            add(k, s + " - 1", "index -1");
+        // A size one off where it is passed on: std::sqrt(static_cast<float>(d + 1)).
+        if (argument && v->type == "std::size_t") {
+            add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
+            add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
         }
     }
 

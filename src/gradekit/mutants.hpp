@@ -70,7 +70,7 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
 std::string fnv_hex(const std::string& text);
 
 // tests/grade/mutants/<id>.mutants: a text file, one record a line, fields split by tabs.
-//   solution <hash>                   the solution text the variants were made from
+//   solution <hash>                   the solution text and the variants made from it
 //   cases <hash>                      the grader's case file the fingerprints were taken with
 //   check <k> <name>                  the grader's checks, in the order they run
 //   variant <id> <status> <fingerprint> <group> <line> <kind> <original line> <edited line> <context>

@@ -45,11 +45,20 @@ void write_text(const std::string& path, const std::string& text) {
     if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
 
+// The stamp of the variants made from `solution`: another solution text, or another generator,
+// gives another list (ids are positions in it), and the data is stale.
+std::string stamp_of(const std::string& solution) {
+    std::string all;
+    for (const Variant& v : generate_mutants(solution).variants)
+        all += fmt::format("{} {} {} {}\n", v.id, v.begin, v.end, v.replacement);
+    return fnv_hex(solution + all);
+}
+
 int list(const std::vector<std::string>& a) {
     if (a.size() != 3) throw std::invalid_argument("usage: mutants list SOLUTION CASES DATA");
     const std::string solution = read_text(a[0]);
     MutantData d;
-    d.solution_hash = fnv_hex(solution);
+    d.solution_hash = stamp_of(solution);
     d.cases_hash = fnv_hex(read_text(a[1]));
     for (const Variant& v : generate_mutants(solution).variants)
         d.variants.push_back({v.id, "untested", "-", 0, v.line, v.kind, v.original_line, v.edited_line, v.context});
@@ -78,7 +87,7 @@ int schemata(const std::vector<std::string>& a) {
     std::vector<int> keep;
     // Stale data (another solution text) keeps no variant: the search is off until it is
     // regenerated, and the data's own test says so.
-    if (d.solution_hash == fnv_hex(solution))
+    if (d.solution_hash == stamp_of(solution))
         for (const auto& v : d.variants)
             if (all ? v.status != "nocompile" : v.status == "ok") keep.push_back(v.id);
     const Mutants m = generate_mutants(solution);
@@ -175,13 +184,13 @@ int record(const std::vector<std::string>& a) {
 int check(const std::vector<std::string>& a) {
     if (a.size() != 3) throw std::invalid_argument("usage: mutants check SOLUTION CASES DATA");
     const MutantData d = read_mutant_data(read_text(a[2]));
-    const bool solution_ok = d.solution_hash == fnv_hex(read_text(a[0]));
+    const bool solution_ok = d.solution_hash == stamp_of(read_text(a[0]));
     const bool cases_ok = d.cases_hash == fnv_hex(read_text(a[1]));
     const bool complete = std::none_of(d.variants.begin(), d.variants.end(),
                                        [](const VariantRecord& v) { return v.status == "untested"; });
     if (solution_ok && cases_ok && complete && !d.checks.empty()) return 0;
     fmt::print(stderr, "{} is stale ({}): run scripts/regenerate-mutants\n", a[2],
-               !solution_ok ? "made from another " + a[0]
+               !solution_ok ? "made from another " + a[0] + " or by another generator"
                : !cases_ok  ? "its fingerprints were taken with another " + a[1]
                             : "some variants were never run");
     return 1;

@@ -61,6 +61,9 @@ bool register_mutants(const char* data) {
     int largest = 0;
     for (const auto& c : s.candidates) largest = std::max(largest, c.id);
     s.reached.assign(static_cast<std::size_t>(largest) + 1, 0);
+    // HEADWISE_GRADE_SEARCH=off: no search (to measure what it costs).
+    if (const char* search = std::getenv("HEADWISE_GRADE_SEARCH"); search != nullptr && std::string(search) == "off")
+        s.off = true;
     const char* selected = std::getenv("HEADWISE_MUTANT");
     if (selected == nullptr) return false;
     s.recording = true;
