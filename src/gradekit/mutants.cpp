@@ -22,8 +22,8 @@ struct Token {
     std::size_t begin, end;  // offsets in the solution text
 };
 
-const char* const puncts[] = {"<<=", ">>=", "::", "->", "++", "--", "<=", ">=", "==", "!=", "&&", "||",
-                              "+=",  "-=",  "*=", "/=", "%=", "<<", ">>"};
+const char* const puncts[] = {
+    "<<=", ">>=", "::", "->", "++", "--", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "<<", ">>"};
 
 // The tokens of `text` from `from` to `to`, comments and preprocessor lines skipped.
 std::vector<Token> tokenize(const std::string& text, std::size_t from, std::size_t to) {
@@ -207,7 +207,7 @@ private:
         while (q < semi) {
             const std::size_t comma = until(q, semi, {","});
             const std::string name = t_[q].text;
-            const bool lambda = until(q, comma, {"["}) < comma;
+            const bool lambda = is(q + 1, "=") && is(q + 2, "[");  // auto f = [&](...) { ... };
             if (is(q + 1, "=") && !lambda) {
                 region(q + 2, comma, false, false);
                 if (!found.empty() && found.back().first == q + 2) found.back().type = type;
@@ -315,7 +315,8 @@ public:
             if (tok.kind == Tok::number) number(k);
             if (tok.kind == Tok::punct) op(k);
         }
-        if (f_.statement && f_.droppable) out_.push_back({t_[f_.first].begin, t_[f_.last - 1].end, ";", "statement dropped"});
+        if (f_.statement && f_.droppable)
+            out_.push_back({t_[f_.first].begin, t_[f_.last - 1].end, ";", "statement dropped"});
         // A scalar started at 0 instead of its value (float m = 0.0f for the row's first score).
         if ((f_.type == "float" || f_.type == "double") && f_.last > f_.first + 1)
             add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
@@ -356,13 +357,14 @@ private:
             if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
             // Swaps among loop counters, or of a size for another size (d for d_head), or tensors.
             if (v->loop != other.loop && v->type == "std::size_t") continue;
-            if (std::ranges::any_of(out_, [&](const Edit& e) { return e.begin == t_[k].begin && e.with == other.name; }))
+            if (std::ranges::any_of(out_,
+                                    [&](const Edit& e) { return e.begin == t_[k].begin && e.with == other.name; }))
                 continue;
             add(k, other.name, v->loop ? "index swap" : "variable swap");
         }
         // An index one off: t(b, i + 1, c).
-        const bool argument = k > 0 && k + 1 < t_.size() && (t_[k - 1].text == "(" || t_[k - 1].text == "," ||
-                                                              t_[k - 1].text == "[") &&
+        const bool argument = k > 0 && k + 1 < t_.size() &&
+                              (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
                               (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
         // A size one off where it is passed on: std::sqrt(static_cast<float>(d + 1)).
         if (argument && v->type == "std::size_t") {
@@ -450,7 +452,7 @@ private:
             ++right;
         }
         if (right > f_.last || (right < f_.last && (t_[right].text == "*" || t_[right].text == "/" ||
-                                                     t_[right].text == "." || t_[right].text == "::")))
+                                                    t_[right].text == "." || t_[right].text == "::")))
             return;
         const std::string a = text_.substr(t_[left].begin, t_[k - 1].end - t_[left].begin);
         const std::string b = text_.substr(t_[k + 1].begin, t_[right - 1].end - t_[k + 1].begin);
@@ -597,7 +599,8 @@ MutantData read_mutant_data(const std::string& text) {
         } else if (f[0] == "check" && f.size() == 3) {
             d.checks.push_back(f[2]);
         } else if (f[0] == "variant" && f.size() == 10) {
-            d.variants.push_back({std::stoi(f[1]), f[2], f[3], std::stoi(f[4]), std::stoi(f[5]), f[6], f[7], f[8], f[9]});
+            d.variants.push_back(
+                {std::stoi(f[1]), f[2], f[3], std::stoi(f[4]), std::stoi(f[5]), f[6], f[7], f[8], f[9]});
         } else {
             throw std::runtime_error(fmt::format("line {}: not a record of a mutant data file", n));
         }

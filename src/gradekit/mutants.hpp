@@ -34,15 +34,15 @@
 namespace headwise::gradekit {
 
 struct Variant {
-    int id = 0;                // 1, 2, ... in generation order (stable for one solution text)
-    std::size_t region = 0;    // index into Mutants::regions
-    std::size_t begin = 0;     // the span of the solution text it replaces
+    int id = 0;              // 1, 2, ... in generation order (stable for one solution text)
+    std::size_t region = 0;  // index into Mutants::regions
+    std::size_t begin = 0;   // the span of the solution text it replaces
     std::size_t end = 0;
-    std::string replacement;   // what replaces it
-    std::string kind;          // "index swap", "bound +1", "< for <=", "statement dropped", ...
-    int line = 0;              // 1-based line of the span in the solution
+    std::string replacement;                 // what replaces it
+    std::string kind;                        // "index swap", "bound +1", "< for <=", "statement dropped", ...
+    int line = 0;                            // 1-based line of the span in the solution
     std::string original_line, edited_line;  // that line, trimmed, before and after the edit
-    std::string context;       // "in attention, the loop over c"
+    std::string context;                     // "in attention, the loop over c"
 };
 
 struct Region {

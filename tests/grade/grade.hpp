@@ -200,14 +200,17 @@ bool expect(const std::string& what, const Call& call, const Result& expected, s
         // A stub (or a launch wrapping one): the test fails with it, and it weighs on no name.
         if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
         Diagnosis d = describe_exception(what, e);  // first: it reads where this throw came from
-        search::check<Api>(what, call, static_cast<const Result*>(nullptr), &e, false, expected, [&](const Result& a, const Result& b) { return compare(a, b, dims, tol).same; });  // search.hpp
+        search::check<Api>(
+            what, call, static_cast<const Result*>(nullptr), &e, false, expected,
+            [&](const Result& a, const Result& b) { return compare(a, b, dims, tol).same; });  // search.hpp
         d.large = is_large(expected);
         d.matching = diagnose_throw<Api>(call, e);
         fail_check(std::move(d));
         return false;
     }
     Outcome o = compare(*actual, expected, dims, tol);
-    search::check<Api>(what, call, &*actual, nullptr, o.same, expected, [&](const Result& a, const Result& b) { return compare(a, b, dims, tol).same; });  // search.hpp
+    search::check<Api>(what, call, &*actual, nullptr, o.same, expected,
+                       [&](const Result& a, const Result& b) { return compare(a, b, dims, tol).same; });  // search.hpp
     if (o.same) {
         SUCCEED(what);
         return true;

@@ -132,8 +132,8 @@ std::string finish(bool run_failed) {
     // Several edits that behave alike on every check: the likeliest slip first (a constant or a
     // bound before a swapped variable, which may read a tensor the code has not written yet).
     const auto rank = [](const Candidate* c) {
-        static const std::vector<std::string> order = {"a constant changed", "< for <=", "<= for <", "bound +1",
-                                                       "bound -1", "index swap", "index +1", "index -1"};
+        static const std::vector<std::string> order = {"a constant changed", "< for <=",   "<= for <", "bound +1",
+                                                       "bound -1",           "index swap", "index +1", "index -1"};
         const auto at = std::find(order.begin(), order.end(), c->kind);
         return std::pair(at - order.begin(), c->id);
     };

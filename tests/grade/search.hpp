@@ -73,7 +73,8 @@ void check(std::string_view what, const Call& call, const Result* actual, const 
     const char status = error != nullptr ? 'T' : passed ? 'P' : 'F';
     const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
     observe(
-        what, status, [&] { return error != nullptr ? digest_of(std::hash<std::string>{}(thrown)) : digest_of(*actual); },
+        what, status,
+        [&] { return error != nullptr ? digest_of(std::hash<std::string>{}(thrown)) : digest_of(*actual); },
         [&] {
             try {
                 const Result theirs = call(*mutants_slot<Api>());
