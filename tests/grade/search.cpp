@@ -88,6 +88,8 @@ void observe(std::string_view what, char status, const std::function<std::string
     const std::size_t k = s.next++;
     // A check the data does not know (another grader, a test left out): nothing can be confirmed.
     if (k >= s.checks.size() || s.checks[k] != name) {
+        if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+            std::fprintf(stderr, "[headwise-debug] search: check %zu is not in the data: %s\n", k, name.c_str());
         s.off = true;
         return;
     }
@@ -97,6 +99,8 @@ void observe(std::string_view what, char status, const std::function<std::string
         any = any || c.alive;
     }
     if (!any) {
+        if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+            std::fprintf(stderr, "[headwise-debug] search: no variant fails like this at check %zu (%c)\n", k, status);
         s.off = true;
         return;
     }
