@@ -51,21 +51,6 @@ std::string read_all(const std::string& path) {
     return text.str();
 }
 
-// Writes `text` to `path` (making its folder) only when the file's content differs: an unchanged
-// output keeps its time stamp, and what is built from it is not rebuilt.
-void write_if_changed(const std::string& path, const std::string& text) {
-    std::ifstream old_in(path, std::ios::binary);
-    std::ostringstream old;
-    if (old_in) old << old_in.rdbuf();
-    if (old_in && old.str() == text) return;
-    const fs::path target(path);
-    std::error_code ec;
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    std::ofstream file(target, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file) throw std::runtime_error(fmt::format("cannot write {}", path));
-}
-
 int stub(const std::vector<std::string>& args) {
     if (args.size() != 2) throw usage("usage: headwise-gradetool stub SOLUTION STUB");
     write_if_changed(args[1], split_solution(read_all(args[0]), args[0]).stub);

@@ -96,6 +96,10 @@ std::string write_mutant_data(const MutantData& d);
 // "your code behaves exactly like the solution with `A` in place of `B` (line L, in F, ...)"
 std::string describe_edit(const VariantRecord& v);
 
+// Writes `text` to `path` (making its folder) only when the file's content differs: an unchanged
+// output keeps its time stamp, and what is built from it is not rebuilt (every gradetool output).
+void write_if_changed(const std::string& path, const std::string& text);
+
 // `headwise-gradetool mutants ...` (gradekit/mutants_command.cpp). std::invalid_argument: bad usage.
 int mutants_command(const std::vector<std::string>& args);
 

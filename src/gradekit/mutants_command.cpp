@@ -33,7 +33,9 @@ std::string read_text(const std::string& path) {
     return s.str();
 }
 
-void write_text(const std::string& path, const std::string& text) {
+}  // namespace
+
+void write_if_changed(const std::string& path, const std::string& text) {
     std::ifstream old_in(path, std::ios::binary);
     std::ostringstream old;
     if (old_in) old << old_in.rdbuf();
@@ -44,6 +46,8 @@ void write_text(const std::string& path, const std::string& text) {
     out << text;
     if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
+
+namespace {
 
 // The stamp of the variants made from `solution`: another solution text, or another generator,
 // gives another list (ids are positions in it), and the data is stale.
@@ -62,7 +66,7 @@ int list(const std::vector<std::string>& a) {
     d.cases_hash = fnv_hex(read_text(a[1]));
     for (const Variant& v : generate_mutants(solution).variants)
         d.variants.push_back({v.id, "untested", "-", 0, v.line, v.kind, v.original_line, v.edited_line, v.context});
-    write_text(a[2], write_mutant_data(d));
+    write_if_changed(a[2], write_mutant_data(d));
     fmt::print("{}: {} variants\n", a[2], d.variants.size());
     return 0;
 }
@@ -107,12 +111,12 @@ int schemata(const std::vector<std::string>& a) {
         "\n#include \"{}\"\nnamespace {{\n[[maybe_unused]] const bool registered_mutants = "
         "headwise::grade::add_mutants(bind_{}(), R\"hw({})hw\");\n}}  // namespace\n",
         a[2], id, data);
-    write_text(a[4], text);
+    write_if_changed(a[4], text);
     if (all) {
         const int offset = static_cast<int>(std::count(preamble.begin(), preamble.end(), '\n'));
         std::string map;
         for (const auto& [line, variant] : s.line_to_variant) map += fmt::format("{} {}\n", line + offset, variant);
-        write_text(a[4] + ".map", map);
+        write_if_changed(a[4] + ".map", map);
     }
     return 0;
 }
@@ -123,7 +127,7 @@ int mark(const std::vector<std::string>& a) {
     for (std::size_t k = 2; k < a.size(); ++k)
         for (auto& v : d.variants)
             if (v.id == std::stoi(a[k])) v.status = a[1];
-    write_text(a[0], write_mutant_data(d));
+    write_if_changed(a[0], write_mutant_data(d));
     return 0;
 }
 
@@ -177,7 +181,7 @@ int record(const std::vector<std::string>& a) {
             v.group = groups.emplace(r.fingerprint + r.digests, v.id).first->second;
         }
     }
-    write_text(a[0], write_mutant_data(d));
+    write_if_changed(a[0], write_mutant_data(d));
     return 0;
 }
 
