@@ -35,6 +35,7 @@
 # headwise-gradetool (src/gradekit) runs the build and run steps and writes the report.
 
 set(HEADWISE_GRADE_DIR "${PROJECT_SOURCE_DIR}/tests/grade")
+include(${CMAKE_CURRENT_LIST_DIR}/HeadwiseMutants.cmake)
 
 # Graders relink after every edit of an exercise: gold links one in ~0.3 s where ld.bfd takes ~0.8 s.
 include(CheckLinkerFlag)
@@ -143,6 +144,7 @@ namespace {
     target_compile_options(headwise_grade_${id}_mistakes PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
     target_precompile_headers(headwise_grade_${id}_mistakes REUSE_FROM ${subject_pch})
   endif()
+  headwise_add_mutants(${id} ${dir})  # the search's variants (cmake/HeadwiseMutants.cmake)
 
   # --- The learner's grader: `ctest --preset grade [-L <id>]`.
   list(TRANSFORM sources PREPEND "${exercise_dir}/" OUTPUT_VARIABLE learner_sources)
@@ -257,12 +259,15 @@ endfunction()
 # One grader binary: the test cases, the catalogue and one subject's sources (sanitized, with
 # the learner's warnings; see the top of this file and headwise_grade_pch in tests/grade).
 function(_headwise_grader target id)
-  cmake_parse_arguments(arg "" "" "SOURCES;INCLUDES" ${ARGN})
+  cmake_parse_arguments(arg "" "MUTANTS" "SOURCES;INCLUDES" ${ARGN})
+  if(NOT arg_MUTANTS)
+    set(arg_MUTANTS headwise_grade_${id}_mutants)  # the search's variants (cmake/HeadwiseMutants.cmake)
+  endif()
   add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES} "${CMAKE_CURRENT_BINARY_DIR}/${id}/subject.cpp")
   set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)  # no -Werror (HeadwiseTargets.cmake)
   target_include_directories(${target} PRIVATE ${arg_INCLUDES})
   target_link_libraries(${target} PRIVATE
-    headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_support headwise_grade_deps
+    headwise_grade_${id}_cases headwise_grade_${id}_mistakes ${arg_MUTANTS} headwise_grade_support headwise_grade_deps
     headwise_grade_main headwise::gradekit)
   # A stub leaves its parameters unused until the learner writes the body. -O1: the graders'
   # inputs are tiny, and the learner's file recompiles ~25% faster than at -O3 (measured on ex03).

@@ -13,10 +13,14 @@
 //       one line for one line, so line numbers stay those of the solution ("replace#N: <text>":
 //       its N-th occurrence)
 //
+//   headwise-gradetool mutants list|schemata|mark|record|check ...
+//       the single-edit variants of a solution that the grader's search matches (gradekit/mutants.hpp)
+//
 //   headwise-gradetool show --report FILE [--id ex01] [--dir 01_single_head] [-v]
 //       prints the report as `headwise grade` does (gradekit/show.hpp)
 //
 // Bad arguments: one line on stderr, exit code 2.
+#include "gradekit/mutants.hpp"
 #include "gradekit/report.hpp"
 #include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
@@ -45,21 +49,6 @@ std::string read_all(const std::string& path) {
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
-}
-
-// Writes `text` to `path` (making its folder) only when the file's content differs: an unchanged
-// output keeps its time stamp, and what is built from it is not rebuilt.
-void write_if_changed(const std::string& path, const std::string& text) {
-    std::ifstream old_in(path, std::ios::binary);
-    std::ostringstream old;
-    if (old_in) old << old_in.rdbuf();
-    if (old_in && old.str() == text) return;
-    const fs::path target(path);
-    std::error_code ec;
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    std::ofstream file(target, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
 
 int stub(const std::vector<std::string>& args) {
@@ -198,6 +187,13 @@ int main(int argc, char** argv) {
         if (all[0] == "patch") return patch(rest);
         if (all[0] == "show") return show(rest);
         if (all[0] == "build" || all[0] == "run") return steps(all[0], rest);
+        if (all[0] == "mutants") {  // the search's variants (gradekit/mutants_command.cpp)
+            try {
+                return mutants_command(rest);
+            } catch (const std::invalid_argument& e) {
+                throw usage(e.what());
+            }
+        }
         throw usage(fmt::format("unknown command '{}' (stub, patch, show, build or run)", all[0]));
     } catch (const usage& e) {
         fmt::print(stderr, "headwise-gradetool: {}\n", e.what());

@@ -41,7 +41,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                     {"running", r.running},
                     {"failures", failures},
                     {"warnings", r.warnings},
-                    {"parts", parts}};
+                    {"parts", parts},
+                    {"edit", r.edit}};
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     const std::filesystem::path temporary = path.string() + ".tmp";
@@ -66,6 +67,7 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         r.passed = j.at("passed").get<int>();
         r.total = j.at("total").get<int>();
         r.running = text(j, "running");
+        r.edit = text(j, "edit");
         for (const auto& f : j.value("failures", json::array())) {
             Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
                       text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};

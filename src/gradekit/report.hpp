@@ -12,7 +12,8 @@
 //                  "source": "the learner's line at `where`", "lesson": "where to reread",
 //                  "details": ["verbose lines: every failing check, shapes, elements, tolerance"]}],
 //    "warnings": ["exercises/...cpp:12:9: warning: ... [-Wsign-compare]\n  source\n  caret"],
-//    "parts": [{"name": "part 1", "passed": 3, "total": 3, "ran": 3}]}
+//    "parts": [{"name": "part 1", "passed": 3, "total": 3, "ran": 3}],
+//    "edit": "your code behaves exactly like the solution with `...` in place of `...` (...)" | ""}
 #pragma once
 
 #include <filesystem>
@@ -51,6 +52,9 @@ struct Report {
     std::vector<Failure> failures;
     std::vector<std::string> warnings;
     std::vector<Part> parts;
+    // The learner's own edit, found by the grader's search and confirmed on every check
+    // (tests/grade/search.hpp): "your code behaves exactly like the solution with ...", or empty.
+    std::string edit;
 
     bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
 };

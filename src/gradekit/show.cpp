@@ -118,6 +118,8 @@ std::string show_report(const Report* r, const ShowOptions& o) {
                                o.id);
         bool diagnosable = false;  // a failure other than an unwritten function
         for (const auto& f : r->failures) diagnosable = diagnosable || f.message.rfind("not implemented yet", 0) != 0;
+        // The learner's own edit, confirmed by the grader's search on every check.
+        if (!r->edit.empty()) wrapped(out, indent, r->edit + ".");
         if (diagnosable) {
             const auto& f = r->failures[0];
             if (!f.mistake.empty()) {

@@ -47,8 +47,30 @@ bool add_mistake(Api api, std::string name, std::string explanation) {
     return true;
 }
 
+// The solution's single-edit variants behind one selector (tests/grade/search.hpp), registered
+// with their data by the generated schemata file (cmake/HeadwiseMutants.cmake).
+template <class Api>
+std::optional<Api>& mutants_slot() {
+    static std::optional<Api> mutants;
+    return mutants;
+}
+bool register_mutants(const char* data);  // search.cpp: true when HEADWISE_MUTANT makes them the subject
+template <class Api>
+std::optional<Api>& mutant_subject_slot() {
+    static std::optional<Api> subject;
+    return subject;
+}
+template <class Api>
+bool add_mutants(Api api, const char* data) {
+    mutants_slot<Api>() = api;
+    if (register_mutants(data)) mutant_subject_slot<Api>() = api;
+    return true;
+}
+
 template <class Api>
 const Api& subject() {
+    // search: taking the variants' fingerprints (HEADWISE_MUTANT=<id>), the selected variant is graded
+    if (mutant_subject_slot<Api>()) return *mutant_subject_slot<Api>();
     if (!subject_slot<Api>()) throw std::logic_error("this grader was built without a subject to grade");
     return *subject_slot<Api>();
 }

@@ -128,6 +128,11 @@ public:
         } else if (!run_failures().empty()) {
             fmt::print("headwise: no known mistake matches every failing check\n");
         }
+        // The learner's own edit, found among the solution's variants and confirmed (search.hpp).
+        if (const std::string edit = search::finish(!run_failures().empty()); !edit.empty()) {
+            report_.edit = edit;
+            fmt::print("headwise: {}\n", edit);
+        }
         report_.finished = true;
         write();
         TestEventListenerBase::testRunEnded(stats);

@@ -1,0 +1,631 @@
+// gradekit/mutants.cpp -- see mutants.hpp. A small tokenizer and a statement parser just good
+// enough for the solutions' plain loops; what it cannot read it leaves without variants.
+#include "gradekit/mutants.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace headwise::gradekit {
+
+namespace {
+
+enum class Tok { ident, number, string, punct };
+
+struct Token {
+    Tok kind;
+    std::string text;
+    std::size_t begin, end;  // offsets in the solution text
+};
+
+const char* const puncts[] = {
+    "<<=", ">>=", "::", "->", "++", "--", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "<<", ">>"};
+
+// The tokens of `text` from `from` to `to`, comments and preprocessor lines skipped.
+std::vector<Token> tokenize(const std::string& text, std::size_t from, std::size_t to) {
+    std::vector<Token> out;
+    std::size_t p = from;
+    while (p < to) {
+        const char c = text[p];
+        if (std::isspace(static_cast<unsigned char>(c))) {
+            ++p;
+        } else if (text.compare(p, 2, "//") == 0 || c == '#') {
+            p = std::min(to, text.find('\n', p) == std::string::npos ? to : text.find('\n', p));
+        } else if (text.compare(p, 2, "/*") == 0) {
+            p = std::min(to, text.find("*/", p) + 2);
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            std::size_t e = p;
+            while (e < to && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+            out.push_back({Tok::ident, text.substr(p, e - p), p, e});
+            p = e;
+        } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+                   (c == '.' && p + 1 < to && std::isdigit(static_cast<unsigned char>(text[p + 1])))) {
+            std::size_t e = p;
+            while (e < to && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '.' ||
+                              ((text[e] == '-' || text[e] == '+') && (text[e - 1] == 'e' || text[e - 1] == 'E'))))
+                ++e;
+            out.push_back({Tok::number, text.substr(p, e - p), p, e});
+            p = e;
+        } else if (c == '"' || c == '\'') {
+            std::size_t e = p + 1;
+            while (e < to && text[e] != c) e += text[e] == '\\' ? 2 : 1;
+            out.push_back({Tok::string, text.substr(p, e + 1 - p), p, e + 1});
+            p = e + 1;
+        } else {
+            std::string op(1, c);
+            for (const char* candidate : puncts)
+                if (text.compare(p, std::char_traits<char>::length(candidate), candidate) == 0 &&
+                    std::char_traits<char>::length(candidate) > op.size())
+                    op = candidate;
+            out.push_back({Tok::punct, op, p, p + op.size()});
+            p += op.size();
+        }
+    }
+    return out;
+}
+
+struct Var {
+    std::string name, type;
+    std::size_t from, to;  // token indices where it is in scope
+    bool loop = false;     // a loop's counter
+};
+
+// The parser: walks one solution block's statements, records regions and the variables in scope.
+class Parser {
+public:
+    Parser(const std::string& text, std::vector<Token> toks, std::string function, std::vector<Var> params)
+        : text_(text), t_(std::move(toks)), function_(std::move(function)), vars_(std::move(params)) {}
+
+    void run() {
+        std::size_t p = 0;
+        while (p < t_.size()) p = statement(p);
+    }
+
+    struct Found {
+        std::size_t first, last;  // token range [first, last)
+        bool statement, droppable;
+        std::vector<std::string> loops;
+        bool loop_condition = false;  // a for's condition: its counter is not swapped (an endless loop)
+        std::string type;             // a declarator's initializer: the declared type
+    };
+    std::vector<Found> found;
+    const std::vector<Var>& vars() const { return vars_; }
+    const std::vector<Token>& tokens() const { return t_; }
+    const std::string& function() const { return function_; }
+
+private:
+    bool is(std::size_t p, const char* s) const { return p < t_.size() && t_[p].text == s; }
+
+    // The token after the one that closes the bracket opened at `p`.
+    std::size_t close(std::size_t p) const {
+        int depth = 0;
+        for (; p < t_.size(); ++p) {
+            const std::string& s = t_[p].text;
+            if (t_[p].kind != Tok::punct) continue;
+            if (s == "(" || s == "[" || s == "{") ++depth;
+            if (s == ")" || s == "]" || s == "}") {
+                if (--depth == 0) return p + 1;
+            }
+        }
+        return t_.size();
+    }
+
+    // The first token at bracket depth 0 from `p` on that is one of `stops` (or `end`).
+    std::size_t until(std::size_t p, std::size_t end, std::initializer_list<const char*> stops) const {
+        while (p < end) {
+            if (t_[p].kind == Tok::punct) {
+                for (const char* s : stops)
+                    if (t_[p].text == s) return p;
+                if (t_[p].text == "(" || t_[p].text == "[" || t_[p].text == "{") {
+                    p = close(p);
+                    continue;
+                }
+            }
+            ++p;
+        }
+        return end;
+    }
+
+    void region(std::size_t first, std::size_t last, bool statement, bool droppable) {
+        if (first < last) found.push_back({first, last, statement, droppable, loops_});
+    }
+
+    std::size_t statement(std::size_t p) {
+        if (p >= t_.size()) return p;
+        if (is(p, "{")) {
+            const std::size_t end = close(p);
+            std::size_t q = p + 1;
+            while (q < end - 1) q = statement(q);
+            return end;
+        }
+        if (is(p, "for")) return for_statement(p);
+        if (is(p, "while") || is(p, "if")) {
+            const std::size_t rp = close(p + 1);
+            region(p + 2, rp - 1, false, false);
+            std::size_t end = statement(rp);
+            if (is(p, "if") && is(end, "else")) end = statement(end + 1);
+            return end;
+        }
+        const std::size_t semi = until(p, t_.size(), {";"});
+        if (is(p, "throw")) return semi + 1;
+        if (is(p, "return")) {
+            region(p, semi + 1, true, false);
+            return semi + 1;
+        }
+        if (!declaration(p, semi)) region(p, semi + 1, true, true);
+        return semi + 1;
+    }
+
+    std::size_t for_statement(std::size_t p) {
+        const std::size_t rp = close(p + 1);
+        const std::size_t s1 = until(p + 2, rp - 1, {";"}), s2 = until(s1 + 1, rp - 1, {";"});
+        loops_.push_back("");
+        std::size_t var = vars_.size();
+        // for (std::size_t j = 1; ...): j is a loop counter, in scope to the end of the statement.
+        const std::size_t eq = until(p + 2, s1, {"="});
+        if (eq < s1 && eq > p + 3 && t_[eq - 1].kind == Tok::ident) {
+            vars_.push_back({t_[eq - 1].text, type_of(p + 2, eq - 1), s1, 0, true});
+            loops_.back() = t_[eq - 1].text;
+            region(eq + 1, s1, false, false);
+        } else {
+            var = vars_.size() + 1;
+        }
+        region(s1 + 1, s2, false, false);
+        if (!found.empty() && found.back().first == s1 + 1) found.back().loop_condition = true;
+        const std::size_t end = statement(rp);
+        if (var < vars_.size()) vars_[var].to = end;
+        loops_.pop_back();
+        return end;
+    }
+
+    std::string type_of(std::size_t first, std::size_t last) const {
+        std::string type;
+        for (std::size_t q = first; q < last; ++q)
+            if (t_[q].text != "const" && t_[q].text != "&" && t_[q].text != "static") type += t_[q].text;
+        return type;
+    }
+
+    // A declaration (`const std::size_t a = x, b = y;`, `Tensor4 out = ...;`, `std::vector<float> w(n);`):
+    // its names are variables to the end of the enclosing block, its initializers regions.
+    bool declaration(std::size_t p, std::size_t semi) {
+        const std::size_t stop = until(p, semi, {"=", "(", "{", ","});
+        if (stop <= p + 1 || stop >= semi + 1 || t_[stop - 1].kind != Tok::ident) return false;
+        bool typed = false;
+        for (std::size_t q = p; q + 1 < stop; ++q) {
+            const std::string& s = t_[q].text;
+            if (t_[q].kind != Tok::ident && s != "::" && s != "<" && s != ">" && s != "&" && s != "*") return false;
+            typed = typed || t_[q].kind == Tok::ident;
+        }
+        if (!typed || t_[stop - 2].text == "::" || t_[stop - 2].text == "(") return false;
+        const std::string type = type_of(p, stop - 1);
+        const std::size_t scope_end = block_end(semi);
+        std::size_t q = stop - 1;
+        while (q < semi) {
+            const std::size_t comma = until(q, semi, {","});
+            const std::string name = t_[q].text;
+            const bool lambda = is(q + 1, "=") && is(q + 2, "[");  // auto f = [&](...) { ... };
+            if (is(q + 1, "=") && !lambda) {
+                region(q + 2, comma, false, false);
+                if (!found.empty() && found.back().first == q + 2) found.back().type = type;
+            }
+            vars_.push_back({name, lambda ? "lambda" : type, semi + 1, scope_end, false});
+            q = comma + 1;
+        }
+        return true;
+    }
+
+    // Where the block holding token `p` ends (brace depth 0 relative to it).
+    std::size_t block_end(std::size_t p) const {
+        int depth = 0;
+        for (; p < t_.size(); ++p) {
+            if (t_[p].text == "{") ++depth;
+            if (t_[p].text == "}" && --depth < 0) return p;
+        }
+        return t_.size();
+    }
+
+    const std::string& text_;
+    std::vector<Token> t_;
+    std::string function_;
+    std::vector<Var> vars_;
+    std::vector<std::string> loops_;
+};
+
+// The function a block sits in, and its parameters: the last line before `at` that opens a
+// function at column 0 ("Tensor3 attention(const Tensor3& q, ...) {").
+std::pair<std::string, std::vector<Var>> signature_before(const std::string& text, std::size_t at) {
+    std::size_t line = std::string::npos, end = text.rfind('\n', at == 0 ? 0 : at - 1);
+    while (end != std::string::npos && end > 0) {
+        const std::size_t nl = text.rfind('\n', end - 1);
+        const std::size_t start = nl == std::string::npos ? 0 : nl + 1;
+        const std::string l = text.substr(start, end - start);
+        if (!l.empty() && !std::isspace(static_cast<unsigned char>(l[0])) && !l.starts_with("//") &&
+            !l.starts_with("}") && l.find('(') != std::string::npos) {
+            line = start;
+            break;
+        }
+        if (nl == std::string::npos) break;
+        end = nl;
+    }
+    if (line == std::string::npos) return {"", {}};
+    const std::size_t paren = text.find('(', line);
+    const auto toks = tokenize(text, line, text.find('{', paren));
+    std::string name;
+    std::vector<Var> params;
+    std::size_t k = 0;
+    while (k < toks.size() && toks[k].text != "(") name = toks[k++].text;
+    std::size_t first = k + 1;
+    for (std::size_t q = first; q < toks.size(); ++q) {
+        if (toks[q].text != "," && toks[q].text != ")") continue;
+        std::size_t n = q;
+        while (n > first && toks[n - 1].kind != Tok::ident) --n;
+        if (n > first + 1 && toks[n - 1].kind == Tok::ident) {
+            std::string type;
+            for (std::size_t r = first; r + 1 < n; ++r)
+                if (toks[r].text != "const" && toks[r].text != "&") type += toks[r].text;
+            // Only whole-value parameters swap with each other (a pointer's '*' stays in the type).
+            params.push_back({toks[n - 1].text, type, 0, std::string::npos, false});
+        }
+        first = q + 1;
+        if (toks[q].text == ")") break;
+    }
+    return {name, params};
+}
+
+int line_of(const std::string& text, std::size_t at) {
+    return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
+std::string trimmed_line(const std::string& text, std::size_t at) {
+    const std::size_t start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const std::size_t b = start == std::string::npos ? 0 : start + 1;
+    std::size_t e = text.find('\n', at);
+    if (e == std::string::npos) e = text.size();
+    std::string s = text.substr(b, e - b);
+    if (const auto c = s.find("  //"); c != std::string::npos) s.resize(c);
+    const auto f = s.find_first_not_of(" \t");
+    const auto l = s.find_last_not_of(" \t");
+    return f == std::string::npos ? std::string() : s.substr(f, l - f + 1);
+}
+
+bool scalar_type(const std::string& t) {
+    return t == "std::size_t" || t == "float" || t == "double" || t == "std::uint64_t" || t == "int" ||
+           t.starts_with("Tensor") || t == "Mask2";
+}
+
+// Every (span, replacement, kind) of one region.
+struct Edit {
+    std::size_t begin, end;
+    std::string with, kind;
+};
+
+class Editor {
+public:
+    Editor(const std::string& text, const Parser& parser, const Parser::Found& f)
+        : text_(text), t_(parser.tokens()), vars_(parser.vars()), f_(f) {}
+
+    std::vector<Edit> edits() {
+        for (std::size_t k = f_.first; k < f_.last; ++k) {
+            const Token& tok = t_[k];
+            if (tok.kind == Tok::ident) identifier(k);
+            if (tok.kind == Tok::number) number(k);
+            if (tok.kind == Tok::punct) op(k);
+        }
+        if (f_.statement && f_.droppable)
+            out_.push_back({t_[f_.first].begin, t_[f_.last - 1].end, ";", "statement dropped"});
+        // A scalar started at 0 instead of its value (float m = 0.0f for the row's first score).
+        if ((f_.type == "float" || f_.type == "double") && f_.last > f_.first + 1)
+            add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
+        return out_;
+    }
+
+private:
+    const Var* var_at(std::size_t k) const {
+        if (k > 0 && (t_[k - 1].text == "." || t_[k - 1].text == "->" || t_[k - 1].text == "::")) return nullptr;
+        if (k + 1 < t_.size() && t_[k + 1].text == "::") return nullptr;
+        const Var* found = nullptr;
+        for (const Var& v : vars_)
+            if (v.name == t_[k].text && v.from <= k && k < v.to) found = &v;
+        return found;
+    }
+
+    bool primary_end(std::size_t k) const {  // does token k end an operand?
+        return t_[k].kind == Tok::ident || t_[k].kind == Tok::number || t_[k].text == ")" || t_[k].text == "]";
+    }
+
+    void add(std::size_t k, std::string with, std::string kind) { add(k, k + 1, std::move(with), std::move(kind)); }
+    void add(std::size_t first, std::size_t last, std::string with, std::string kind) {
+        out_.push_back({t_[first].begin, t_[last - 1].end, std::move(with), std::move(kind)});
+    }
+
+    void identifier(std::size_t k) {
+        const std::string& s = t_[k].text;
+        if (s == "max" || s == "min") {
+            if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
+            return;
+        }
+        if (s == "INFINITY") add(k, "1e9f", "a constant changed");
+        if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
+            add(k - 7, k + 3, "1e9f", "a constant changed");
+        const Var* v = var_at(k);
+        if (v == nullptr || !scalar_type(v->type) || (v->loop && f_.loop_condition)) return;
+        for (const Var& other : vars_) {
+            if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
+            // Swaps among loop counters, or of a size for another size (d for d_head), or tensors.
+            if (v->loop != other.loop && v->type == "std::size_t") continue;
+            if (std::ranges::any_of(out_,
+                                    [&](const Edit& e) { return e.begin == t_[k].begin && e.with == other.name; }))
+                continue;
+            add(k, other.name, v->loop ? "index swap" : "variable swap");
+        }
+        // An index one off: t(b, i + 1, c).
+        const bool argument = k > 0 && k + 1 < t_.size() &&
+                              (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
+                              (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
+        // A size one off where it is passed on: std::sqrt(static_cast<float>(d + 1)).
+        if (argument && v->type == "std::size_t") {
+            add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
+            add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
+        }
+    }
+
+    void number(std::size_t k) {
+        const std::string& s = t_[k].text;
+        const bool floating = s.find_first_of(".eE") != std::string::npos && s.rfind("0x", 0) != 0;
+        std::set<std::string> alternatives;
+        if (floating) {
+            const std::string suffix = s.back() == 'f' ? "f" : "";
+            const double x = std::stod(s);
+            for (const double y : {0.0, 1.0, -x, 2.0 * x})
+                if (y != x) alternatives.insert(fmt::format("{:.1f}{}", y, suffix));
+        } else {
+            const long n = std::stol(s);
+            for (const long y : {n + 1, n - 1, 0L, 1L})
+                if (y != n && y >= 0) alternatives.insert(std::to_string(y));
+        }
+        for (const auto& a : alternatives) add(k, a, "a constant changed");
+    }
+
+    void op(std::size_t k) {
+        const std::string& s = t_[k].text;
+        const bool binary = k > f_.first && primary_end(k - 1);
+        static const std::vector<std::pair<std::string, std::string>> relational = {
+            {"<", "<="}, {"<=", "<"}, {">", ">="}, {">=", ">"}, {"==", "!="}, {"!=", "=="}};
+        for (const auto& [from, to] : relational) {
+            if (s != from || !binary) continue;
+            // A template's angle bracket follows a name that is no variable (static_cast<float>).
+            if ((s == "<" || s == ">") && t_[k - 1].kind == Tok::ident && var_at(k - 1) == nullptr) continue;
+            add(k, to, s + " for " + to);
+            // for (...; j < n; ...): the bound one further or one short.
+            if ((s == "<" || s == "<=") && !f_.statement) {
+                const std::size_t last = f_.last;
+                bool simple = true;
+                for (std::size_t q = k + 1; q < last; ++q) simple = simple && t_[q].text != "&&" && t_[q].text != "||";
+                if (simple && last > k + 1) {
+                    const std::string bound = text_.substr(t_[k + 1].begin, t_[last - 1].end - t_[k + 1].begin);
+                    add(k + 1, last, bound + " + 1", "bound +1");
+                    add(k + 1, last, bound + " - 1", "bound -1");
+                }
+            }
+        }
+        if (binary && (s == "+" || s == "-" || s == "*" || s == "/")) {
+            static const std::map<std::string, std::string> flip = {{"+", "-"}, {"-", "+"}, {"*", "/"}, {"/", "*"}};
+            add(k, flip.at(s), s + " for " + flip.at(s));
+            if (s == "-" || s == "/") swap_operands(k);
+        }
+        static const std::map<std::string, std::string> assign = {
+            {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
+        if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
+    }
+
+    // a - b -> b - a, where both are one operand (a name with its calls and subscripts, a number).
+    void swap_operands(std::size_t k) {
+        auto left = k;
+        while (left > f_.first && (t_[left - 1].text == ")" || t_[left - 1].text == "]")) {
+            int depth = 0;
+            std::size_t q = left - 1;
+            for (;; --q) {
+                if (t_[q].text == ")" || t_[q].text == "]") ++depth;
+                if ((t_[q].text == "(" || t_[q].text == "[") && --depth == 0) break;
+                if (q == f_.first) return;
+            }
+            left = q;
+        }
+        if (left == f_.first || (t_[left - 1].kind != Tok::ident && t_[left - 1].kind != Tok::number)) return;
+        --left;
+        if (left > f_.first && (t_[left - 1].text == "." || t_[left - 1].text == "*" || t_[left - 1].text == "/" ||
+                                t_[left - 1].text == "::" || t_[left - 1].text == "-"))
+            return;
+        std::size_t right = k + 1;
+        if (right >= f_.last || (t_[right].kind != Tok::ident && t_[right].kind != Tok::number)) return;
+        ++right;
+        while (right < f_.last && (t_[right].text == "(" || t_[right].text == "[")) {
+            int depth = 0;
+            for (; right < f_.last; ++right) {
+                if (t_[right].text == "(" || t_[right].text == "[") ++depth;
+                if ((t_[right].text == ")" || t_[right].text == "]") && --depth == 0) break;
+            }
+            ++right;
+        }
+        if (right > f_.last || (right < f_.last && (t_[right].text == "*" || t_[right].text == "/" ||
+                                                    t_[right].text == "." || t_[right].text == "::")))
+            return;
+        const std::string a = text_.substr(t_[left].begin, t_[k - 1].end - t_[left].begin);
+        const std::string b = text_.substr(t_[k + 1].begin, t_[right - 1].end - t_[k + 1].begin);
+        if (a == b) return;
+        add(left, right, b + " " + t_[k].text + " " + a, "operands swapped");
+    }
+
+    const std::string& text_;
+    const std::vector<Token>& t_;
+    const std::vector<Var>& vars_;
+    const Parser::Found& f_;
+    std::vector<Edit> out_;
+};
+
+// The solution with comments blanked (same length, newlines kept): regions are copied from it.
+std::string without_comments(const std::string& text) {
+    std::string out = text;
+    for (std::size_t p = 0; p < out.size(); ++p) {
+        if (out[p] == '"') {
+            for (++p; p < out.size() && out[p] != '"'; ++p)
+                if (out[p] == '\\') ++p;
+        } else if (out.compare(p, 2, "//") == 0) {
+            for (; p < out.size() && out[p] != '\n'; ++p) out[p] = ' ';
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Mutants generate_mutants(const std::string& solution) {
+    Mutants m;
+    const std::string code = without_comments(solution);
+    std::size_t at = 0;
+    int id = 0;
+    while ((at = solution.find("// BEGIN SOLUTION", at)) != std::string::npos) {
+        const std::size_t from = solution.find('\n', at) + 1;
+        const std::size_t stub = solution.find("// STUB", from);
+        if (stub == std::string::npos) break;
+        auto [function, params] = signature_before(solution, at);
+        Parser parser(code, tokenize(code, from, stub), function, params);
+        parser.run();
+        for (const auto& f : parser.found) {
+            // The loops around the region, innermost first: "the loop over c".
+            std::string context = "in " + parser.function();
+            for (auto l = f.loops.rbegin(); l != f.loops.rend(); ++l)
+                if (!l->empty()) {
+                    context += ", the loop over " + *l;
+                    break;
+                }
+            Editor editor(code, parser, f);
+            const std::size_t r = m.regions.size();
+            m.regions.push_back({parser.tokens()[f.first].begin, parser.tokens()[f.last - 1].end, f.statement});
+            std::set<std::pair<std::size_t, std::string>> seen;
+            for (const Edit& e : editor.edits()) {
+                if (!seen.insert({e.begin, e.with + "@" + std::to_string(e.end)}).second) continue;
+                Variant v;
+                v.id = ++id;
+                v.region = r;
+                v.begin = e.begin;
+                v.end = e.end;
+                v.replacement = e.with;
+                v.kind = e.kind;
+                v.line = line_of(solution, e.begin);
+                v.original_line = trimmed_line(solution, e.begin);
+                std::string edited = solution;
+                edited.replace(e.begin, e.end - e.begin, e.with);
+                v.edited_line = trimmed_line(edited, e.begin);
+                if (e.with == ";") v.edited_line = "(nothing: the statement is gone)";
+                v.context = context;
+                m.variants.push_back(std::move(v));
+            }
+        }
+        at = stub;
+    }
+    return m;
+}
+
+Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep) {
+    const std::string code = without_comments(solution);
+    const std::set<int> kept(keep.begin(), keep.end());
+    std::map<std::size_t, std::vector<const Variant*>> by_region;
+    for (const Variant& v : m.variants)
+        if (kept.count(v.id)) by_region[v.region].push_back(&v);
+    Schemata s;
+    std::size_t copied = 0;
+    int line = 1;
+    auto emit = [&](const std::string& text, int variant) {
+        if (variant > 0) s.line_to_variant[line] = variant;
+        s.text += text;
+        line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    };
+    for (const auto& [r, variants] : by_region) {
+        const Region& region = m.regions[r];
+        emit(solution.substr(copied, region.begin - copied), 0);
+        const std::string original = code.substr(region.begin, region.end - region.begin);
+        emit(region.statement ? "\n" : "(\n", 0);
+        for (const Variant* v : variants) {
+            std::string edited = original;
+            edited.replace(v->begin - region.begin, v->end - v->begin, v->replacement);
+            std::replace(edited.begin(), edited.end(), '\n', ' ');
+            emit(region.statement ? fmt::format("if (HW_M({})) {{ {} }} else\n", v->id, edited)
+                                  : fmt::format("HW_M({}) ? ({}) :\n", v->id, edited),
+                 v->id);
+        }
+        emit(region.statement ? "{ " + original + " }" : "(" + original + "))", 0);
+        copied = region.end;
+    }
+    emit(solution.substr(copied), 0);
+    return s;
+}
+
+std::string fnv_hex(const std::string& text) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return fmt::format("{:016x}", h);
+}
+
+namespace {
+std::vector<std::string> fields_of(const std::string& line) {
+    std::vector<std::string> f;
+    std::size_t p = 0;
+    for (;;) {
+        const std::size_t tab = line.find('\t', p);
+        f.push_back(line.substr(p, tab == std::string::npos ? std::string::npos : tab - p));
+        if (tab == std::string::npos) return f;
+        p = tab + 1;
+    }
+}
+}  // namespace
+
+MutantData read_mutant_data(const std::string& text) {
+    MutantData d;
+    std::istringstream in(text);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++n;
+        if (line.empty() || line[0] == '#') continue;
+        const auto f = fields_of(line);
+        if (f[0] == "solution" && f.size() == 2) {
+            d.solution_hash = f[1];
+        } else if (f[0] == "cases" && f.size() == 2) {
+            d.cases_hash = f[1];
+        } else if (f[0] == "check" && f.size() == 3) {
+            d.checks.push_back(f[2]);
+        } else if (f[0] == "variant" && f.size() == 10) {
+            d.variants.push_back(
+                {std::stoi(f[1]), f[2], f[3], std::stoi(f[4]), std::stoi(f[5]), f[6], f[7], f[8], f[9]});
+        } else {
+            throw std::runtime_error(fmt::format("line {}: not a record of a mutant data file", n));
+        }
+    }
+    return d;
+}
+
+std::string write_mutant_data(const MutantData& d) {
+    std::string out =
+        "# The single-edit variants of a solution and their behaviour on its grader's checks (gradekit/mutants.hpp).\n"
+        "# Generated: scripts/regenerate-mutants <id> (after any change to the solution or the grader's cases).\n";
+    out += "solution\t" + d.solution_hash + "\ncases\t" + d.cases_hash + "\n";
+    for (std::size_t k = 0; k < d.checks.size(); ++k) out += fmt::format("check\t{}\t{}\n", k, d.checks[k]);
+    for (const auto& v : d.variants)
+        out += fmt::format("variant\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", v.id, v.status, v.fingerprint, v.group,
+                           v.line, v.kind, v.original_line, v.edited_line, v.context);
+    return out;
+}
+
+std::string describe_edit(const VariantRecord& v) {
+    if (v.kind == "statement dropped")
+        return fmt::format("your code behaves exactly like the solution without `{}` (line {}, {})", v.original_line,
+                           v.line, v.context);
+    return fmt::format("your code behaves exactly like the solution with `{}` in place of `{}` (line {}, {})",
+                       v.edited_line, v.original_line, v.line, v.context);
+}
+
+}  // namespace headwise::gradekit

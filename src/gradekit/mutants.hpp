@@ -1,0 +1,106 @@
+// gradekit/mutants.hpp -- the single-edit variants of a solution, and the one "mutant schemata"
+// source that holds them all behind a runtime selector.
+//
+// From each solution block (// BEGIN SOLUTION .. // STUB) the generator makes the edits a
+// learner's slips look like: an index or variable swapped for another in scope of the same type,
+// +-1 on a loop bound or an index, < for <= (and back), + for -, * for /, the operands of - or /
+// swapped, a constant changed (0, 1, n +- 1, -x, inf for 1e9), std::max for std::min, = for +=
+// (and back), a statement dropped. Type changes (float for double) and loop orders are not made:
+// the schemata holds every variant in one compiled file, and neither can sit behind a runtime
+// selector. Each variant replaces one span of one *region*: a whole expression statement, a
+// `return`, or an expression (a declarator's initializer, a loop's or an if's condition).
+//
+// The schemata is the solution with every region that has variants rewritten as a selection,
+// one alternative per line so that a compile error names the variant that caused it:
+//     expression:  (HW_M(12) ? (j <= n_k) :
+//                   HW_M(13) ? (j < n_k + 1) :
+//                   (j < n_k))
+//     statement:   if (HW_M(14)) { ; } else
+//                  if (HW_M(15)) { sum = weights(b, i, j); } else
+//                  { sum += weights(b, i, j); }
+// HW_M(id) is true when the selector is `id`; with the selector at -1 (the probe) it records that
+// the site was reached and is false: a variant whose site a run never reaches behaves exactly
+// like the solution on it.
+//
+// The variants' data (tests/grade/mutants/<id>.mutants, see read_data) is committed: which ones
+// compile, and each one's behaviour on every check of the grader (its fingerprint).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace headwise::gradekit {
+
+struct Variant {
+    int id = 0;              // 1, 2, ... in generation order (stable for one solution text)
+    std::size_t region = 0;  // index into Mutants::regions
+    std::size_t begin = 0;   // the span of the solution text it replaces
+    std::size_t end = 0;
+    std::string replacement;                 // what replaces it
+    std::string kind;                        // "index swap", "bound +1", "< for <=", "statement dropped", ...
+    int line = 0;                            // 1-based line of the span in the solution
+    std::string original_line, edited_line;  // that line, trimmed, before and after the edit
+    std::string context;                     // "in attention, the loop over c"
+};
+
+struct Region {
+    std::size_t begin = 0, end = 0;
+    bool statement = false;  // an expression statement or return (else: an expression)
+};
+
+struct Mutants {
+    std::vector<Region> regions;
+    std::vector<Variant> variants;
+};
+
+// Every variant of `solution` (the text of a solution .cpp).
+Mutants generate_mutants(const std::string& solution);
+
+// The schemata: `solution` with the variants whose ids are in `keep` behind HW_M (see above),
+// and `lines`: for each line of the result that holds an alternative, the variant's id.
+struct Schemata {
+    std::string text;
+    std::map<int, int> line_to_variant;
+};
+Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep);
+
+// 64-bit FNV-1a, as 16 hex digits: the staleness stamps of the data file.
+std::string fnv_hex(const std::string& text);
+
+// tests/grade/mutants/<id>.mutants: a text file, one record a line, fields split by tabs.
+//   solution <hash>                   the solution text and the variants made from it
+//   cases <hash>                      the grader's case file the fingerprints were taken with
+//   check <k> <name>                  the grader's checks, in the order they run
+//   variant <id> <status> <fingerprint> <group> <line> <kind> <original line> <edited line> <context>
+// status: untested, nocompile, crash (or a sanitizer report, or a time-out), equivalent (passes
+// every check), ok. fingerprint: one letter per check, P passed, F failed, T threw ("-" before
+// it is taken); group: the first id with exactly the same results (values included).
+struct VariantRecord {
+    int id = 0;
+    std::string status = "untested";
+    std::string fingerprint = "-";
+    int group = 0;
+    int line = 0;
+    std::string kind, original_line, edited_line, context;
+};
+struct MutantData {
+    std::string solution_hash, cases_hash;
+    std::vector<std::string> checks;
+    std::vector<VariantRecord> variants;
+};
+MutantData read_mutant_data(const std::string& text);
+std::string write_mutant_data(const MutantData& d);
+
+// "your code behaves exactly like the solution with `A` in place of `B` (line L, in F, ...)"
+std::string describe_edit(const VariantRecord& v);
+
+// Writes `text` to `path` (making its folder) only when the file's content differs: an unchanged
+// output keeps its time stamp, and what is built from it is not rebuilt (every gradetool output).
+void write_if_changed(const std::string& path, const std::string& text);
+
+// `headwise-gradetool mutants ...` (gradekit/mutants_command.cpp). std::invalid_argument: bad usage.
+int mutants_command(const std::vector<std::string>& args);
+
+}  // namespace headwise::gradekit

@@ -1,0 +1,117 @@
+// tests/grade/search.hpp -- the learner's own edit, found among the solution's single-edit
+// variants and confirmed by running it.
+//
+// Each grader is linked with its exercise's mutant schemata (gradekit/mutants.hpp: every variant
+// of the solution behind one selector) and their data: each variant's result, passed (P), failed
+// (F) or threw (T), on every check of the grader, recorded beforehand (scripts/regenerate-mutants).
+// As the learner's code goes through the checks, every check is observed here:
+//   - the candidates are the variants whose recorded result on every check so far is the
+//     learner's;
+//   - each candidate is then run on this very check (in-process, no compile) and kept only when
+//     it gives the learner's result within the check's tolerance: passing where they pass, the
+//     same values where they fail, the same exception where they throw. A variant whose edited
+//     site this check never reaches (the probe: the solution run with the selector at -1 marks
+//     every site it passes) behaves exactly like the solution here, so the probe's run is its run.
+// At the end (finish), a candidate that survived every check of a run that failed somewhere is the
+// learner's edit, confirmed: "your code behaves exactly like the solution with `...` in place of
+// `...`". No candidate, a check the data does not know, a crash: nothing is said.
+//
+// HEADWISE_MUTANT=<id> turns a grader into the recorder of variant <id>'s fingerprint (0: the
+// solution): the variant is the subject, and every check prints "[headwise-mutant] S\tdigest\tname".
+#pragma once
+
+#include "registry.hpp"
+
+#include "headwise/base/tensor.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+
+namespace headwise::grade::search {
+
+// Observes one check: `status` is the learner's ('P', 'F', 'T'); `digest` (called only when
+// recording) sums up their result; `same` runs the check on the mutants at the selector this
+// sets and says whether it gives the learner's result.
+void observe(std::string_view what, char status, const std::function<std::string()>& digest,
+             const std::function<bool()>& same);
+
+// After the last check: the confirmed edit, as the sentence to print, or empty.
+std::string finish(bool run_failed);
+
+// A result's values, at 4 significant digits, hashed: equal digests, equal results.
+template <class T>
+std::string digest_of(const T& result) {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&](const std::string& s) {
+        for (const unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    };
+    if constexpr (std::is_arithmetic_v<T>) {
+        mix(fmt::format("{}", result));
+    } else {
+        for (const auto n : result.shape()) mix(fmt::format("{},", n));
+        for (const auto x : result) mix(fmt::format("{:.4g};", double(x)));
+    }
+    return fmt::format("{:016x}", h);
+}
+
+// The exception's type and message, locations blanked (grade.hpp).
+inline std::string thrown_text(const std::exception& e);
+
+// grade::expect's hook: the check `what` gave the learner `actual` (passed: equal to `expected`)
+// or threw `error`; `same_values` compares two results at the check's tolerance.
+template <class Api, class Call, class Result, class Same>
+void check(std::string_view what, const Call& call, const Result* actual, const std::exception* error, bool passed,
+           const Result& expected, const Same& same_values) {
+    if (!mutants_slot<Api>()) return;
+    const char status = error != nullptr ? 'T' : passed ? 'P' : 'F';
+    const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
+    observe(
+        what, status,
+        [&] { return error != nullptr ? digest_of(std::hash<std::string>{}(thrown)) : digest_of(*actual); },
+        [&] {
+            try {
+                const Result theirs = call(*mutants_slot<Api>());
+                return status == 'P' ? same_values(theirs, expected) : status == 'F' && same_values(*actual, theirs);
+            } catch (const std::exception& e) {
+                return status == 'T' && thrown_text(e) == thrown;
+            } catch (...) {
+                return false;
+            }
+        });
+}
+
+// grade::expect_usage_error's hook: the learner refused (P), returned (F) or threw another `error` (T).
+template <class Api, class Call>
+void check_refusal(std::string_view what, const Call& call, char status, const std::exception* error) {
+    if (!mutants_slot<Api>()) return;
+    const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
+    observe(
+        what, status, [&] { return digest_of(std::hash<std::string>{}(thrown)); },
+        [&] {
+            try {
+                call(*mutants_slot<Api>());
+                return status == 'F';
+            } catch (const usage_error&) {
+                return status == 'P';
+            } catch (const std::exception& e) {
+                return status == 'T' && thrown_text(e) == thrown;
+            }
+        });
+}
+
+}  // namespace headwise::grade::search
+
+namespace headwise::grade {
+std::string without_locations(std::string_view message);
+}  // namespace headwise::grade
+
+inline std::string headwise::grade::search::thrown_text(const std::exception& e) {
+    return std::string(typeid(e).name()) + ": " + without_locations(e.what());
+}
