@@ -548,3 +548,40 @@ TEST_CASE("./headwise says what it builds before running, and on a terminal show
                    Contains("[2/2] Linking CXX executable lessons/01_single_head"));
     }
 }
+
+TEST_CASE("./headwise --help and list answer from the built runner, installing and building nothing",
+          "[runner][list][progress]") {
+    TempDir root;
+    stand_in_root(root.path);
+    write_script(root / "scripts" / "install-deps", "#!/bin/sh\necho 'install-deps ran'\n");
+    write_script(root / "bin" / "cmake", "#!/bin/sh\necho 'cmake ran'\nexit 1\n");
+    const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
+    for (const std::string command : {"--help", "-h", "list"}) {
+        INFO(command);
+        TempDir io;
+        Process p({command}, env, io.path, std::nullopt, (root / "headwise").string());
+        const Result r = p.wait();
+        CHECK(r.code == 0);
+        CHECK(r.out == "the runner ran: " + command + "\n");
+        CHECK_THAT(r.out + r.err, !Contains("install-deps ran") && !Contains("cmake ran"));
+    }
+}
+
+TEST_CASE("./headwise --help before the first build builds the runner alone, not the lessons", "[runner][progress]") {
+    TempDir root;
+    stand_in_root(root.path);
+    fs::remove(root / "build" / "src" / "headwise");
+    // The stand-in cmake logs its arguments and "builds" the runner.
+    const fs::path runner = root / "build" / "src" / "headwise";
+    write_script(root / "bin" / "cmake",
+                 fmt::format("#!/bin/sh\necho \"$*\" >> '{}'\necho '[1/1] Linking CXX executable src/headwise'\n"
+                             "printf '#!/bin/sh\\necho \"the runner ran: $*\"\\n' > '{}'\nchmod +x '{}'\n",
+                             (root / "cmake-calls.log").string(), runner.string(), runner.string()));
+    const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
+    TempDir io;
+    Process p({"--help"}, env, io.path, std::nullopt, (root / "headwise").string());
+    const Result r = p.wait();
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Contains("headwise: building the runner (the first build") && Contains("the runner ran: --help"));
+    CHECK_THAT(read_text(root / "cmake-calls.log"), Contains("--build --preset default --target headwise_runner"));
+}
