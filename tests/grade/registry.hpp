@@ -60,11 +60,9 @@ bool add_subject(Api api, const std::string& key = {}) {
     return true;
 }
 
-// A catalogued mistake; with a key it can also be the subject under grade (a meta-test's).
 template <class Api>
-bool add_mistake(Api api, std::string name, std::string explanation, const std::string& key = {}) {
+bool add_mistake(Api api, std::string name, std::string explanation) {
     catalogue<Api>().push_back({std::move(name), std::move(explanation), api});
-    if (!key.empty()) add_subject(api, key);
     return true;
 }
 
