@@ -18,13 +18,15 @@
 #                                       grading, never by `all`, so a broken exercise breaks nothing
 #                                       else), run by two ctest tests labelled "grade;<id>": build
 #                                       (fixture setup; a compile error becomes the report) and grade
-#   headwise_meta_<id>_*                the same grader on solutions/<dir>, on the pristine stubs
-#                                       generated from it, and on every planted mistake: the "meta"
-#                                       tests of the default suite
+#   headwise_meta_<id>                  the same grader holding every subject its "meta" tests (of
+#                                       the default suite) grade: solutions/<dir>, the pristine stubs
+#                                       generated from it, every catalogued and learner-style mistake,
+#                                       each in its own namespace; a meta-test chooses one with
+#                                       --grade-subject=<key> (tests/grade/grade_main.cpp)
 #
 # The grader's test cases and the catalogue are compiled once; each subject adds only its own
 # sources and a generated line that registers them. Re-grading an edited exercise recompiles one
-# file and relinks one binary.
+# file and relinks one binary; an exercise's meta-tests share one link.
 #
 # Grade builds are sanitized where the subject is: its sources (and the library code it calls,
 # sanitized copies built once, headwise_grade_core_sanitized and, for kernels, the emulator's
@@ -148,7 +150,7 @@ namespace {
 
   # --- The learner's grader: `ctest --preset grade [-L <id>]`.
   list(TRANSFORM sources PREPEND "${exercise_dir}/" OUTPUT_VARIABLE learner_sources)
-  _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} INCLUDES ${exercise_includes})
+  _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} "${gen}/subject.cpp" INCLUDES ${exercise_includes})
   set(subject_args "")
   foreach(file IN LISTS learner_sources)
     list(APPEND subject_args --subject "${file}")
@@ -164,9 +166,14 @@ namespace {
     LABELS "grade;${id}" FIXTURES_REQUIRED headwise_grade_${id} TIMEOUT 120)
 
   # --- The meta-tests: the grader passes the solution, fails every test of the pristine stub
-  # with "not implemented yet", and names every planted mistake.
+  # with "not implemented yet", and names every planted mistake. Every subject is compiled into
+  # one grader, headwise_meta_<id>, in its own namespace: one link per exercise. A planted
+  # mistake is a copy of its own, beside the catalogue's, as a learner's file would be: a
+  # kernel's __shared__ arrays are function-local statics (src/emulator), and a subject sharing
+  # them with the catalogue's copy would read what the other left there.
+  set(meta_sources "")
   list(TRANSFORM sources PREPEND "${solution_dir}/" OUTPUT_VARIABLE solution_sources)
-  _headwise_grader(headwise_meta_${id}_solution ${id} SOURCES ${solution_sources} INCLUDES ${solution_includes})
+  _headwise_meta_subject(${id} ${dir} solution "${solution_sources}" meta_sources)
   _headwise_meta_test(${id} solution "grader ${id} passes on solutions/${dir}" "${solution_sources}" -DEXPECT=pass)
 
   set(stub_sources "")
@@ -177,20 +184,20 @@ namespace {
       COMMENT "Generating the pristine stub of solutions/${dir}/${source}")
     list(APPEND stub_sources "${gen}/stub/${source}")
   endforeach()
-  _headwise_grader(headwise_meta_${id}_stub ${id} SOURCES ${stub_sources} INCLUDES ${solution_includes})
+  _headwise_meta_subject(${id} ${dir} stub "${stub_sources}" meta_sources)
   _headwise_meta_test(${id} stub "grader ${id} fails every test of the pristine stub with 'not implemented yet'"
     "${stub_sources}" -DEXPECT=stub)
 
   foreach(file key name IN ZIP_LISTS mistakes mistake_keys mistake_names)
-    _headwise_grader(headwise_meta_${id}_${key} ${id} SOURCES "${file}" INCLUDES ${solution_includes})
+    _headwise_meta_subject(${id} ${dir} ${key} "${file}" meta_sources)
     _headwise_meta_test(${id} ${key} "grader ${id} names the planted mistake '${name}'" "${file}"
       -DEXPECT=mistake "-DMISTAKE=${name}")
   endforeach()
 
   # The learner-style mistakes beyond the catalogue (tests/grade/learner_mistakes/<id>/*.mistake):
   # each a few one-line edits of the solution (headwise-gradetool patch), which must fail with the
-  # diagnosis its "expect:" lines spell out and name no catalogued mistake. They reuse the cases'
-  # and the catalogue's objects: each adds one compiled file and a link.
+  # diagnosis its "expect:" lines spell out and name no catalogued mistake. Each adds one compiled
+  # file to the exercise's meta grader.
   file(GLOB flat CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}_*.mistake")
   if(flat)
     message(FATAL_ERROR "${flat}: a learner-style mistake lives in its exercise's folder now, "
@@ -198,6 +205,12 @@ namespace {
   endif()
   file(GLOB learner_mistakes CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}/*.mistake")
   list(SORT learner_mistakes)
+  # 10 s (HEADWISE_GRADE_TIMEOUT_<id> where set): a mistake that loops for ever is stopped (and
+  # diagnosed) after that.
+  set(learner_timeout 10)
+  if(DEFINED HEADWISE_GRADE_TIMEOUT_${id})
+    set(learner_timeout ${HEADWISE_GRADE_TIMEOUT_${id}})
+  endif()
   foreach(spec IN LISTS learner_mistakes)
     get_filename_component(key "${spec}" NAME_WE)
     set(stem "${id}_${key}")
@@ -206,16 +219,13 @@ namespace {
       COMMAND headwise_gradetool patch ${spec} ${solution_dir}/${first_source} ${patched}
       DEPENDS "${spec}" "${solution_dir}/${first_source}" headwise_gradetool
       COMMENT "Making the learner-style mistake ${stem}")
-    _headwise_grader(headwise_meta_${id}_learner_${key} ${id} SOURCES "${patched}" INCLUDES ${solution_includes})
-    # 10 s (HEADWISE_GRADE_TIMEOUT_<id> where set): a mistake that loops for ever is stopped (and
-    # diagnosed) after that.
-    set(learner_timeout 10)
-    if(DEFINED HEADWISE_GRADE_TIMEOUT_${id})
-      set(learner_timeout ${HEADWISE_GRADE_TIMEOUT_${id}})
-    endif()
+    _headwise_meta_subject(${id} ${dir} learner_${key} "${patched}" meta_sources)
     _headwise_meta_test(${id} learner_${key} "grader ${id} diagnoses the learner's mistake '${key}'" "${patched}"
       -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${learner_timeout})
   endforeach()
+  headwise_add_search_meta_tests(${id} meta_sources)  # the search's hand-written edits (HeadwiseMutants.cmake)
+  _headwise_grader(headwise_meta_${id} ${id} SOURCES ${meta_sources} INCLUDES ${solution_includes})
+  add_dependencies(headwise_tests headwise_meta_${id})
 
   # scripts/mutate's subject: build/mutants/<dir>/<first source>, written by the script (a copy
   # of the solution until then). Built only when the script asks.
@@ -223,7 +233,7 @@ namespace {
   if(NOT EXISTS "${mutant}")
     file(COPY "${solution_dir}/${first_source}" DESTINATION "${PROJECT_BINARY_DIR}/mutants/${dir}")
   endif()
-  _headwise_grader(headwise_mutant_${id} ${id} SOURCES "${mutant}" INCLUDES ${solution_includes})
+  _headwise_grader(headwise_mutant_${id} ${id} SOURCES "${mutant}" "${gen}/subject.cpp" INCLUDES ${solution_includes})
 endfunction()
 
 # A catalogued mistake's name and explanation: its lines "mistake: <name>" (without ; " or \),
@@ -256,14 +266,15 @@ function(_headwise_mistake_info spec out_name out_explanation)
   set(${out_explanation} "${why}\n${fix}" PARENT_SCOPE)
 endfunction()
 
-# One grader binary: the test cases, the catalogue and one subject's sources (sanitized, with
-# the learner's warnings; see the top of this file and headwise_grade_pch in tests/grade).
+# One grader binary: the test cases, the catalogue and the subjects' sources with the files that
+# register them (sanitized, with the learner's warnings; see the top of this file and
+# headwise_grade_pch in tests/grade).
 function(_headwise_grader target id)
   cmake_parse_arguments(arg "" "MUTANTS" "SOURCES;INCLUDES" ${ARGN})
   if(NOT arg_MUTANTS)
     set(arg_MUTANTS headwise_grade_${id}_mutants)  # the search's variants (cmake/HeadwiseMutants.cmake)
   endif()
-  add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES} "${CMAKE_CURRENT_BINARY_DIR}/${id}/subject.cpp")
+  add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES})
   set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)  # no -Werror (HeadwiseTargets.cmake)
   target_include_directories(${target} PRIVATE ${arg_INCLUDES})
   target_link_libraries(${target} PRIVATE
@@ -285,18 +296,55 @@ function(_headwise_grader target id)
   target_precompile_headers(${target} REUSE_FROM ${subject_pch})
 endfunction()
 
-# A meta-test: run a grader binary through headwise-gradetool's run step (as `headwise grade`
-# does) and check its report (tests/grade/check_grader.cmake).
+# One subject of an exercise's meta grader: each of its files compiled in the namespace <id>_<key>
+# (as the catalogue's mistakes are), the first with the line that registers it under <key>.
+# Appends the generated files to <out_var>. The solution keeps the exercise's own namespace: an
+# unoptimised build keeps the cases' unused bind_<id>(), which names <id>:: functions. Only the
+# solution shows its warnings: the stub's and the mistakes' are their own (a learner's are shown
+# by `headwise grade`).
+function(_headwise_meta_subject id dir key subject_files out_var)
+  set(gen "${CMAKE_CURRENT_BINARY_DIR}/${id}/meta")
+  string(MAKE_C_IDENTIFIER "${key}" name)
+  set(head "// Generated by cmake/HeadwiseExercises.cmake: the meta-tests' subject \"${key}\", in its own namespace.
+#define ${id} ${id}_${name}")
+  if(key STREQUAL "solution")
+    set(head "// Generated by cmake/HeadwiseExercises.cmake: the meta-tests' subject \"${key}\", in the exercise's namespace.")
+  endif()
+  set(registration "#include \"${dir}.hpp\"
+namespace {
+[[maybe_unused]] const bool registered = headwise::grade::add_subject(bind_${id}(), \"${key}\");
+}  // namespace
+")
+  set(made "")
+  foreach(file IN LISTS subject_files)
+    get_filename_component(file_name "${file}" NAME_WE)
+    set(wrapper "${gen}/${name}_${file_name}.cpp")
+    file(CONFIGURE OUTPUT "${wrapper}" @ONLY CONTENT
+"${head}
+#include \"${file}\"
+${registration}")
+    set(registration "")
+    # The wrapper includes the subject's file, which may be generated (a stub, a patched mistake).
+    set_source_files_properties("${wrapper}" PROPERTIES OBJECT_DEPENDS "${file}")
+    if(NOT key STREQUAL "solution")
+      set_source_files_properties("${wrapper}" PROPERTIES COMPILE_OPTIONS -w)
+    endif()
+    list(APPEND made "${wrapper}")
+  endforeach()
+  set(${out_var} ${${out_var}} ${made} PARENT_SCOPE)
+endfunction()
+
+# A meta-test: run the exercise's meta grader on one subject through headwise-gradetool's run
+# step (as `headwise grade` does) and check its report (tests/grade/check_grader.cmake).
 function(_headwise_meta_test id subject name subject_files)
-  add_dependencies(headwise_tests headwise_meta_${id}_${subject})
   set(subject_args "")
   foreach(file IN LISTS subject_files)
     list(APPEND subject_args --subject "${file}")
   endforeach()
   string(REPLACE ";" "|" subject_args "${subject_args}")
   add_test(NAME "${name}"
-    COMMAND ${CMAKE_COMMAND} -DGRADER=$<TARGET_FILE:headwise_meta_${id}_${subject}> -DID=${id}
-      -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DSOURCE_DIR=${PROJECT_SOURCE_DIR} "-DSUBJECT_ARGS=${subject_args}"
+    COMMAND ${CMAKE_COMMAND} -DGRADER=$<TARGET_FILE:headwise_meta_${id}> -DGRADER_ARGS=--grade-subject=${subject}
+      -DID=${id} -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DSOURCE_DIR=${PROJECT_SOURCE_DIR} "-DSUBJECT_ARGS=${subject_args}"
       -DREPORT=${PROJECT_BINARY_DIR}/grade/meta/${id}_${subject}.json ${ARGN}
       -P ${HEADWISE_GRADE_DIR}/check_grader.cmake)
   set_tests_properties("${name}" PROPERTIES LABELS "meta" TIMEOUT 120)

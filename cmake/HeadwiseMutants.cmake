@@ -55,6 +55,21 @@ function(headwise_add_mutants id dir)
     target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
     target_precompile_headers(${target} REUSE_FROM ${subject_pch})
   endforeach()
+  _headwise_grader(headwise_mutants_${id}_fingerprint ${id} SOURCES "${solution}" "${gen}/subject.cpp" INCLUDES ${solution_includes}
+    MUTANTS headwise_mutants_${id}_all)
+  add_test(NAME "the search's variants of ${id} are up to date with solutions/${dir} and its grader"
+    COMMAND headwise_gradetool mutants check ${solution} ${HEADWISE_GRADE_DIR}/${dir}.cpp ${data})
+  set_tests_properties("the search's variants of ${id} are up to date with solutions/${dir} and its grader"
+    PROPERTIES LABELS "meta")
+endfunction()
+
+# The search's hand-written single edits of <id>, each a subject of the exercise's meta grader
+# (appended to <out_var>, a list of its sources) with its meta-test; none without the data file.
+function(headwise_add_search_meta_tests id out_var)
+  if(NOT EXISTS "${HEADWISE_GRADE_DIR}/mutants/${id}.mutants" OR NOT source_count EQUAL 1)
+    return()
+  endif()
+  set(solution "${solution_dir}/${first_source}")
   file(GLOB hand CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/mutants/hand/${id}_*.mistake")
   list(SORT hand)
   foreach(spec IN LISTS hand)
@@ -65,7 +80,7 @@ function(headwise_add_mutants id dir)
       COMMAND headwise_gradetool patch ${spec} ${solution} ${patched}
       DEPENDS "${spec}" "${solution}" headwise_gradetool
       COMMENT "Making the hand-written single edit ${stem}")
-    _headwise_grader(headwise_meta_${id}_search_${key} ${id} SOURCES "${patched}" INCLUDES ${solution_includes})
+    _headwise_meta_subject(${id} ${dir} search_${key} "${patched}" ${out_var})
     set(timeout 10)
     if(DEFINED HEADWISE_GRADE_TIMEOUT_${id})
       set(timeout ${HEADWISE_GRADE_TIMEOUT_${id}})
@@ -73,10 +88,5 @@ function(headwise_add_mutants id dir)
     _headwise_meta_test(${id} search_${key} "the grader's search on ${id}'s hand-written edit '${key}'" "${patched}"
       -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${timeout})
   endforeach()
-  _headwise_grader(headwise_mutants_${id}_fingerprint ${id} SOURCES "${solution}" INCLUDES ${solution_includes}
-    MUTANTS headwise_mutants_${id}_all)
-  add_test(NAME "the search's variants of ${id} are up to date with solutions/${dir} and its grader"
-    COMMAND headwise_gradetool mutants check ${solution} ${HEADWISE_GRADE_DIR}/${dir}.cpp ${data})
-  set_tests_properties("the search's variants of ${id} are up to date with solutions/${dir} and its grader"
-    PROPERTIES LABELS "meta")
+  set(${out_var} ${${out_var}} PARENT_SCOPE)
 endfunction()

@@ -491,6 +491,39 @@ TEST_CASE("grade says it builds first, and on a terminal shows the step it is bu
     }
 }
 
+TEST_CASE("test prints the failures in full and the summary, not the passing tests or the build", "[runner][test]") {
+    Course c;
+    // Stand-ins: a build with a warning of its own, and ctest's output for a pass, a failure with
+    // its output, a skip and the summary.
+    write_script(c.tmp / "bin" / "cmake",
+                 "#!/bin/sh\necho '[1/2] Building CXX object tests/a.cpp.o'\necho 'a.cpp:1:1: warning: unused'\n"
+                 "echo '[2/2] Linking CXX executable tests/a'\n");
+    write_script(c.tmp / "bin" / "ctest",
+                 "#!/bin/sh\necho \"ctest $*\" > \"$HEADWISE_BINARY_DIR/ctest-args\"\n"
+                 "echo 'Test project /somewhere/build'\n"
+                 "echo '    Start 1: softmax rows sum to one'\n"
+                 "echo '1/3 Test #1: softmax rows sum to one .........   Passed    0.01 sec'\n"
+                 "echo '    Start 2: attention is causal'\n"
+                 "echo '2/3 Test #2: attention is causal ..............***Failed    0.02 sec'\n"
+                 "echo 'expected 1, got 2'\n"
+                 "echo '3/3 Test #3: needs the model ..................***Skipped   0.00 sec'\n"
+                 "echo ''\necho '67% tests passed, 1 tests failed out of 3'\necho ''\n"
+                 "echo 'Label Time Summary:'\necho 'unit    =   0.03 sec*proc (3 tests)'\necho ''\n"
+                 "echo 'The following tests FAILED:'\necho '  2 - attention is causal (Failed)'\nexit 8\n");
+    Env env = c.env();
+    env["PATH"] = (c.tmp / "bin").string() + ":/usr/bin:/bin";
+    env["HEADWISE_THREADS"] = "3";
+    const Result r = run_headwise({"test", "--", "-R", "a"}, env);
+    CHECK(r.code == 8);
+    CHECK_THAT(r.out, Contains("attention is causal ..............***Failed") && Contains("expected 1, got 2") &&
+                          Contains("67% tests passed, 1 tests failed out of 3") &&
+                          Contains("The following tests FAILED:") && Contains("the build printed 1 compiler warning"));
+    CHECK_THAT(r.out, !Contains("Passed") && !Contains("Start 1") && !Contains("Skipped") && !Contains("[1/2]") &&
+                          !Contains("warning: unused") && !Contains("Label Time"));
+    CHECK_THAT(read_text(c.build / "ctest-args"), Contains("ctest --preset default -j 3 -R a"));
+    CHECK_THAT(read_text(c.build / ".test-build.log"), Contains("a.cpp:1:1: warning: unused"));
+}
+
 namespace {
 // A copy of the real ./headwise script in a scratch root whose set-up scripts, configured build
 // tree and runner are stand-ins (the runner echoes its arguments); cmake is each test's own.
@@ -547,4 +580,41 @@ TEST_CASE("./headwise says what it builds before running, and on a terminal show
         CHECK_THAT(read_text(root / "build" / ".build.log"),
                    Contains("[2/2] Linking CXX executable lessons/01_single_head"));
     }
+}
+
+TEST_CASE("./headwise --help and list answer from the built runner, installing and building nothing",
+          "[runner][list][progress]") {
+    TempDir root;
+    stand_in_root(root.path);
+    write_script(root / "scripts" / "install-deps", "#!/bin/sh\necho 'install-deps ran'\n");
+    write_script(root / "bin" / "cmake", "#!/bin/sh\necho 'cmake ran'\nexit 1\n");
+    const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
+    for (const std::string command : {"--help", "-h", "list"}) {
+        INFO(command);
+        TempDir io;
+        Process p({command}, env, io.path, std::nullopt, (root / "headwise").string());
+        const Result r = p.wait();
+        CHECK(r.code == 0);
+        CHECK(r.out == "the runner ran: " + command + "\n");
+        CHECK_THAT(r.out + r.err, !Contains("install-deps ran") && !Contains("cmake ran"));
+    }
+}
+
+TEST_CASE("./headwise --help before the first build builds the runner alone, not the lessons", "[runner][progress]") {
+    TempDir root;
+    stand_in_root(root.path);
+    fs::remove(root / "build" / "src" / "headwise");
+    // The stand-in cmake logs its arguments and "builds" the runner.
+    const fs::path runner = root / "build" / "src" / "headwise";
+    write_script(root / "bin" / "cmake",
+                 fmt::format("#!/bin/sh\necho \"$*\" >> '{}'\necho '[1/1] Linking CXX executable src/headwise'\n"
+                             "printf '#!/bin/sh\\necho \"the runner ran: $*\"\\n' > '{}'\nchmod +x '{}'\n",
+                             (root / "cmake-calls.log").string(), runner.string(), runner.string()));
+    const Env env{{"PATH", (root / "bin").string() + ":/usr/bin:/bin"}, {"HOME", (root / "home").string()}};
+    TempDir io;
+    Process p({"--help"}, env, io.path, std::nullopt, (root / "headwise").string());
+    const Result r = p.wait();
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Contains("headwise: building the runner (the first build") && Contains("the runner ran: --help"));
+    CHECK_THAT(read_text(root / "cmake-calls.log"), Contains("--build --preset default --target headwise_runner"));
 }

@@ -1,4 +1,4 @@
-# cmake -DGRADER=<grader binary> -DGRADETOOL=<headwise-gradetool> -DID=ex01 -DSOURCE_DIR=<repo>
+# cmake -DGRADER=<grader binary> [-DGRADER_ARGS=--grade-subject=<key>] -DGRADETOOL=<headwise-gradetool> -DID=ex01 -DSOURCE_DIR=<repo>
 #       -DSUBJECT_ARGS=--subject|<file>... -DREPORT=<json> -DEXPECT=pass|stub|mistake|learner
 #       [-DMISTAKE=<name>] [-DSUBJECT=<learner mistake file>] [-DTIMEOUT=<s>] -P tests/grade/check_grader.cmake
 #
@@ -28,7 +28,7 @@ if(NOT DEFINED TIMEOUT)
   set(TIMEOUT 100)
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env HEADWISE_GRADE_TIMEOUT=${TIMEOUT} ${GRADETOOL} run --id ${ID} --source-dir ${SOURCE_DIR} --report ${REPORT} ${subject_args}
-    -- ${GRADER}
+    -- ${GRADER} ${GRADER_ARGS}
   OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
 
 function(fail why)

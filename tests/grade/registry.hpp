@@ -6,10 +6,15 @@
 // are tables of function pointers of the exercise's Api struct (tests/grade/NN_topic.hpp),
 // registered before main() by small generated files (see cmake/HeadwiseExercises.cmake), so one
 // compiled grader serves every subject.
+// A meta-tests' grader (headwise_meta_<id>) holds many subjects, each under its key -- "solution",
+// "stub", a catalogued mistake's key, "learner_<key>" -- and grades the one --grade-subject=<key>
+// names (grade_main.cpp): one binary for all of an exercise's meta-tests. The learner's grader
+// holds one subject, under the empty key, and grades it.
 // Light on purpose: those generated files include it, and they should compile in a blink.
 #pragma once
 
-#include <optional>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,14 +35,28 @@ std::vector<Mistake<Api>>& catalogue() {
 }
 
 template <class Api>
-std::optional<Api>& subject_slot() {
-    static std::optional<Api> subject;
-    return subject;
+std::map<std::string, Api>& subjects() {
+    static std::map<std::string, Api> by_key;
+    return by_key;
+}
+
+// Every subject's key, whatever its Api (grade_main.cpp checks --grade-subject against them).
+inline std::set<std::string>& subject_keys() {
+    static std::set<std::string> keys;
+    return keys;
+}
+
+// The key of the subject under grade: empty (the one subject of a learner's grader) unless
+// --grade-subject names another.
+inline std::string& chosen_subject() {
+    static std::string key;
+    return key;
 }
 
 template <class Api>
-bool add_subject(Api api) {
-    subject_slot<Api>() = api;
+bool add_subject(Api api, const std::string& key = {}) {
+    subjects<Api>()[key] = api;
+    subject_keys().insert(key);
     return true;
 }
 
@@ -71,8 +90,9 @@ template <class Api>
 const Api& subject() {
     // search: taking the variants' fingerprints (HEADWISE_MUTANT=<id>), the selected variant is graded
     if (mutant_subject_slot<Api>()) return *mutant_subject_slot<Api>();
-    if (!subject_slot<Api>()) throw std::logic_error("this grader was built without a subject to grade");
-    return *subject_slot<Api>();
+    const auto found = subjects<Api>().find(chosen_subject());
+    if (found == subjects<Api>().end()) throw std::logic_error("this grader was built without a subject to grade");
+    return found->second;
 }
 
 }  // namespace headwise::grade
