@@ -154,6 +154,9 @@ __device__ __forceinline__ void accumulate_dq(FlashBackwardTiles<D>& t, global_p
     constexpr int Bc = FlashBackwardShape<D>::keys;
     const int x = static_cast<int>(threadIdx.x), i = q0 + x;
     if (i >= a.seq || key_end(i, n_keys, a.causal) <= k0) return;
+    // Not unrolled: D x Bc unrolled products crowd dK_j and dV_j out of the registers (ptxas for
+    // sm_80: 255 registers and a 160-byte stack at d_head 64 unrolled, none without).
+    HEADWISE_NO_UNROLL
     for (int c = 0; c < D; ++c) {
         float acc = 0.0f;
         for (int jj = 0; jj < Bc; ++jj) acc += t.d_s[x][jj] * t.k[jj][c];
