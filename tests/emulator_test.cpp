@@ -240,9 +240,9 @@ TEST_CASE("emulator: atomicAdd on float adds every thread's value, counted as a 
         CHECK(stats.traffic.loads == std::uint64_t(threads) * rounds);
         CHECK(stats.traffic.stores == std::uint64_t(threads) * rounds);
         CHECK(stats.traffic.bytes() == 8u * threads * rounds);
-        CHECK_THROWS_WITH(launch(s, dim3(1), dim3(1), atomic_past_the_end, global_ptr<float>(sums.data(), sums.size()),
-                                 bins),
-                          Catch::Contains("out of bounds"));
+        CHECK_THROWS_WITH(
+            launch(s, dim3(1), dim3(1), atomic_past_the_end, global_ptr<float>(sums.data(), sums.size()), bins),
+            Catch::Contains("out of bounds"));
     }
 }
 

@@ -6,6 +6,7 @@
 #include "headwise/base/random.hpp"
 #include "headwise/reference/attention.hpp"
 #include "headwise/reference/attention_backward.hpp"
+#include "kernel_cases.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,34 +20,11 @@ using emulator::Schedule;
 using kernels::BackwardVersion;
 using kernels::Problem;
 
+using test::Case;
+using test::make_case;
+using test::sanitized;
+
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-
-// q, k, v, d_out (B, H, N, d_head) with N(0, 1) entries, and key_len (B).
-struct Case {
-    Problem p;
-    Tensor4 q, k, v, d_out;
-    std::vector<int> key_len;
-};
-
-Case make_case(int batch, int heads, int seq, int d_head, bool causal, std::uint64_t seed) {
-    Random rng(seed);
-    Case c;
-    c.p.batch = batch, c.p.heads = heads, c.p.seq = seq, c.p.d_head = d_head, c.p.causal = causal;
-    const std::array<std::size_t, 4> shape{std::size_t(batch), std::size_t(heads), std::size_t(seq),
-                                           std::size_t(d_head)};
-    c.q = rng.normal<4>(shape);
-    c.k = rng.normal<4>(shape);
-    c.v = rng.normal<4>(shape);
-    c.d_out = rng.normal<4>(shape);
-    c.key_len.assign(std::size_t(batch), seq);
-    return c;
-}
 
 struct Grads {
     Tensor4 dq, dk, dv;  // (B, H, N, d_head) each
@@ -56,9 +34,9 @@ Grads run(BackwardVersion version, const Case& c, Schedule schedule = emulator::
           kernels::BackwardStats* stats = nullptr) {
     Grads g{Tensor4::from_shape(c.q.shape()), Tensor4::from_shape(c.q.shape()), Tensor4::from_shape(c.q.shape())};
     for (Tensor4* t : {&g.dq, &g.dk, &g.dv}) t->fill(12345.0f);  // anything the kernels forget to write shows
-    const auto s = kernels::emulate_backward(
-        version, c.p, {c.q.data(), c.k.data(), c.v.data(), c.key_len.data(), c.d_out.data()},
-        {g.dq.data(), g.dk.data(), g.dv.data()}, schedule);
+    const auto s =
+        kernels::emulate_backward(version, c.p, {c.q.data(), c.k.data(), c.v.data(), c.key_len.data(), c.d_out.data()},
+                                  {g.dq.data(), g.dk.data(), g.dv.data()}, schedule);
     if (stats != nullptr) *stats = s;
     return g;
 }
@@ -102,8 +80,8 @@ std::string describe(BackwardVersion v, const Case& c) {
         keys += std::to_string(len);
     }
     return std::string(kernels::name(v)) + " B=" + std::to_string(c.p.batch) + " H=" + std::to_string(c.p.heads) +
-           " N=" + std::to_string(c.p.seq) + " d_head=" + std::to_string(c.p.d_head) +
-           (c.p.causal ? " causal" : "") + " key_len " + keys;
+           " N=" + std::to_string(c.p.seq) + " d_head=" + std::to_string(c.p.d_head) + (c.p.causal ? " causal" : "") +
+           " key_len " + keys;
 }
 
 void check_against_reference(BackwardVersion v, const Case& c, const AttentionGrads& ref) {

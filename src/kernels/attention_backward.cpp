@@ -74,10 +74,9 @@ void flash_backward(const Problem& p, const BackwardInputs& in, const Gradients&
     const AttentionArgs a = attention_args(p);
     const global_ptr<const float> d_out(in.d_out, n);
     std::vector<float> delta(lse.size());  // (B, H, N)
-    stats.backward = emulator::launch(schedule, grid_of(p, BackwardDeltaShape::threads),
-                                      dim3(BackwardDeltaShape::threads), attention_backward_delta,
-                                      global_ptr<const float>(out.data(), n), d_out,
-                                      global_ptr<float>(delta.data(), delta.size()), a);
+    stats.backward = emulator::launch(
+        schedule, grid_of(p, BackwardDeltaShape::threads), dim3(BackwardDeltaShape::threads), attention_backward_delta,
+        global_ptr<const float>(out.data(), n), d_out, global_ptr<float>(delta.data(), delta.size()), a);
     std::fill(g.dq, g.dq + n, 0.0f);
     stats.backward += with_d_head(p.d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
@@ -131,8 +130,9 @@ std::vector<BackwardTraffic> backward_traffic(const Problem& p, std::uint64_t se
     const std::vector<int> key_len(std::size_t(p.batch), p.seq);
     std::vector<BackwardTraffic> rows;
     for (BackwardVersion version : backward_versions) {
-        const BackwardStats s = emulate_backward(version, p, {q.data(), k.data(), v.data(), key_len.data(), d_out.data()},
-                                                 {dq.data(), dk.data(), dv.data()});
+        const BackwardStats s =
+            emulate_backward(version, p, {q.data(), k.data(), v.data(), key_len.data(), d_out.data()},
+                             {dq.data(), dk.data(), dv.data()});
         rows.push_back({version, s.forward.traffic, s.backward.traffic});
     }
     return rows;

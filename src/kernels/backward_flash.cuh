@@ -60,9 +60,9 @@ struct BackwardDeltaShape {
 //   delta       (B, H, N)
 __global__ void attention_backward_delta(global_ptr<const float> out, global_ptr<const float> d_out,
                                          global_ptr<float> delta, AttentionArgs a) {
-    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-    if (i >= a.seq) return;
-    const std::size_t row = head_row(static_cast<int>(blockIdx.z), static_cast<int>(blockIdx.y), a) + i;
+    const RowThread t = row_thread(a);
+    if (t.row >= a.seq) return;
+    const std::size_t row = t.head + t.row;
     const int D = a.d_head;
     float sum = 0.0f;
     for (int c = 0; c < D; ++c) sum += d_out[at(row, D, c)] * out[at(row, D, c)];
@@ -123,8 +123,8 @@ __device__ __forceinline__ void load_query_tile(FlashBackwardTiles<D>& t, global
 //   dS_ij = P_ij (dO_i . v_j - D_i);         dK_j += dS_ij q_i   (times scale at the very end)
 // and dS_ij into t.d_s (0 where key j is hidden from row i), for the dQ stage.
 template <int D>
-__device__ __forceinline__ void attend_query_tile(FlashBackwardTiles<D>& t, float (&dk_j)[D], float (&dv_j)[D],
-                                                  int q0, int k0, int n_keys, const AttentionArgs& a) {
+__device__ __forceinline__ void attend_query_tile(FlashBackwardTiles<D>& t, float (&dk_j)[D], float (&dv_j)[D], int q0,
+                                                  int k0, int n_keys, const AttentionArgs& a) {
     constexpr int Br = FlashBackwardShape<D>::rows;
     const int x = static_cast<int>(threadIdx.x), j = k0 + x;
     for (int r = 0; r < Br; ++r) {

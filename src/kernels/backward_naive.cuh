@@ -34,17 +34,14 @@ struct NaiveBackwardShape {
 //   probs  (B, H, N, N): P, written whole (masked keys 0)
 __global__ void attention_weights(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const int> key_len,
                                   global_ptr<const float> lse, global_ptr<float> probs, AttentionArgs a) {
-    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // query row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    if (i >= a.seq) return;
-
-    const int N = a.seq, D = a.d_head;
-    const std::size_t head = head_row(b, h, a);
+    const RowThread t = row_thread(a);
+    const int i = t.row, N = a.seq, D = a.d_head;  // i: this thread's query row
+    const std::size_t head = t.head;
+    if (i >= N) return;
     const global_ptr<const float> q_i = slice(q, at(head + i, D), D);      // (d_head)
     const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, d_head)
     const global_ptr<float> p_i = slice(probs, at(head + i, N), N);        // (N), row i of P
-    const int end = key_end(i, key_len[b], a.causal);
+    const int end = key_end(i, key_len[t.b], a.causal);
     const float lse_i = end > 0 ? float(lse[head + i]) : 0.0f;
 
     // P_ij = exp(scale q_i . k_j - lse_i): softmax's exp(s_ij - m_i) / l_i in one step
@@ -63,24 +60,20 @@ __global__ void attention_weights(global_ptr<const float> q, global_ptr<const fl
 //   k, v, d_out, dq  (B, H, N, d_head)
 //   probs            (B, H, N, N): P from attention_weights
 //   d_scores         (B, H, N, N): scratch, dS on return (rows of fully masked queries untouched)
-__global__ void backward_naive_rows(global_ptr<const float> k, global_ptr<const float> v,
-                                    global_ptr<const int> key_len, global_ptr<const float> probs,
-                                    global_ptr<const float> d_out, global_ptr<float> d_scores, global_ptr<float> dq,
-                                    AttentionArgs a) {
-    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // query row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    if (i >= a.seq) return;
-
-    const int N = a.seq, D = a.d_head;
-    const std::size_t head = head_row(b, h, a);
-    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));    // (N, d_head)
-    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));    // (N, d_head)
-    const global_ptr<const float> do_i = slice(d_out, at(head + i, D), D);   // (d_head)
-    const global_ptr<const float> p_i = slice(probs, at(head + i, N), N);    // (N), row i of P
-    const global_ptr<float> ds_i = slice(d_scores, at(head + i, N), N);      // (N), row i of dS
-    const global_ptr<float> dq_i = slice(dq, at(head + i, D), D);            // (d_head)
-    const int end = key_end(i, key_len[b], a.causal);
+__global__ void backward_naive_rows(global_ptr<const float> k, global_ptr<const float> v, global_ptr<const int> key_len,
+                                    global_ptr<const float> probs, global_ptr<const float> d_out,
+                                    global_ptr<float> d_scores, global_ptr<float> dq, AttentionArgs a) {
+    const RowThread t = row_thread(a);
+    const int i = t.row, N = a.seq, D = a.d_head;  // i: this thread's query row
+    const std::size_t head = t.head;
+    if (i >= N) return;
+    const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));   // (N, d_head)
+    const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));   // (N, d_head)
+    const global_ptr<const float> do_i = slice(d_out, at(head + i, D), D);  // (d_head)
+    const global_ptr<const float> p_i = slice(probs, at(head + i, N), N);   // (N), row i of P
+    const global_ptr<float> ds_i = slice(d_scores, at(head + i, N), N);     // (N), row i of dS
+    const global_ptr<float> dq_i = slice(dq, at(head + i, D), D);           // (d_head)
+    const int end = key_end(i, key_len[t.b], a.causal);
 
     // dP_ij = dO_i . v_j (kept in dS's row for now), D_i = sum_j P_ij dP_ij
     float d_i = 0.0f;
@@ -107,21 +100,18 @@ __global__ void backward_naive_columns(global_ptr<const float> q, global_ptr<con
                                        global_ptr<const float> probs, global_ptr<const float> d_out,
                                        global_ptr<const float> d_scores, global_ptr<float> dk, global_ptr<float> dv,
                                        AttentionArgs a) {
-    const int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // key row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    if (j >= a.seq) return;
-
-    const int N = a.seq, D = a.d_head;
-    const std::size_t head = head_row(b, h, a);
-    const global_ptr<const float> q_bh = slice(q, at(head, D), at(N, D));             // (N, d_head)
-    const global_ptr<const float> do_bh = slice(d_out, at(head, D), at(N, D));        // (N, d_head)
-    const global_ptr<const float> p_bh = slice(probs, at(head, N), at(N, N));         // (N, N)
-    const global_ptr<const float> ds_bh = slice(d_scores, at(head, N), at(N, N));     // (N, N)
-    const global_ptr<float> dk_j = slice(dk, at(head + j, D), D);                     // (d_head)
-    const global_ptr<float> dv_j = slice(dv, at(head + j, D), D);                     // (d_head)
+    const RowThread t = row_thread(a);
+    const int j = t.row, N = a.seq, D = a.d_head;  // j: this thread's key row
+    const std::size_t head = t.head;
+    if (j >= N) return;
+    const global_ptr<const float> q_bh = slice(q, at(head, D), at(N, D));          // (N, d_head)
+    const global_ptr<const float> do_bh = slice(d_out, at(head, D), at(N, D));     // (N, d_head)
+    const global_ptr<const float> p_bh = slice(probs, at(head, N), at(N, N));      // (N, N)
+    const global_ptr<const float> ds_bh = slice(d_scores, at(head, N), at(N, N));  // (N, N)
+    const global_ptr<float> dk_j = slice(dk, at(head + j, D), D);                  // (d_head)
+    const global_ptr<float> dv_j = slice(dv, at(head + j, D), D);                  // (d_head)
     // The query rows that see key j: none when j is padding, i >= j under the causal mask.
-    const int first = j < key_len[b] ? (a.causal ? j : 0) : N;
+    const int first = j < key_len[t.b] ? (a.causal ? j : 0) : N;
 
     // dV_j = sum_i P_ij dO_i, dK_j = sum_i dS_ij q_i * scale: column j of P and of dS
     for (int c = 0; c < D; ++c) {

@@ -331,11 +331,11 @@ void launch_backward(BackwardVersion version, const Problem& p, Backward_on_devi
     if (version == BackwardVersion::naive) {
         const dim3 grid = as_dim3(row_grid(p, NaiveBackwardShape::threads));
         backward_naive_rows<<<grid, NaiveBackwardShape::threads>>>(dev.k.get(), dev.v.get(), dev.key_len.get(),
-                                                                   dev.probs.get(), dev.d_out.get(),
-                                                                   dev.d_scores.get(), dev.dq.get(), dev.args);
+                                                                   dev.probs.get(), dev.d_out.get(), dev.d_scores.get(),
+                                                                   dev.dq.get(), dev.args);
         backward_naive_columns<<<grid, NaiveBackwardShape::threads>>>(dev.q.get(), dev.key_len.get(), dev.probs.get(),
-                                                                      dev.d_out.get(), dev.d_scores.get(),
-                                                                      dev.dk.get(), dev.dv.get(), dev.args);
+                                                                      dev.d_out.get(), dev.d_scores.get(), dev.dk.get(),
+                                                                      dev.dv.get(), dev.args);
     } else {
         check(cudaMemsetAsync(dev.dq.get(), 0, dev.n * sizeof(float)), "cudaMemsetAsync");  // dQ is accumulated
         attention_backward_delta<<<as_dim3(row_grid(p, BackwardDeltaShape::threads)), BackwardDeltaShape::threads>>>(

@@ -155,12 +155,14 @@ void time_backward(std::ofstream& out, const std::string& gpu, kernels::Problem 
         const kernels::device::Timing t = kernels::device::time_backward(
             version, p, {q.data(), k.data(), v.data(), key_len.data(), d_out.data()}, warmup, repeats);
         const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
-        out << fmt::format("{},{},fp32,{},{},{},{},{:d},{:.4f},{:.4f},{:.3f},{},{},{},{}\n", gpu, kernels::name(version),
-                           B, H, N, D, int(p.causal), t.median_ms, t.min_ms, tflops, t.registers, t.shared_bytes,
-                           t.local_bytes, p.causal ? "causal: TFLOP/s of the unmasked half" : "");
-        fmt::print("{:<14} fp32 N={:<5}{} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B local)\n",
-                   kernels::name(version), N, p.causal ? " causal" : "", t.median_ms, tflops, t.registers,
-                   t.shared_bytes, t.local_bytes);
+        out << fmt::format("{},{},fp32,{},{},{},{},{:d},{:.4f},{:.4f},{:.3f},{},{},{},{}\n", gpu,
+                           kernels::name(version), B, H, N, D, int(p.causal), t.median_ms, t.min_ms, tflops,
+                           t.registers, t.shared_bytes, t.local_bytes,
+                           p.causal ? "causal: TFLOP/s of the unmasked half" : "");
+        fmt::print(
+            "{:<14} fp32 N={:<5}{} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B local)\n",
+            kernels::name(version), N, p.causal ? " causal" : "", t.median_ms, tflops, t.registers, t.shared_bytes,
+            t.local_bytes);
         out.flush();
     }
 }
