@@ -1,4 +1,4 @@
-// headwise benchmarks: the multi-head attention forward at the sizes of issues 8 and 19, next to
+// headwise benchmarks: the multi-head attention forward at the sizes docs/performance.md reports, next to
 // the machine's own sgemm figure measured in the same process.
 //
 //   build/bench/headwise_bench --benchmark_filter=mha       (scripts/bench-compare runs this)
@@ -149,9 +149,9 @@ BENCHMARK(BM_mha_forward)
     ->Args({8, 512, 512, 8, 1})
     ->Args({4, 1024, 768, 12, 0})
     ->Args({4, 1024, 768, 12, 1})
-    ->Args({1, 4096, 512, 8, 0})  // issue 19: long sequence
+    ->Args({1, 4096, 512, 8, 0})  // a long sequence
     ->Args({1, 4096, 512, 8, 1})
-    ->Args({2, 2048, 2048, 16, 0})  // issue 19: d_head 128
+    ->Args({2, 2048, 2048, 16, 0})  // d_head 128
     ->Args({2, 2048, 2048, 16, 1})
     ->Args({2, 128, 128, 4, 0})  // the --quick sizes of scripts/bench-compare
     ->Args({2, 128, 128, 4, 1})

@@ -1,4 +1,4 @@
-// headwise decode benchmark (issue 17): tokens per second when a decoder generates 512 tokens one
+// headwise decode benchmark: tokens per second when a decoder generates 512 tokens one
 // at a time, with the KV cache (project the new token, append, attend one row) and without it
 // (the whole causal forward over every token so far, again for each new token).
 //

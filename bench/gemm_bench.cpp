@@ -1,5 +1,5 @@
 // headwise_gemm_bench -- the projections' GEMMs with every candidate library, on the same
-// threads, calls interleaved in one process (issue 27: which GEMM the projections should use).
+// threads, calls interleaved in one process (which GEMM the projections should use).
 //
 //   HEADWISE_THREADS=2 build/bench/headwise_gemm_bench [rounds]     (default 9 rounds)
 //

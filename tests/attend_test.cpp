@@ -23,7 +23,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 const fs::path fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "attend";
-// --kv-heads (issue 17): tests/fixtures/gqa, written by scripts/make-fixtures-gqa.
+// --kv-heads: tests/fixtures/gqa, written by scripts/make-fixtures-gqa.
 const fs::path gqa_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "gqa";
 // --rope and --alibi (lesson 09): tests/fixtures/positions, written by scripts/make-fixtures-positions.
 const fs::path positions_fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "positions";
@@ -337,7 +337,7 @@ TEST_CASE("attend leaves an existing output untouched when it fails", "[attend][
 }
 
 // ---------------------------------------------------------------------------------------------
-// --kv-heads (issue 17): grouped-query attention against PyTorch, which repeats K/V heads with
+// --kv-heads: grouped-query attention against PyTorch, which repeats K/V heads with
 // repeat_interleave and then attends (tests/fixtures/gqa, scripts/make-fixtures-gqa).
 
 TEST_CASE("attend --kv-heads matches grouped-query attention computed in PyTorch", "[attend][gqa]") {

@@ -33,7 +33,7 @@ CpuidRecord amd(std::uint32_t max_leaf, std::uint32_t eax, std::uint32_t ecx, st
 // flags). OpenBLAS 0.3.21 knows model 167 and picks SkylakeX by itself.
 const CpuidRecord xeon_model_167 =
     intel(36, 0x000a0671, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x600e7);
-// The Xeon of issue 19: family 6 model 207 (0xCF, Emerald Rapids), same feature flags. Not in
+// A newer Xeon: family 6 model 207 (0xCF, Emerald Rapids), same feature flags. Not in
 // OpenBLAS 0.3.21's table: it falls back to Prescott.
 const CpuidRecord xeon_model_207 =
     intel(31, 0x000c06f2, 0xfffa3203, 0x1f8bfbff, 0xf1bf2ffb, 0x1a415f46, 0x23c14010, 0x602e7);

@@ -158,7 +158,7 @@ const std::vector<Case> lesson_size_cases{
     {"04_causal_mask", {"--changed-token", "5", "--seq", "5"}, "--changed-token"},
     {"04_causal_mask", {"--changed-token", "7"}, "--changed-token"},
     {"03_multi_head", {"--cross-seq", "99999"}, "--cross-seq"},
-    // The head view page and its .npy (issue 26): a path that cannot be written.
+    // The head view page and its .npy: a path that cannot be written.
     {"03_multi_head", {"--html", "{w}/no/such/dir/h.html"}, "h\\.html: cannot write: the directory .* does not exist"},
     {"03_multi_head", {"--weights", "{w}/no/such/dir/w.npy"}, "w\\.npy: cannot write: the directory .* does not exist"},
     {"03_multi_head", {"--html", "{w}"}, "is a directory"},
@@ -215,7 +215,7 @@ const std::vector<Case> runner_cases{
     {"headwise", {"bench", "--no-such-flag"}, "--no-such-flag"},
 };
 
-// Lesson 08 and `attend --kv-heads` (issue 17): the KV cache and grouped-query attention.
+// Lesson 08 and `attend --kv-heads`: the KV cache and grouped-query attention.
 // Lesson 08's numeric flags come from its --help like every lesson's; these rows are about
 // meaning. attend rows use the defaults below (H = 2, d_model = 4, so d_head = 2).
 const std::vector<Case> kv_cache_cases{
@@ -241,7 +241,7 @@ const std::vector<Case> kv_cache_cases{
      "--out-proj-weight has shape \\(12, 4\\)"},
 };
 
-// Lesson 07 and `heads` (issue 16). HEADWISE_MODEL_DIR points them at {w}/model: a real
+// Lesson 07 and `heads`. HEADWISE_MODEL_DIR points them at {w}/model: a real
 // config.json, a three-word vocabulary and a model.safetensors cut short inside its header.
 const std::string long_text = [] {
     std::string t;

@@ -55,9 +55,12 @@ void set_default_kernel(Kernel kernel);
 // projections, slot 1: the packed keys). Asked for in 2 MiB huge pages; contents are garbage.
 float* thread_workspace(std::size_t n, int slot);
 
+// lse, where given, (B, H, N_q) in C order, receives each row's log-sum-exp, max + log(sum) of its
+// scaled scores (-inf for a row that saw no key): what the backward (fused_backward.hpp) needs to
+// recompute the weights.
 void fused_attention(const AttentionShape& shape, Strided<const float> q, Strided<const float> k,
                      Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& options,
-                     const Tiling& tiling = {});
+                     const Tiling& tiling = {}, float* lse = nullptr);
 
 // Bytes fused_attention allocates, whatever N is: one tile of scores and running sums per core.
 std::size_t fused_attention_scratch_bytes(const AttentionShape& shape, const Tiling& tiling = {});

@@ -16,7 +16,9 @@
 
 namespace headwise {
 
+using detail::check_rank_match;
 using detail::linear_rows;
+using detail::masked;
 
 namespace {
 
@@ -27,7 +29,9 @@ float* workspace(std::size_t n) { return detail::thread_workspace(n, 0); }
 
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-void check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
+}  // namespace
+
+void detail::check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
     const auto& sq = q.shape();
     const auto& sk = k.shape();
     const auto& sv = v.shape();
@@ -39,15 +43,12 @@ void check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
     }
 }
 
-// Is key j hidden from query i of batch b?
-bool masked(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t j) {
+bool detail::masked(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t j) {
     if (o.causal && j > i) return true;
     if (o.attn_mask != nullptr && (*o.attn_mask)(i, j)) return true;
     if (o.key_padding_mask != nullptr && (*o.key_padding_mask)(b, j)) return true;
     return false;
 }
-
-}  // namespace
 
 void check_masks(const AttentionOptions& o, std::size_t batch, std::size_t nq, std::size_t nk) {
     if (o.attn_mask != nullptr && (o.attn_mask->shape()[0] != nq || o.attn_mask->shape()[1] != nk)) {
@@ -284,7 +285,7 @@ Tensor3 MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key, co
 
 namespace {
 
-// The fast path's working memory is capped at this many bytes whatever N is (issue 19: at most
+// The fast path's working memory is capped at this many bytes whatever N is (at most
 // 64 MiB beyond inputs and outputs at (1, 16384, 1024, 16), where Q, K and V alone are 192 MiB).
 // Up to the cap, the whole batch and every head go at once: the biggest GEMMs, the fastest path.
 constexpr std::size_t default_fused_budget_bytes = 64u << 20;

@@ -57,27 +57,35 @@ Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::span<const double> p
     if (positions.size() != n) {
         throw usage_error(fmt::format("apply_rope: {} positions for {} tokens", positions.size(), n));
     }
-    const std::vector<double> theta = rope_frequencies(d_head, rope.base);
+    Tensor4 y = x;  // (B, H, N, d_head)
+    rotate_in_place({y.data(), heads * n * d_head, n * d_head, d_head}, {batch, heads, n, d_head}, rope, positions);
+    return y;
+}
+
+void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, const Rope& rope,
+                     std::span<const double> positions, bool inverse) {
+    const std::vector<double> theta = rope_frequencies(shape.d_head, rope.base);
+    const double sign = inverse ? -1.0 : 1.0;
     // cos and sin of every (token, pair), once: (N, d_head / 2) each.
-    std::vector<double> c(n * theta.size()), s(n * theta.size());
-    for (std::size_t t = 0; t < n; ++t)
+    std::vector<double> c(shape.n * theta.size()), s(shape.n * theta.size());
+    for (std::size_t t = 0; t < shape.n; ++t)
         for (std::size_t i = 0; i < theta.size(); ++i) {
             const double angle = positions[t] * rope.position_scale * theta[i];
             c[t * theta.size() + i] = std::cos(angle);
-            s[t * theta.size() + i] = std::sin(angle);
+            s[t * theta.size() + i] = sign * std::sin(angle);
         }
-    Tensor4 y = Tensor4::from_shape(x.shape());  // (B, H, N, d_head)
-    for (std::size_t b = 0; b < batch; ++b)
-        for (std::size_t h = 0; h < heads; ++h)
-            for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t b = 0; b < shape.batch; ++b)
+        for (std::size_t h = 0; h < shape.heads; ++h)
+            for (std::size_t t = 0; t < shape.n; ++t) {
+                float* row = x.data + b * x.batch + h * x.head + t * x.row;
                 for (std::size_t i = 0; i < theta.size(); ++i) {
-                    const auto [a, z] = rope_pair(i, d_head, rope.layout);
-                    const double xa = x(b, h, t, a), xz = x(b, h, t, z);
+                    const auto [a, z] = rope_pair(i, shape.d_head, rope.layout);
+                    const double xa = row[a], xz = row[z];
                     const double ci = c[t * theta.size() + i], si = s[t * theta.size() + i];
-                    y(b, h, t, a) = static_cast<float>(xa * ci - xz * si);
-                    y(b, h, t, z) = static_cast<float>(xz * ci + xa * si);
+                    row[a] = static_cast<float>(xa * ci - xz * si);
+                    row[z] = static_cast<float>(xz * ci + xa * si);
                 }
-    return y;
+            }
 }
 
 Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::size_t first_position) {

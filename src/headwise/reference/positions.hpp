@@ -22,6 +22,7 @@
 
 #include "headwise/base/attention_options.hpp"
 #include "headwise/base/tensor.hpp"
+#include "headwise/fast/fused_attention.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -70,6 +71,15 @@ Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::size_t first_positio
 
 // The same with one position per token (N of them), scaled by rope.position_scale.
 Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::span<const double> positions);
+
+// The same rotation in place on (B, H, N, d_head) anywhere in memory (x.row apart, d_head
+// contiguous), one position per token. `inverse` rotates by -p theta_i instead: the rotation's
+// transpose, which is how a gradient goes back through RoPE (dq = R(-theta) dq_rotated).
+struct RopeShape {
+    std::size_t batch, heads, n, d_head;
+};
+void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, const Rope& rope,
+                     std::span<const double> positions, bool inverse = false);
 
 // The permutation of d_head dimensions that turns the half layout into the interleaved one:
 // interleaved[c] = half[perm[c]], i.e. perm = (0, d/2, 1, d/2 + 1, ...).
