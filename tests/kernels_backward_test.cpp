@@ -6,6 +6,7 @@
 #include "headwise/base/random.hpp"
 #include "headwise/reference/attention.hpp"
 #include "headwise/reference/attention_backward.hpp"
+#include "cuda/tolerance.hpp"
 #include "kernel_cases.hpp"
 
 #include <catch2/catch.hpp>
@@ -56,21 +57,9 @@ AttentionGrads reference(const Case& c) {
     return attention_backward_reference(c.q, c.k, c.v, c.d_out, options(c, padding));
 }
 
-// The largest amount by which |g - ref| exceeds 1e-4 (max |ref| + |ref|), over one gradient. A
-// gradient element is a sum over up to N keys (dQ) or queries (dK, dV) of terms whose sizes are
-// those of the whole tensor, with cancellation (each row of dS sums to zero): fp32's error
-// follows the tensor's scale, not the element's. 0 = within; a NaN counts as 1e30. A kernel bug
-// (a dropped key, a missing D or scale) misses by 1e-2 of max |ref| or more.
+// Within fp32's tolerance for a gradient (tests/cuda/tolerance.hpp): 0 = within.
 double excess(const Tensor4& g, const Tensor4& ref) {
-    double scale = 0.0;
-    for (float x : ref) scale = std::max(scale, double(std::abs(x)));
-    double worst = 0.0;
-    for (std::size_t e = 0; e < ref.size(); ++e) {
-        const double diff = std::abs(double(g.data()[e]) - double(ref.data()[e]));
-        const double allowed = 1e-4 * (scale + std::abs(double(ref.data()[e])));
-        if (!(diff <= allowed)) worst = std::max(worst, std::isnan(diff) ? 1e30 : diff - allowed);
-    }
-    return worst;
+    return test::gradient_excess_error(g.data(), ref.data(), ref.size());
 }
 
 std::string describe(BackwardVersion v, const Case& c) {
