@@ -61,10 +61,10 @@ void naive_backward(const Problem& p, const BackwardInputs& in, const Gradients&
     const global_ptr<const float> p_r(probs.data(), nn), ds_r(d_scores.data(), nn);
     stats.forward += emulator::launch(schedule, grid, block, attention_weights, q, k, key_len,
                                       global_ptr<const float>(lse.data(), lse.size()), p_w, a);
-    stats.backward = emulator::launch(schedule, grid, block, backward_naive_rows, k, v, key_len, p_r, d_out, ds_w,
-                                      global_ptr<float>(g.dq, n), a);
-    stats.backward += emulator::launch(schedule, grid, block, backward_naive_columns, q, key_len, p_r, d_out, ds_r,
-                                       global_ptr<float>(g.dk, n), global_ptr<float>(g.dv, n), a);
+    stats.backward = emulator::launch(schedule, grid, block, attention_backward_naive_rows, k, v, key_len, p_r, d_out,
+                                      ds_w, global_ptr<float>(g.dq, n), a);
+    stats.backward += emulator::launch(schedule, grid, block, attention_backward_naive_columns, q, key_len, p_r, d_out,
+                                       ds_r, global_ptr<float>(g.dk, n), global_ptr<float>(g.dv, n), a);
 }
 
 // Version 2's: D = rowsum(dO o O), then one block per key tile; dQ accumulates from zero.

@@ -9,10 +9,12 @@
 //   dQ = dS K * scale,  dK = dS^T Q * scale
 // Three kernels, every operand read from global memory where it is used, nothing kept in
 // registers but scalars (the forward's version 1, backwards):
-//   attention_weights        thread (b, h, i): P_i = exp(S_i - lse_i), the forward's weights kept
-//                            as an autograd that stores them keeps them: (B, H, N, N), masked keys 0
-//   backward_naive_rows      thread (b, h, i): dP_i, D_i and dS_i (into a (B, H, N, N) scratch), dQ_i
-//   backward_naive_columns   thread (b, h, j): dV_j from column j of P, dK_j from column j of dS
+//   attention_weights                  thread (b, h, i): P_i = exp(S_i - lse_i), the forward's
+//                                      weights as autograd keeps them: (B, H, N, N), masked keys 0
+//   attention_backward_naive_rows      thread (b, h, i): dP_i, D_i and dS_i (into a (B, H, N, N)
+//                                      scratch), then dQ_i
+//   attention_backward_naive_columns   thread (b, h, j): dV_j from column j of P, dK_j from column
+//                                      j of dS
 // dQ sums dS along a row, dK and dV along a column: a thread owning row i cannot also write rows
 // of dK without racing every other row's thread, so the columns get their own kernel, and the
 // launch boundary between the two is the barrier. P and dS are B*H*N^2 floats each: the traffic
@@ -60,9 +62,10 @@ __global__ void attention_weights(global_ptr<const float> q, global_ptr<const fl
 //   k, v, d_out, dq  (B, H, N, d_head)
 //   probs            (B, H, N, N): P from attention_weights
 //   d_scores         (B, H, N, N): scratch, dS on return (rows of fully masked queries untouched)
-__global__ void backward_naive_rows(global_ptr<const float> k, global_ptr<const float> v, global_ptr<const int> key_len,
-                                    global_ptr<const float> probs, global_ptr<const float> d_out,
-                                    global_ptr<float> d_scores, global_ptr<float> dq, AttentionArgs a) {
+__global__ void attention_backward_naive_rows(global_ptr<const float> k, global_ptr<const float> v,
+                                              global_ptr<const int> key_len, global_ptr<const float> probs,
+                                              global_ptr<const float> d_out, global_ptr<float> d_scores,
+                                              global_ptr<float> dq, AttentionArgs a) {
     const RowThread t = row_thread(a);
     const int i = t.row, N = a.seq, D = a.d_head;  // i: this thread's query row
     const std::size_t head = t.head;
@@ -96,10 +99,10 @@ __global__ void backward_naive_rows(global_ptr<const float> k, global_ptr<const 
 // grid (ceil(N / 64), H, B), block (64): thread x of block (bx, h, b) is key row bx * 64 + x.
 //   q, d_out, dk, dv  (B, H, N, d_head)
 //   probs, d_scores   (B, H, N, N): P and dS from the two kernels above
-__global__ void backward_naive_columns(global_ptr<const float> q, global_ptr<const int> key_len,
-                                       global_ptr<const float> probs, global_ptr<const float> d_out,
-                                       global_ptr<const float> d_scores, global_ptr<float> dk, global_ptr<float> dv,
-                                       AttentionArgs a) {
+__global__ void attention_backward_naive_columns(global_ptr<const float> q, global_ptr<const int> key_len,
+                                                 global_ptr<const float> probs, global_ptr<const float> d_out,
+                                                 global_ptr<const float> d_scores, global_ptr<float> dk,
+                                                 global_ptr<float> dv, AttentionArgs a) {
     const RowThread t = row_thread(a);
     const int j = t.row, N = a.seq, D = a.d_head;  // j: this thread's key row
     const std::size_t head = t.head;

@@ -330,12 +330,12 @@ void launch_forward(BackwardVersion version, const Problem& p, Backward_on_devic
 void launch_backward(BackwardVersion version, const Problem& p, Backward_on_device& dev) {
     if (version == BackwardVersion::naive) {
         const dim3 grid = as_dim3(row_grid(p, NaiveBackwardShape::threads));
-        backward_naive_rows<<<grid, NaiveBackwardShape::threads>>>(dev.k.get(), dev.v.get(), dev.key_len.get(),
-                                                                   dev.probs.get(), dev.d_out.get(), dev.d_scores.get(),
-                                                                   dev.dq.get(), dev.args);
-        backward_naive_columns<<<grid, NaiveBackwardShape::threads>>>(dev.q.get(), dev.key_len.get(), dev.probs.get(),
-                                                                      dev.d_out.get(), dev.d_scores.get(), dev.dk.get(),
-                                                                      dev.dv.get(), dev.args);
+        attention_backward_naive_rows<<<grid, NaiveBackwardShape::threads>>>(
+            dev.k.get(), dev.v.get(), dev.key_len.get(), dev.probs.get(), dev.d_out.get(), dev.d_scores.get(),
+            dev.dq.get(), dev.args);
+        attention_backward_naive_columns<<<grid, NaiveBackwardShape::threads>>>(
+            dev.q.get(), dev.key_len.get(), dev.probs.get(), dev.d_out.get(), dev.d_scores.get(), dev.dk.get(),
+            dev.dv.get(), dev.args);
     } else {
         check(cudaMemsetAsync(dev.dq.get(), 0, dev.n * sizeof(float)), "cudaMemsetAsync");  // dQ is accumulated
         attention_backward_delta<<<as_dim3(row_grid(p, BackwardDeltaShape::threads)), BackwardDeltaShape::threads>>>(
@@ -370,7 +370,7 @@ Timing time_backward(BackwardVersion v, const Problem& p, const BackwardInputs& 
     Timing timing = timed(warmup, repeats, [&] { launch_backward(v, p, dev); });
     cudaFuncAttributes attr{};
     if (v == BackwardVersion::naive) {
-        check(cudaFuncGetAttributes(&attr, backward_naive_rows), "cudaFuncGetAttributes");
+        check(cudaFuncGetAttributes(&attr, attention_backward_naive_rows), "cudaFuncGetAttributes");
     } else {
         with_d_head(p.d_head, [&](auto d) {
             check(cudaFuncGetAttributes(&attr, attention_backward_flash<decltype(d)::value>), "cudaFuncGetAttributes");

@@ -25,7 +25,7 @@ foreach(d 64 128)  # mma.sync: versions 6 and 7, d_head 64 and 128; 7 in fp16 an
 endforeach()
 # The backward: naive's P, rows and columns; flash's D = rowsum(dO o O), key tiles, and the forward
 # with its log-sum-exp.
-list(APPEND kernels "17attention_weightsE" "19backward_naive_rowsE" "22backward_naive_columnsE"
+list(APPEND kernels "17attention_weightsE" "29attention_backward_naive_rowsE" "32attention_backward_naive_columnsE"
   "24attention_backward_deltaE")
 foreach(d 8 16 32 64 128)
   list(APPEND kernels "19attention_tiled_lseILi${d}EE" "24attention_backward_flashILi${d}EE")
