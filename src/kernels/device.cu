@@ -5,6 +5,7 @@
 #include "kernels/backward_naive.cuh"
 #include "kernels/dispatch.hpp"
 #include "kernels/flash.cuh"
+#include "kernels/launch.hpp"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
 #include "kernels/tensor_core.cuh"
@@ -103,7 +104,7 @@ struct Problem_on_device {
           kb(bf16_inputs(v, p) ? to_bf16(in.k, n) : std::vector<__nv_bfloat16>()),
           vb(bf16_inputs(v, p) ? to_bf16(in.v, n) : std::vector<__nv_bfloat16>()),
           bf16(bf16_inputs(v, p)),
-          args{p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal} {}
+          args(attention_args(p)) {}
 
     // The tensor-core kernel's inputs: each element rounded to fp16 on the host (round to nearest
     // even, the same bits as the emulator's), then uploaded as fp16.
@@ -301,7 +302,7 @@ struct Backward_on_device {
           dq(n),
           dk(n),
           dv(n),
-          args{p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal} {}
+          args(attention_args(p)) {}
 
     std::size_t n, rows, nn;
     Buffer<float> q, k, v, d_out;
