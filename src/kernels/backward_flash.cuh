@@ -175,6 +175,7 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(FlashBackwardShape<D>::keys, 1)
                              global_ptr<float> dv, AttentionArgs a) {
     constexpr int Bc = FlashBackwardShape<D>::keys, Br = FlashBackwardShape<D>::rows;
     __shared__ FlashBackwardTiles<D> t;
+    static_assert(sizeof(t) == FlashBackwardShape<D>::shared_bytes);
 
     const int N = a.seq;
     const int k0 = static_cast<int>(blockIdx.x) * Bc;  // this block's first key
