@@ -62,6 +62,20 @@ TEST_CASE("freed memory no longer counts against the limit", "[lesson]") {
     CHECK(lesson::bytes_allocated() == before);
 }
 
+TEST_CASE("the peak is the most bytes in use since its reset, freed memory included", "[lesson]") {
+    lesson::reset_peak_bytes_allocated();
+    const std::size_t before = lesson::bytes_allocated();
+    CHECK(lesson::peak_bytes_allocated() == before);
+    {
+        const Tensor2 a = Tensor2::from_shape({512, 512});  // 1 MiB, freed at the brace
+    }
+    const Tensor2 b = Tensor2::from_shape({256, 256});  // 256 KiB, kept
+    CHECK(lesson::peak_bytes_allocated() >= before + 512 * 512 * sizeof(float));
+    CHECK(lesson::peak_bytes_allocated() < before + (512 * 512 + 256 * 256) * sizeof(float));
+    lesson::reset_peak_bytes_allocated();
+    CHECK(lesson::peak_bytes_allocated() == lesson::bytes_allocated());
+}
+
 TEST_CASE("work is charged by the library steps, and the step that passes the limit is named", "[lesson][limits]") {
     limits::set_work_limit(unlimited, "test");
     const double before = limits::work_charged();

@@ -52,6 +52,10 @@ void print_indented(const std::string& block);
 
 // Bytes the lesson has allocated and not yet freed (what the memory limit is checked against).
 std::size_t bytes_allocated();
+// The most bytes_allocated() has been since the last reset_peak_bytes_allocated() (or the start):
+// what a step needed at its fullest, whichever tensor made it.
+std::size_t peak_bytes_allocated();
+void reset_peak_bytes_allocated();
 // run() sets half of the free memory; a test sets its own.
 void set_memory_limit(std::size_t bytes);
 

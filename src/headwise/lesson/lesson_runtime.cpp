@@ -31,6 +31,7 @@ namespace {
 // Signed: a block that some other allocation function made (a sanitizer's, say) and that ours
 // frees makes the count dip, never wrap around.
 std::atomic<std::int64_t> bytes_in_use{0};
+std::atomic<std::int64_t> peak_in_use{0};  // the most bytes_in_use has held since the last reset
 std::size_t memory_limit = std::numeric_limits<std::size_t>::max();
 
 // The refusal, written without allocating (it is raised from inside operator new).
@@ -56,7 +57,11 @@ void* allocate(std::size_t size) {
     }
     void* block = std::malloc(size == 0 ? 1 : size);
     if (block == nullptr) throw std::bad_alloc();
-    bytes_in_use.fetch_add(static_cast<std::int64_t>(malloc_usable_size(block)), std::memory_order_relaxed);
+    const auto usable = static_cast<std::int64_t>(malloc_usable_size(block));
+    const std::int64_t now = bytes_in_use.fetch_add(usable, std::memory_order_relaxed) + usable;
+    // The peak rises to `now` unless another thread has raised it further meanwhile.
+    std::int64_t peak = peak_in_use.load(std::memory_order_relaxed);
+    while (now > peak && !peak_in_use.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
     return block;
 }
 
@@ -94,6 +99,12 @@ void set_memory_limit(std::size_t bytes) { memory_limit = bytes; }
 std::size_t bytes_allocated() {
     return static_cast<std::size_t>(std::max<std::int64_t>(bytes_in_use.load(std::memory_order_relaxed), 0));
 }
+
+std::size_t peak_bytes_allocated() {
+    return static_cast<std::size_t>(std::max<std::int64_t>(peak_in_use.load(std::memory_order_relaxed), 0));
+}
+
+void reset_peak_bytes_allocated() { peak_in_use.store(bytes_in_use.load(std::memory_order_relaxed)); }
 
 void print_indented(const std::string& block) {
     std::size_t start = 0;

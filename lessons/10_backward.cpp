@@ -1,0 +1,748 @@
+// Lesson 10 -- how attention learns: the backward pass, by hand, checked by finite differences.
+//
+// Lessons 01-09 computed attention's output. Training needs the other direction: given dO, how
+// the loss changes with the output, find how it changes with every input -- q, k, v, and through
+// them the projections' weights and x. This file derives each gradient one step at a time, in the
+// order the chain rule visits them (dO -> dV, dP -> dS -> dQ, dK -> the projections -> dX), and
+// checks every one against central finite differences in double precision:
+//
+//     dL/dx[i] ~ (L(x + h e_i) - L(x - h e_i)) / 2h,   L = sum(dO * O)   (so dL/dO = dO)
+//
+// It ends with what FlashAttention-2's backward is built on: D = rowsum(dP * P) = rowsum(dO * O),
+// and P recomputed from the saved log-sum-exp instead of stored (B H N^2 floats vs B H N).
+//
+// The steps compute in double (xt::xtensor<double, R>): finite differences need the precision.
+// Dimension letters: B = batch, H = heads, N = tokens, d_head = d_model / H, H_kv = key/value heads.
+// Run:  ./headwise run 10      or      build/lessons/10_backward --help
+
+#include "headwise/fast/blas.hpp"
+#include "headwise/fast/parallel.hpp"
+#include "headwise/fast/vexp.hpp"
+#include "headwise/lesson/lesson.hpp"
+#include "headwise/reference/attention_backward.hpp"
+#include "headwise/reference/positions.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <new>
+#include <vector>
+
+using namespace headwise;
+
+namespace {
+
+template <std::size_t R>
+using Real = xt::xtensor<double, R>;  // the lesson's tensors: double precision for the checks
+using R1 = Real<1>;
+using R2 = Real<2>;
+using R3 = Real<3>;
+using R4 = Real<4>;
+
+constexpr double tolerance = 1e-6;  // what every finite-difference check must meet (relative)
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------------------------
+// Tensor helpers, in double.
+
+template <std::size_t R>
+Real<R> random_real(Random& rng, const std::array<std::size_t, R>& shape, float stddev = 1.0f) {
+    return xt::cast<double>(rng.normal<R>(shape, stddev));
+}
+
+// (B, H, n, m) -> (B, H, m, n): each head's matrix transposed.
+R4 transposed(const R4& a) { return xt::transpose(a, {0, 1, 3, 2}); }
+
+// a (B, H, n, k) . b (B, H, k, m) -> (B, H, n, m): one matrix product per (batch, head).
+R4 bmm(const R4& a, const R4& b) {
+    const std::size_t batch = a.shape()[0], heads = a.shape()[1], n = a.shape()[2], k = a.shape()[3];
+    const std::size_t m = b.shape()[3];
+    R4 c = xt::zeros<double>(std::array<std::size_t, 4>{batch, heads, n, m});
+    for (std::size_t bi = 0; bi < batch; ++bi)
+        for (std::size_t h = 0; h < heads; ++h)
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t t = 0; t < k; ++t)
+                    for (std::size_t j = 0; j < m; ++j) c(bi, h, i, j) += a(bi, h, i, t) * b(bi, h, t, j);
+    return c;
+}
+
+// sum over the last axis, kept as an axis of 1 so that it broadcasts back: (B, H, n, m) -> (B, H, n, 1).
+R4 rowsum(const R4& a) {
+    const R3 s = xt::sum(a, {3});
+    return xt::view(s, xt::all(), xt::all(), xt::all(), xt::newaxis());
+}
+
+double dot(const R4& a, const R4& b) { return xt::sum(a * b)(); }
+
+// Largest |a|.
+template <class T>
+double largest(const T& a) {
+    return xt::amax(xt::abs(a))();
+}
+
+AttentionOptions causal_only() {
+    AttentionOptions o;
+    o.causal = true;
+    return o;
+}
+
+// Is key j hidden from query i of batch element b?
+bool hidden(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t j) {
+    return (o.causal && j > i) || (o.key_padding_mask != nullptr && (*o.key_padding_mask)(b, j));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The forward pass, keeping what the backward needs.
+
+struct Forward {
+    R4 scores;  // (B, H, N_q, N_k): q k^T / sqrt(d_head), -inf where hidden
+    R4 p;       // (B, H, N_q, N_k): softmax of each row; a row with no visible key is all 0
+    R4 o;       // (B, H, N_q, d_head) = P V
+};
+
+// softmax of each row of scores (B, H, N_q, N_k), stable (each row's maximum subtracted); a row
+// whose scores are all -inf (every key hidden) gives zeros, never NaN.
+R4 softmax_rows(const R4& scores) {
+    R4 p = xt::zeros_like(scores);
+    const std::size_t rows = scores.size() / scores.shape()[3], n = scores.shape()[3];
+    for (std::size_t r = 0; r < rows; ++r) {
+        const double* s = scores.data() + r * n;
+        double* w = p.data() + r * n;
+        const double m = *std::max_element(s, s + n);
+        if (m == neg_inf) continue;
+        double sum = 0.0;
+        for (std::size_t j = 0; j < n; ++j) sum += w[j] = std::exp(s[j] - m);
+        for (std::size_t j = 0; j < n; ++j) w[j] /= sum;
+    }
+    return p;
+}
+
+Forward attend(const R4& q, const R4& k, const R4& v, const AttentionOptions& opt = {}) {
+    Forward f;
+    f.scores = bmm(q, transposed(k)) / std::sqrt(double(q.shape()[3]));
+    for (std::size_t b = 0; b < q.shape()[0]; ++b)
+        for (std::size_t i = 0; i < q.shape()[2]; ++i)
+            for (std::size_t j = 0; j < k.shape()[2]; ++j)
+                if (hidden(opt, b, i, j)) xt::view(f.scores, b, xt::all(), i, j) = neg_inf;
+    f.p = softmax_rows(f.scores);
+    f.o = bmm(f.p, v);
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The backward pass: every formula of steps 2-7, composed.
+
+struct Grads {
+    R4 dq, dk, dv;  // (B, H, N_q, d_head), (B, H, N_k, d_head), (B, H, N_k, d_head)
+};
+
+// dS = P * (dP - rowsum(dP * P)): the softmax's backward, O(N) per row (step 4).
+R4 softmax_backward(const R4& p, const R4& dp) { return p * (dp - rowsum(dp * p)); }
+
+Grads attention_backward(const R4& q, const R4& k, const R4& v, const R4& d_out, const AttentionOptions& opt = {}) {
+    const double scale = 1.0 / std::sqrt(double(q.shape()[3]));
+    const Forward f = attend(q, k, v, opt);
+    const R4 dp = bmm(d_out, transposed(v));  // (B, H, N_q, N_k)
+    const R4 ds = softmax_backward(f.p, dp);  // (B, H, N_q, N_k)
+    return {bmm(ds, k) * scale,               // dQ = dS K / sqrt(d)
+            bmm(transposed(ds), q) * scale,   // dK = dS^T Q / sqrt(d)
+            bmm(transposed(f.p), d_out)};     // dV = P^T dO
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finite differences.
+
+// dL/dx by central differences, one element of x at a time: (L(x + h) - L(x - h)) / 2h.
+// h = 1e-5: the truncation error (h^2 L''' / 6) and the rounding error (1e-16 L / h) both stay
+// far below 1e-6 of a gradient of order 1.
+template <class T, class Loss>
+T numeric_gradient(T x, const Loss& loss) {
+    constexpr double h = 1e-5;
+    T g = xt::zeros_like(x);
+    for (std::size_t e = 0; e < x.size(); ++e) {
+        const double x0 = x.data()[e];
+        x.data()[e] = x0 + h;
+        const double up = loss(x);
+        x.data()[e] = x0 - h;
+        const double down = loss(x);
+        x.data()[e] = x0;
+        g.data()[e] = (up - down) / (2.0 * h);
+    }
+    return g;
+}
+
+// Every check of the lesson: the largest |analytic - numeric|, relative to the largest |numeric|
+// (or to 1 when that is smaller: a gradient that is exactly 0, like db_k's, is then checked to 1e-6
+// absolute instead of against the finite differences' own rounding noise).
+class Checks {
+public:
+    template <class T>
+    void operator()(const std::string& name, const T& analytic, const T& numeric) {
+        const double rel = largest(analytic - numeric) / std::max(largest(numeric), 1.0);
+        worst_ = std::max(worst_, rel);
+        fmt::print("  {:<26} vs finite differences: largest relative difference {:.1e} ({} 1e-6)\n", name, rel,
+                   rel <= tolerance ? "<=" : "> FAILS");
+    }
+    bool passed() const { return worst_ <= tolerance; }
+    double worst() const { return worst_; }
+
+private:
+    double worst_ = 0.0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The problem every step works on.
+
+struct Problem {
+    std::size_t batch, heads, n, d_model, d_head, kv_heads;
+    R4 q, k, v;   // (B, H, N, d_head)
+    R4 d_out;     // (B, H, N, d_head): dL/dO, given from above
+    Forward fwd;  // of q, k, v without a mask
+};
+
+Problem make_problem(const cli::LessonOptions& opt, std::size_t kv_heads) {
+    const std::size_t B = opt.dims.batch, H = opt.dims.heads, N = opt.dims.seq, d = opt.dims.d_model;
+    Random rng(opt.seed);
+    Problem p{B, H, N, d, d / H, kv_heads, {}, {}, {}, {}, {}};
+    p.q = random_real<4>(rng, {B, H, N, d / H}, 1.5f);  // wide enough that the weights are not uniform
+    p.k = random_real<4>(rng, {B, H, N, d / H}, 1.5f);
+    p.v = random_real<4>(rng, {B, H, N, d / H});
+    p.d_out = random_real<4>(rng, {B, H, N, d / H});
+    p.fwd = attend(p.q, p.k, p.v);
+    return p;
+}
+
+// L = sum(dO * O(q, k, v)): a loss whose gradient with respect to O is exactly dO.
+double loss(const R4& q, const R4& k, const R4& v, const R4& d_out, const AttentionOptions& opt = {}) {
+    return dot(d_out, attend(q, k, v, opt).o);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 1-3: the forward's saved tensors, dV, dP.
+
+void step_forward(const Problem& p, const Tracer& trace) {
+    trace.section("step 1: the forward pass, and what it keeps for the backward");
+    trace("q", p.q, "B, H, N, d_head");
+    trace("k", p.k, "B, H, N, d_head");
+    trace("v", p.v, "B, H, N, d_head");
+    trace("scores", p.fwd.scores, "B, H, N, N");
+    trace("P = softmax(scores)", p.fwd.p, "B, H, N, N");
+    trace("O = P V", p.fwd.o, "B, H, N, d_head");
+    trace("dO (from above)", p.d_out, "B, H, N, d_head");
+    fmt::print(
+        "  the loss here is L = sum(dO * O), so dL/dO = dO exactly: any dO a real loss sends down\n"
+        "  behaves the same, since the backward is linear in dO. L = {:.6f}\n",
+        dot(p.d_out, p.fwd.o));
+}
+
+void step_dv(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 2: dV = P^T dO -- each value row collects dO from the queries that read it");
+    const R4 dv = bmm(transposed(p.fwd.p), p.d_out);  // (B, H, N, d_head)
+    trace("dV", dv, "B, H, N, d_head");
+    fmt::print("  O = P V is linear in V: dV[j] = sum_i P[i, j] dO[i], key j's column of P times dO\n");
+    check("dV", dv, numeric_gradient(p.v, [&](const R4& v) { return loss(p.q, p.k, v, p.d_out); }));
+}
+
+void step_dp(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 3: dP = dO V^T -- how the loss changes with each weight");
+    const R4 dp = bmm(p.d_out, transposed(p.v));  // (B, H, N, N)
+    trace("dP", dp, "B, H, N, N");
+    fmt::print("  dP[i, j] = dO[i] . V[j]: (N, d_head) x (d_head, N), one N x N matrix per head again\n");
+    check("dP", dp, numeric_gradient(p.fwd.p, [&](const R4& weights) { return dot(p.d_out, bmm(weights, p.v)); }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 4: the softmax.
+
+void print_matrix(const R2& m) {
+    for (std::size_t i = 0; i < m.shape()[0]; ++i) {
+        fmt::print("   ");
+        for (std::size_t j = 0; j < m.shape()[1]; ++j) fmt::print(" {:>7.4f}", m(i, j) + 0.0);  // no "-0.0000"
+        fmt::print("\n");
+    }
+}
+
+void step_softmax(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 4: through the softmax -- its Jacobian for one row, then the O(N) form");
+    const std::size_t n = p.n, row = n - 1;
+    const R4 dp = bmm(p.d_out, transposed(p.v));              // (B, H, N, N)
+    const R1 prow = xt::view(p.fwd.p, 0, 0, row, xt::all());  // (N)
+    const R2 jac = xt::diag(prow) - xt::view(prow, xt::all(), xt::newaxis()) * xt::view(prow, xt::newaxis(), xt::all());
+    trace("J = diag(p) - p p^T", jac, "N, N");
+    fmt::print("  batch 0, head 0, query {}: dp_i/ds_j = p_i (delta_ij - p_j), whole:\n", row);
+    print_matrix(jac);
+    const R1 ds_row = xt::sum(jac * xt::view(xt::view(dp, 0, 0, row, xt::all()), xt::all(), xt::newaxis()), {0});
+    const R4 ds = softmax_backward(p.fwd.p, dp);  // (B, H, N, N)
+    trace("dS = P * (dP - rowsum(dP * P))", ds, "B, H, N, N");
+    fmt::print(
+        "  J is symmetric, and J dp = p * dp - p (p . dp): each row needs one number, rowsum(dP * P),\n"
+        "  not an N x N matrix. Jacobian form vs O(N) form on this row: max |diff| = {:.1e}\n",
+        largest(ds_row - xt::view(ds, 0, 0, row, xt::all())));
+    fmt::print("  every row of dS sums to 0 (softmax ignores a shift of its scores): largest |row sum| = {:.1e}\n",
+               largest(rowsum(ds)));
+    check("dS", ds,
+          numeric_gradient(p.fwd.scores, [&](const R4& s) { return dot(p.d_out, bmm(softmax_rows(s), p.v)); }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 5-7: the scale, the masks, dQ and dK.
+
+void step_scale(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 5: the scale -- scores = (q k^T) / sqrt(d_head), so d(q k^T) = dS / sqrt(d_head)");
+    const double scale = 1.0 / std::sqrt(double(p.d_head));
+    const R4 dp = bmm(p.d_out, transposed(p.v));
+    const R4 d_dots = softmax_backward(p.fwd.p, dp) * scale;  // (B, H, N, N)
+    trace("d(q k^T)", d_dots, "B, H, N, N");
+    const R4 dots = bmm(p.q, transposed(p.k));  // (B, H, N, N): the unscaled dot products
+    check("d(q k^T)", d_dots,
+          numeric_gradient(dots, [&](const R4& x) { return dot(p.d_out, bmm(softmax_rows(x * scale), p.v)); }));
+    fmt::print("  forgetting it makes dQ and dK sqrt(d_head) = {:.3f} times too large\n", std::sqrt(double(p.d_head)));
+}
+
+// Key padding for the masked steps: batch element b hides its last b keys and, to show a query
+// that sees nothing, batch element 1 also hides key 0 -- under the causal mask its query 0 is blind.
+Mask2 padding_for(std::size_t batch, std::size_t n) {
+    Mask2 m = Mask2::from_shape({batch, n});
+    for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t j = 0; j < n; ++j) m(b, j) = (j + b >= n && j > 0) || (b == 1 && j == 0);
+    return m;
+}
+
+void step_masks(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 6: masks -- hidden keys get no gradient; a query that sees nothing stays finite");
+    const Mask2 padding = padding_for(p.batch, p.n);
+    AttentionOptions opt;
+    opt.causal = true;
+    opt.key_padding_mask = &padding;
+    const Forward f = attend(p.q, p.k, p.v, opt);
+    const R4 ds = softmax_backward(f.p, bmm(p.d_out, transposed(p.v)));  // (B, H, N, N)
+    trace("P (causal + padding)", f.p, "B, H, N, N");
+    trace("dS (causal + padding)", ds, "B, H, N, N");
+    double on_hidden = 0.0;
+    std::size_t count = 0;
+    for (std::size_t b = 0; b < p.batch; ++b)
+        for (std::size_t h = 0; h < p.heads; ++h)
+            for (std::size_t i = 0; i < p.n; ++i)
+                for (std::size_t j = 0; j < p.n; ++j)
+                    if (hidden(opt, b, i, j)) on_hidden = std::max(on_hidden, std::abs(ds(b, h, i, j))), ++count;
+    fmt::print(
+        "  P = 0 where a key is hidden, so dS = P * (...) = 0 there: largest |dS| over the {} hidden entries = {}\n",
+        count, on_hidden);
+    if (p.batch > 1) {
+        const Grads g = attention_backward(p.q, p.k, p.v, p.d_out, opt);
+        fmt::print("  batch 1, query 0 sees no key: P row = 0, O row = 0, and its dQ row = {} (finite: {})\n",
+                   largest(xt::view(g.dq, 1, xt::all(), 0, xt::all())), xt::all(xt::isfinite(g.dq)) ? "yes" : "NO");
+    }
+    check("dS (masked)", ds, numeric_gradient(f.scores, [&](const R4& s) {
+              R4 masked = s;  // the hidden scores stay -inf however s moves
+              for (std::size_t e = 0; e < s.size(); ++e)
+                  if (f.scores.data()[e] == neg_inf) masked.data()[e] = neg_inf;
+              return dot(p.d_out, bmm(softmax_rows(masked), p.v));
+          }));
+}
+
+void step_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 7: dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d) -- with the causal mask");
+    const AttentionOptions opt = causal_only();
+    const Grads g = attention_backward(p.q, p.k, p.v, p.d_out, opt);
+    trace("dQ", g.dq, "B, H, N, d_head");
+    trace("dK", g.dk, "B, H, N, d_head");
+    trace("dV", g.dv, "B, H, N, d_head");
+    fmt::print("  scores[i, j] = q_i . k_j / sqrt(d): q_i collects k_j weighted by row i of dS, k_j by column j\n");
+    check("dQ", g.dq, numeric_gradient(p.q, [&](const R4& q) { return loss(q, p.k, p.v, p.d_out, opt); }));
+    check("dK", g.dk, numeric_gradient(p.k, [&](const R4& k) { return loss(p.q, k, p.v, p.d_out, opt); }));
+    check("dV", g.dv, numeric_gradient(p.v, [&](const R4& v) { return loss(p.q, p.k, v, p.d_out, opt); }));
+    const Tensor4 qf = xt::cast<float>(p.q), kf = xt::cast<float>(p.k), vf = xt::cast<float>(p.v);
+    const AttentionGrads lib = attention_backward_reference(qf, kf, vf, xt::cast<float>(p.d_out), opt);
+    fmt::print("  the library's attention_backward_reference (float in and out) agrees: max |diff| = {:.1e}\n",
+               std::max({largest(lib.dq - g.dq), largest(lib.dk - g.dk), largest(lib.dv - g.dv)}));
+    const R4 dk_from_ds = bmm(softmax_backward(attend(p.q, p.k, p.v, opt).p, bmm(p.d_out, transposed(p.v))), p.q) /
+                          std::sqrt(double(p.d_head));
+    fmt::print("  dK from dS instead of dS^T: max |diff| = {:.2f} -- the transpose matters\n",
+               largest(dk_from_ds - g.dk));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 8: the whole layer -- projections, head split and merge.
+
+struct Layer {
+    R2 w_q, w_k, w_v, w_o;  // (d_model, d_model) each
+    R1 b_q, b_k, b_v, b_o;  // (d_model) each
+};
+
+// y (B, N, out) = x (B, N, in) . w^T + b.
+R3 linear_real(const R3& x, const R2& w, const R1& b) {
+    R3 y = R3::from_shape({x.shape()[0], x.shape()[1], w.shape()[0]});
+    for (std::size_t i = 0; i < x.shape()[0]; ++i)
+        for (std::size_t n = 0; n < x.shape()[1]; ++n)
+            for (std::size_t o = 0; o < w.shape()[0]; ++o) {
+                double acc = b(o);
+                for (std::size_t c = 0; c < w.shape()[1]; ++c) acc += x(i, n, c) * w(o, c);
+                y(i, n, o) = acc;
+            }
+    return y;
+}
+
+// The backward of y = x w^T + b: dW = sum over (B, N) of dy^T x, db = sum of dy, dx = dy w.
+R2 weight_grad(const R3& dy, const R3& x) {
+    R2 dw = xt::zeros<double>(std::array<std::size_t, 2>{dy.shape()[2], x.shape()[2]});
+    for (std::size_t i = 0; i < x.shape()[0]; ++i)
+        for (std::size_t n = 0; n < x.shape()[1]; ++n)
+            for (std::size_t o = 0; o < dy.shape()[2]; ++o)
+                for (std::size_t c = 0; c < x.shape()[2]; ++c) dw(o, c) += dy(i, n, o) * x(i, n, c);
+    return dw;
+}
+R1 bias_grad(const R3& dy) { return xt::sum(dy, {0, 1}); }
+R3 input_grad(const R3& dy, const R2& w) {
+    R3 dx = xt::zeros<double>(std::array<std::size_t, 3>{dy.shape()[0], dy.shape()[1], w.shape()[1]});
+    for (std::size_t i = 0; i < dy.shape()[0]; ++i)
+        for (std::size_t n = 0; n < dy.shape()[1]; ++n)
+            for (std::size_t o = 0; o < w.shape()[0]; ++o)
+                for (std::size_t c = 0; c < w.shape()[1]; ++c) dx(i, n, c) += dy(i, n, o) * w(o, c);
+    return dx;
+}
+
+// (B, N, d_model) -> (B, H, N, d_head) and back, as lesson 02.
+R4 split(const R3& x, std::size_t heads) {
+    const std::size_t b = x.shape()[0], n = x.shape()[1], dh = x.shape()[2] / heads;
+    return xt::transpose(xt::reshape_view(x, std::vector<std::size_t>{b, n, heads, dh}), {0, 2, 1, 3});
+}
+R3 merge(const R4& x) {
+    const R4 t = xt::transpose(x, {0, 2, 1, 3});  // (B, N, H, d_head)
+    return xt::reshape_view(t, std::vector<std::size_t>{t.shape()[0], t.shape()[1], t.shape()[2] * t.shape()[3]});
+}
+
+R3 layer_forward(const Layer& l, const R3& x, std::size_t heads) {
+    const AttentionOptions causal = causal_only();
+    const Forward f = attend(split(linear_real(x, l.w_q, l.b_q), heads), split(linear_real(x, l.w_k, l.b_k), heads),
+                             split(linear_real(x, l.w_v, l.b_v), heads), causal);
+    return linear_real(merge(f.o), l.w_o, l.b_o);
+}
+
+void step_layer(const Problem& p, const Tracer& trace, Checks& check, std::uint64_t seed) {
+    trace.section("step 8: the whole layer -- out projection, merge, attention, split, in projections");
+    const std::size_t B = p.batch, N = p.n, d = p.d_model, H = p.heads;
+    Random rng(seed + 8);
+    const auto weight = [&] { return R2(xt::cast<double>(rng.linear_weight(d, d)) * 2.0); };
+    const auto bias = [&] { return random_real<1>(rng, {d}, 0.1f); };
+    Layer l{weight(), weight(), weight(), weight(), bias(), bias(), bias(), bias()};
+    const R3 x = random_real<3>(rng, {B, N, d});   // (B, N, d_model)
+    const R3 dy = random_real<3>(rng, {B, N, d});  // (B, N, d_model): dL/dY from above
+    const AttentionOptions causal = causal_only();
+    const R4 q = split(linear_real(x, l.w_q, l.b_q), H), k = split(linear_real(x, l.w_k, l.b_k), H),
+             v = split(linear_real(x, l.w_v, l.b_v), H);    // (B, H, N, d_head)
+    const R3 heads_out = merge(attend(q, k, v, causal).o);  // (B, N, d_model)
+    trace("dY", dy, "B, N, d_model");
+    const R2 dw_o = weight_grad(dy, heads_out);
+    trace("dW_o = sum dY^T concat", dw_o, "d_model, d_model");
+    const R4 d_out = split(input_grad(dy, l.w_o), H);  // (B, H, N, d_head)
+    trace("dO = split(dY W_o)", d_out, "B, H, N, d_head");
+    const Grads g = attention_backward(q, k, v, d_out, causal);
+    const R3 dq = merge(g.dq), dk = merge(g.dk), dv = merge(g.dv);  // (B, N, d_model)
+    trace("merge(dQ)", dq, "B, N, d_model");
+    const R2 dw_q = weight_grad(dq, x);
+    trace("dW_q = sum dQ^T X", dw_q, "d_model, d_model");
+    const R3 via_q = input_grad(dq, l.w_q), via_k = input_grad(dk, l.w_k), via_v = input_grad(dv, l.w_v);
+    const R3 dx = via_q + via_k + via_v;  // (B, N, d_model): x feeds three projections
+    trace("dX = dQ W_q + dK W_k + dV W_v", dx, "B, N, d_model");
+    fmt::print("  dX is the sum of three paths, largest |path|: via Q {:.3f}, via K {:.3f}, via V {:.3f}\n",
+               largest(via_q), largest(via_k), largest(via_v));
+    const auto L = [&](const Layer& layer, const R3& input) { return xt::sum(dy * layer_forward(layer, input, H))(); };
+    check("dX", dx, numeric_gradient(x, [&](const R3& xx) { return L(l, xx); }));
+    const auto check_param = [&](const std::string& name, auto member, const auto& analytic) {
+        check(name, analytic, numeric_gradient(l.*member, [&](const auto& value) {
+                  Layer changed = l;
+                  changed.*member = value;
+                  return L(changed, x);
+              }));
+    };
+    check_param("dW_q", &Layer::w_q, dw_q);
+    check_param("dW_k", &Layer::w_k, weight_grad(dk, x));
+    check_param("dW_v", &Layer::w_v, weight_grad(dv, x));
+    check_param("dW_o", &Layer::w_o, dw_o);
+    check_param("db_q", &Layer::b_q, bias_grad(dq));
+    check_param("db_k", &Layer::b_k, bias_grad(dk));
+    check_param("db_v", &Layer::b_v, bias_grad(dv));
+    check_param("db_o", &Layer::b_o, bias_grad(dy));
+    fmt::print("  db_k = 0 ({:.1e}): a bias on k adds q . b_k to a whole row of scores, which softmax ignores\n",
+               largest(bias_grad(dk)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 9-10: GQA and RoPE.
+
+// (B, H_kv, N, d_head) -> (B, H, N, d_head): query head h reads K/V head h / (H / H_kv).
+R4 repeat_heads(const R4& kv, std::size_t heads) {
+    const std::size_t group = heads / kv.shape()[1];
+    R4 out = R4::from_shape({kv.shape()[0], heads, kv.shape()[2], kv.shape()[3]});
+    for (std::size_t h = 0; h < heads; ++h) xt::view(out, xt::all(), h) = xt::view(kv, xt::all(), h / group);
+    return out;
+}
+
+// The backward of repeat_heads: each K/V head's gradient is the sum over its query group.
+R4 sum_groups(const R4& d, std::size_t kv_heads) {
+    const std::size_t group = d.shape()[1] / kv_heads;
+    R4 out = xt::zeros<double>(std::array<std::size_t, 4>{d.shape()[0], kv_heads, d.shape()[2], d.shape()[3]});
+    for (std::size_t h = 0; h < d.shape()[1]; ++h) xt::view(out, xt::all(), h / group) += xt::view(d, xt::all(), h);
+    return out;
+}
+
+void step_gqa(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section(
+        fmt::format("step 9: grouped-query attention -- {} query heads share {} K/V heads", p.heads, p.kv_heads));
+    const AttentionOptions causal = causal_only();
+    const R4 k_kv = xt::view(p.k, xt::all(), xt::range(0, p.kv_heads));  // (B, H_kv, N, d_head)
+    const R4 v_kv = xt::view(p.v, xt::all(), xt::range(0, p.kv_heads));
+    trace("k (shared)", k_kv, "B, H_kv, N, d_head");
+    const Grads g = attention_backward(p.q, repeat_heads(k_kv, p.heads), repeat_heads(v_kv, p.heads), p.d_out, causal);
+    const R4 dk = sum_groups(g.dk, p.kv_heads), dv = sum_groups(g.dv, p.kv_heads);  // (B, H_kv, N, d_head)
+    trace("dK per query head", g.dk, "B, H, N, d_head");
+    trace("dK = sum over the group", dk, "B, H_kv, N, d_head");
+    trace("dV = sum over the group", dv, "B, H_kv, N, d_head");
+    fmt::print("  a K/V head read by {} query heads collects all their gradients: used {} times, summed {} times\n",
+               p.heads / p.kv_heads, p.heads / p.kv_heads, p.heads / p.kv_heads);
+    const auto L = [&](const R4& k, const R4& v) {
+        return loss(p.q, repeat_heads(k, p.heads), repeat_heads(v, p.heads), p.d_out, causal);
+    };
+    check("dK (GQA)", dk, numeric_gradient(k_kv, [&](const R4& k) { return L(k, v_kv); }));
+    check("dV (GQA)", dv, numeric_gradient(v_kv, [&](const R4& v) { return L(k_kv, v); }));
+}
+
+// x (B, H, N, d_head) with token n's pairs rotated by sign * n theta_i (lesson 09's RoPE, in double).
+R4 rotate(const R4& x, const Rope& rope, double sign) {
+    const std::size_t dh = x.shape()[3];
+    const std::vector<double> theta = rope_frequencies(dh, rope.base);
+    R4 y = x;
+    for (std::size_t n = 0; n < x.shape()[2]; ++n)
+        for (std::size_t i = 0; i < dh / 2; ++i) {
+            const auto [a, b] = rope_pair(i, dh, rope.layout);
+            const double c = std::cos(sign * double(n) * theta[i]), s = std::sin(sign * double(n) * theta[i]);
+            const auto xa = xt::view(x, xt::all(), xt::all(), n, a), xb = xt::view(x, xt::all(), xt::all(), n, b);
+            xt::view(y, xt::all(), xt::all(), n, a) = xa * c - xb * s;
+            xt::view(y, xt::all(), xt::all(), n, b) = xb * c + xa * s;
+        }
+    return y;
+}
+
+void step_rope(const Problem& p, const Tracer& trace, Checks& check) {
+    trace.section("step 10: RoPE -- the backward rotates by -theta");
+    const AttentionOptions causal = causal_only();
+    for (const RopeLayout layout : {RopeLayout::half, RopeLayout::interleaved}) {
+        const Rope rope{10000.0, layout};
+        const R4 q_rot = rotate(p.q, rope, +1.0), k_rot = rotate(p.k, rope, +1.0);  // (B, H, N, d_head)
+        const Grads g = attention_backward(q_rot, k_rot, p.v, p.d_out, causal);
+        const R4 dq = rotate(g.dq, rope, -1.0), dk = rotate(g.dk, rope, -1.0);  // (B, H, N, d_head)
+        if (layout == RopeLayout::half) {
+            trace("d(q rotated)", g.dq, "B, H, N, d_head");
+            trace("dQ = rotate(d(q rotated), -theta)", dq, "B, H, N, d_head");
+            fmt::print(
+                "  q_rot = R(n theta) q, and R is a rotation: R^T = R^-1 = R(-n theta). dV needs no turn (v is\n"
+                "  not rotated). Rotating by +theta again instead: max |error| = {:.2f}\n",
+                largest(rotate(g.dq, rope, +1.0) - dq));
+        }
+        const auto L = [&](const R4& q, const R4& k) {
+            return loss(rotate(q, rope, +1.0), rotate(k, rope, +1.0), p.v, p.d_out, causal);
+        };
+        const std::string name(layout_name(layout));
+        check("dQ (RoPE, " + name + ")", dq, numeric_gradient(p.q, [&](const R4& q) { return L(q, p.k); }));
+        check("dK (RoPE, " + name + ")", dk, numeric_gradient(p.k, [&](const R4& k) { return L(p.q, k); }));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 11: FlashAttention's D.
+
+void step_d(const Problem& p, const Tracer& trace) {
+    trace.section("step 11: D = rowsum(dP * P) = rowsum(dO * O) -- N x N numbers replaced by d_head");
+    const R4 dp = bmm(p.d_out, transposed(p.v));
+    const R4 d_from_p = rowsum(dp * p.fwd.p), d_from_o = rowsum(p.d_out * p.fwd.o);  // (B, H, N, 1)
+    trace("rowsum(dP * P)", d_from_p, "B, H, N, 1");
+    trace("rowsum(dO * O)", d_from_o, "B, H, N, 1");
+    fmt::print(
+        "  sum_j P[i,j] (dO[i] . V[j]) = dO[i] . sum_j P[i,j] V[j] = dO[i] . O[i]: max |diff| = {:.1e}\n"
+        "  so the backward needs neither dP nor P to start: D comes from dO and O, both (N, d_head)\n",
+        largest(d_from_p - d_from_o));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 12: store P, or recompute it from the log-sum-exp -- memory and time at long N.
+
+// One head at long N, in float (B = H = 1): its inputs, and the output its forward makes.
+struct LongHead {
+    Tensor2 q, k, v, o, d_out;  // (N, d_head)
+};
+
+// The forward that keeps P: scores = q k^T / sqrt(d) into an (N, N) buffer, softmax in place, O = P V.
+Tensor2 forward_storing_p(LongHead& x) {
+    const std::size_t n = x.q.shape()[0], d = x.q.shape()[1];
+    Tensor2 p = Tensor2::from_shape({n, n});  // (N, N): the B H N^2 floats a stored-P backward keeps
+    blas::gemm(false, true, n, n, d, 1.0f / std::sqrt(float(d)), x.q.data(), d, x.k.data(), d, 0.0f, p.data(), n);
+    detail::parallel_for(n, [&](std::size_t i, std::size_t) {
+        float* row = p.data() + i * n;
+        const float m = detail::row_max(row, n), sum = detail::exp_shifted_sum(row, n, m);
+        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+    });
+    x.o = Tensor2::from_shape({n, d});
+    blas::gemm(false, false, n, d, n, 1.0f, p.data(), n, x.v.data(), d, 0.0f, x.o.data(), d);
+    return p;
+}
+
+// The backward from a stored P: dV = P^T dO at once; dP, dS, dQ and dK a block of query rows at a
+// time, so that only P is N x N.
+void backward_from_p(const LongHead& x, const Tensor2& p, Tensor2& dq, Tensor2& dk, Tensor2& dv) {
+    const std::size_t n = x.q.shape()[0], d = x.q.shape()[1], rows = 256;
+    const float scale = 1.0f / std::sqrt(float(d));
+    blas::gemm(true, false, n, d, n, 1.0f, p.data(), n, x.d_out.data(), d, 0.0f, dv.data(), d);
+    dk.fill(0.0f);
+    Tensor2 ds = Tensor2::from_shape({rows, n});  // (rows, N): dP, then dS, of one block
+    for (std::size_t r0 = 0; r0 < n; r0 += rows) {
+        const std::size_t r = std::min(rows, n - r0);
+        blas::gemm(false, true, r, n, d, 1.0f, x.d_out.data() + r0 * d, d, x.v.data(), d, 0.0f, ds.data(), n);
+        detail::parallel_for(r, [&](std::size_t i, std::size_t) {
+            const float* pr = p.data() + (r0 + i) * n;
+            float* dr = ds.data() + i * n;
+            float big_d = 0.0f;  // D = rowsum(dP * P)
+            for (std::size_t j = 0; j < n; ++j) big_d += dr[j] * pr[j];
+            for (std::size_t j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - big_d);
+        });
+        blas::gemm(false, false, r, d, n, scale, ds.data(), n, x.k.data(), d, 0.0f, dq.data() + r0 * d, d);
+        blas::gemm(true, false, n, d, r, scale, ds.data(), n, x.q.data() + r0 * d, d, 1.0f, dk.data(), d);
+    }
+}
+
+struct Measured {
+    double seconds = 0.0;
+    std::size_t extra_bytes = 0;  // the most bytes in use beyond the inputs and gradients
+    bool refused = false;         // the memory limit refused it
+};
+
+template <class Work>
+Measured measure(const Work& work) {
+    Measured m;
+    const std::size_t before = lesson::bytes_allocated();
+    lesson::reset_peak_bytes_allocated();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        work();
+    } catch (const std::bad_alloc&) {
+        m.refused = true;
+    }
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    m.extra_bytes = lesson::peak_bytes_allocated() - before;
+    return m;
+}
+
+std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / double(1u << 20)); }
+
+void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, const Tracer& trace) {
+    trace.section("step 12: store P (B H N^2 floats) or recompute it from the log-sum-exp (B H N floats)");
+    fmt::print(
+        "  one head (B = H = 1), d_head = {}, forward + backward; memory = the most bytes in use beyond the\n"
+        "  inputs (counted by the lesson's operator new; OpenBLAS's own buffers are not counted)\n",
+        d_head);
+    // The stored-P path is the lesson's own code: it charges its work up front, as library steps do
+    // (the fused backward charges its own when it runs). Six products and three passes over P per N.
+    double stored_work = 0.0;
+    for (const std::size_t n : {long_n / 4, long_n})
+        stored_work += double(n) * double(n) * (12.0 * double(d_head) + 30.0);
+    limits::charge_work(stored_work, "step 12's stored-P forward and backward");
+    fmt::print("    {:>7} {:>14} {:>14} {:>10} {:>14} {:>14} {:>10} {:>11}\n", "N", "P would be", "stored: extra",
+               "time", "lse is", "recompute: extra", "time", "max |diff|");
+    AttentionGrads last;  // the gradients at the longest N
+    for (const std::size_t n : {long_n / 4, long_n}) {
+        Random rng(seed + n);
+        LongHead x{rng.normal<2>({n, d_head}),
+                   rng.normal<2>({n, d_head}),
+                   rng.normal<2>({n, d_head}),
+                   {},
+                   rng.normal<2>({n, d_head})};
+        Tensor2 dq = Tensor2::from_shape({n, d_head}), dk = dq, dv = dq;  // (N, d_head)
+        const Measured stored = measure([&] {
+            const Tensor2 p = forward_storing_p(x);  // (N, N)
+            backward_from_p(x, p, dq, dk, dv);
+        });
+        // The library's fused backward: the forward keeps O and the log-sum-exp, the backward
+        // brings back each (128, 128) tile of P as exp(scale q k^T - lse) and drops it.
+        const std::array<std::size_t, 4> one_head{1, 1, n, d_head};
+        const auto as4 = [&](const Tensor2& t) { return Tensor4(xt::reshape_view(t, one_head)); };
+        const Tensor4 q4 = as4(x.q), k4 = as4(x.k), v4 = as4(x.v), d_out4 = as4(x.d_out);  // (1, 1, N, d_head)
+        AttentionGrads g;
+        const Measured recomputed = measure([&] { g = scaled_dot_product_attention_backward(q4, k4, v4, d_out4); });
+        const double diff =
+            stored.refused
+                ? 0.0
+                : std::max({max_abs_diff(g.dq, as4(dq)), max_abs_diff(g.dk, as4(dk)), max_abs_diff(g.dv, as4(dv))});
+        fmt::print("    {:>7} {:>14} {:>14} {:>9.3f}s {:>14} {:>14} {:>9.3f}s {:>11}\n", n, mib(n * n * sizeof(float)),
+                   stored.refused ? "refused" : mib(stored.extra_bytes), stored.seconds, mib(n * sizeof(float)),
+                   mib(recomputed.extra_bytes), recomputed.seconds, stored.refused ? "-" : fmt::format("{:.1e}", diff));
+        if (n == long_n) last = std::move(g);
+    }
+    trace("dQ (recomputed P)", last.dq, "B, H, N, d_head");
+    trace("dK (recomputed P)", last.dk, "B, H, N, d_head");
+    trace("dV (recomputed P)", last.dv, "B, H, N, d_head");
+    fmt::print(
+        "  the stored P grows as N^2 (x16 from N/4 to N); recomputing keeps the extra memory to O and the\n"
+        "  gradients' size, at the price of computing q k^T and exp once more (FlashAttention-2's backward).\n"
+        "  At N = {} with B H = 8 x 16 heads, P alone would be {:.0f} GiB.\n",
+        long_n, 128.0 * double(long_n) * double(long_n) * sizeof(float) / double(1u << 30));
+}
+
+// The flags' sizes fit together, and the finite differences stay at about a second: step 8 runs
+// the layer's forward twice for each of its B N d_model + 4 d_model^2 inputs and parameters.
+void validate_sizes(const Dims& dims, std::size_t kv_heads) {
+    const std::size_t B = dims.batch, N = dims.seq, d = dims.d_model, H = dims.heads;
+    cli::require_divisible(d, H);
+    if ((d / H) % 2 != 0) {
+        throw usage_error(fmt::format("RoPE (step 10) rotates pairs: d_head = {} / {} = {} must be even", d, H, d / H));
+    }
+    if (H % kv_heads != 0) throw usage_error(fmt::format("--kv-heads {} does not divide --heads {}", kv_heads, H));
+    const double inputs = double(B * N * d + 4 * d * d);
+    const double forward = 4.0 * double(B * N * d) * double(d + N);  // projections and attention
+    if (const double work = 2.0 * inputs * forward; work > 4e9) {
+        throw usage_error(fmt::format(
+            "finite differences run the layer twice per input and parameter: B = {}, N = {}, d_model = {} would "
+            "take about {:.1e} operations (at most 4e9): use smaller sizes",
+            B, N, d, work));
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Lesson 10: how attention learns -- the backward pass, by hand, checked by finite differences",
+                 "10_backward"};
+    cli::LessonOptions opt;
+    opt.dims = {2, 6, 32, 4};  // B = 2, N = 6, d_model = 32, H = 4: d_head = 8, every axis its own size
+    std::size_t kv_heads = 2, long_n = 16384, long_d_head = 16;
+    cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
+    lesson::add_bounded_option(app, "--kv-heads", kv_heads, "key/value heads H_kv for step 9 (must divide --heads)", 1,
+                               256);
+    lesson::add_bounded_option(app, "--measure-seq", long_n,
+                               "step 12: the longest N timed (and N / 4), one head, P stored vs recomputed", 64, 65536);
+    lesson::add_bounded_option(app, "--measure-d-head", long_d_head, "step 12: d_head of the timed head", 1, 256);
+    return lesson::run(app, argc, argv, [&] {
+        validate_sizes(opt.dims, kv_heads);
+        const std::size_t N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
+        const Tracer trace(!opt.quiet);
+        fmt::print("Lesson 10: the backward pass   B={} N={} d_model={} H={} d_head={} H_kv={} seed={}\n",
+                   opt.dims.batch, N, d, H, d / H, kv_heads, opt.seed);
+        const Problem p = make_problem(opt, kv_heads);
+        Checks checks;
+        step_forward(p, trace);
+        step_dv(p, trace, checks);
+        step_dp(p, trace, checks);
+        step_softmax(p, trace, checks);
+        step_scale(p, trace, checks);
+        step_masks(p, trace, checks);
+        step_dq_dk(p, trace, checks);
+        step_layer(p, trace, checks, opt.seed);
+        step_gqa(p, trace, checks);
+        step_rope(p, trace, checks);
+        step_d(p, trace);
+        step_memory(long_n, long_d_head, opt.seed, trace);
+        fmt::print("\nevery gradient against finite differences: largest relative difference {:.1e} ({})\n",
+                   checks.worst(), checks.passed() ? "<= 1e-6, all agree" : "> 1e-6: A CHECK FAILED");
+        return checks.passed() ? cli::exit_ok : cli::exit_failure;
+    });
+}
