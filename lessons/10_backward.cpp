@@ -9,7 +9,8 @@
 //     dL/dx[i] ~ (L(x + h e_i) - L(x - h e_i)) / 2h,   L = sum(dO * O)   (so dL/dO = dO)
 //
 // It ends with what FlashAttention-2's backward is built on: D = rowsum(dP * P) = rowsum(dO * O),
-// and P recomputed from the saved log-sum-exp instead of stored (B H N^2 floats vs B H N).
+// and P recomputed from the saved log-sum-exp instead of stored (B H N^2 floats vs B H N) -- and
+// with the two as CUDA kernels (src/kernels/backward_*.cuh), their traffic counted by the emulator.
 //
 // The steps compute in double (xt::xtensor<double, R>): finite differences need the precision.
 // Dimension letters: B = batch, H = heads, N = tokens, d_head = d_model / H, H_kv = key/value heads.
@@ -21,6 +22,7 @@
 #include "headwise/lesson/lesson.hpp"
 #include "headwise/reference/attention_backward.hpp"
 #include "headwise/reference/positions.hpp"
+#include "kernels/attention_backward.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -688,6 +690,48 @@ void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, con
         long_n, 128.0 * double(long_n) * double(long_n) * sizeof(float) / double(1u << 30));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Step 13: the same two backwards as CUDA kernels -- what they move through global memory.
+
+constexpr std::size_t kernel_long_n = 256;  // step 13's second, longer N: where N^2 starts to show
+
+// One row per backward kernel (src/kernels/backward_*.cuh) at (B, H, N, d_head): the bytes the
+// forward it needs and the backward itself read and write, as the emulator counts them.
+void print_kernel_traffic(const kernels::Problem& kp) {
+    fmt::print("  B={} H={} N={} d_head={}, bytes:\n", kp.batch, kp.heads, kp.seq, kp.d_head);
+    fmt::print("    {:<16} {:>14} {:>14} {:>14} {:>14}\n", "kernel", "forward read", "written", "backward read",
+               "written");
+    for (const kernels::BackwardTraffic& r : kernels::backward_traffic(kp))
+        fmt::print("    {:<16} {:>14} {:>14} {:>14} {:>14}\n", kernels::name(r.version), r.forward.load_bytes,
+                   r.forward.store_bytes, r.backward.load_bytes, r.backward.store_bytes);
+}
+
+void step_kernels(const Problem& p, const Tracer& trace) {
+    trace.section("step 13: the backward as CUDA kernels -- bytes through global memory, counted by the emulator");
+    kernels::Problem kp;
+    kp.batch = int(p.batch), kp.heads = int(p.heads), kp.d_head = int(p.d_head);
+    if (!kernels::supports(kernels::BackwardVersion::flash, kp.d_head)) {
+        fmt::print("  the kernels are compiled for d_head 8, 16, 32, 64 and 128, not {}: no counts\n", kp.d_head);
+        return;
+    }
+    for (const std::size_t n : {p.n, kernel_long_n}) {
+        kp.seq = int(n);
+        if (kernels::emulation_accesses(kp) > kernels::emulation_budget) {
+            fmt::print("  N={}: too large to emulate in a lesson (~{:.0e} accesses)\n", n,
+                       kernels::emulation_accesses(kp));
+            continue;
+        }
+        print_kernel_traffic(kp);
+    }
+    fmt::print(
+        "  naive_backward: the forward writes P (4 B H N^2 bytes); the backward reads P and dS row by row for dQ,\n"
+        "  then column by column for dK and dV: N^2 traffic that grows 16x when N grows 4x.\n"
+        "  flash_backward: the forward writes only the log-sum-exp (4 B H N bytes); one block per tile of keys\n"
+        "  reads each query tile once, recomputes P, keeps dK and dV in registers and adds its share of dQ with\n"
+        "  atomicAdd (at long N, most of what it writes). src/kernels/backward_naive.cuh and backward_flash.cuh;\n"
+        "  docs/06_cuda_kernel.md explains both.\n");
+}
+
 // The flags' sizes fit together, and the finite differences stay at about a second: step 8 runs
 // the layer's forward twice for each of its B N d_model + 4 d_model^2 inputs and parameters.
 void validate_sizes(const Dims& dims, std::size_t kv_heads) {
@@ -741,6 +785,7 @@ int main(int argc, char** argv) {
         step_rope(p, trace, checks);
         step_d(p, trace);
         step_memory(long_n, long_d_head, opt.seed, trace);
+        step_kernels(p, trace);
         fmt::print("\nevery gradient against finite differences: largest relative difference {:.1e} ({})\n",
                    checks.worst(), checks.passed() ? "<= 1e-6, all agree" : "> 1e-6: A CHECK FAILED");
         return checks.passed() ? cli::exit_ok : cli::exit_failure;

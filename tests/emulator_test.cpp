@@ -213,6 +213,39 @@ TEST_CASE("emulator: every global load and store is counted, with its bytes", "[
     }
 }
 
+namespace {
+
+// Every thread adds its global index to bin (index % bins) of `sums`, `rounds` times: many threads
+// of one block, and every block, meet on each bin. The sums are small integers: exact in float.
+__global__ void atomic_bins(global_ptr<float> sums, int bins, int rounds) {
+    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+    for (int r = 0; r < rounds; ++r) atomicAdd(sums + (i % bins), static_cast<float>(i));
+}
+
+// One atomicAdd at element `bins` of a buffer of `bins`: one past the end.
+__global__ void atomic_past_the_end(global_ptr<float> sums, int bins) { atomicAdd(sums + bins, 1.0f); }
+
+}  // namespace
+
+TEST_CASE("emulator: atomicAdd on float adds every thread's value, counted as a load and a store", "[emulator]") {
+    const int bins = 8, rounds = 3, threads = 4 * 128;
+    std::vector<double> expected(bins, 0.0);  // bin b: rounds * (b + (b + 8) + ... ), in double
+    for (int i = 0; i < threads; ++i) expected[std::size_t(i % bins)] += rounds * double(i);
+    for (Schedule s : all_schedules) {
+        INFO("schedule " << name(s));
+        std::vector<float> sums(bins, 0.0f);
+        const LaunchStats stats =
+            launch(s, dim3(4), dim3(128), atomic_bins, global_ptr<float>(sums.data(), sums.size()), bins, rounds);
+        for (int b = 0; b < bins; ++b) CHECK(double(sums[std::size_t(b)]) == expected[std::size_t(b)]);
+        CHECK(stats.traffic.loads == std::uint64_t(threads) * rounds);
+        CHECK(stats.traffic.stores == std::uint64_t(threads) * rounds);
+        CHECK(stats.traffic.bytes() == 8u * threads * rounds);
+        CHECK_THROWS_WITH(
+            launch(s, dim3(1), dim3(1), atomic_past_the_end, global_ptr<float>(sums.data(), sums.size()), bins),
+            Catch::Contains("out of bounds"));
+    }
+}
+
 TEST_CASE("emulator: reading past the end of a buffer is an error naming the block and thread", "[emulator]") {
     const int n = 100;
     std::vector<float> in(n, 1.0f), out(1);

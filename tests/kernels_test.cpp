@@ -6,6 +6,7 @@
 #include "headwise/reference/attention.hpp"
 #include "headwise/base/random.hpp"
 #include "cuda/tolerance.hpp"
+#include "kernel_cases.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,33 +20,11 @@ using emulator::Schedule;
 using kernels::Problem;
 using kernels::Version;
 
+using test::Case;
+using test::make_case;
+using test::sanitized;
+
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-
-// q, k, v (B, H, N, d_head) with N(0, 1) entries, and key_len (B).
-struct Case {
-    Problem p;
-    Tensor4 q, k, v;
-    std::vector<int> key_len;
-};
-
-Case make_case(int batch, int heads, int seq, int d_head, bool causal, std::uint64_t seed = 1) {
-    Random rng(seed);
-    Case c;
-    c.p.batch = batch, c.p.heads = heads, c.p.seq = seq, c.p.d_head = d_head, c.p.causal = causal;
-    const std::array<std::size_t, 4> shape{std::size_t(batch), std::size_t(heads), std::size_t(seq),
-                                           std::size_t(d_head)};
-    c.q = rng.normal<4>(shape);
-    c.k = rng.normal<4>(shape);
-    c.v = rng.normal<4>(shape);
-    c.key_len.assign(std::size_t(batch), seq);
-    return c;
-}
 
 Tensor4 run(Version version, const Case& c, Schedule schedule = emulator::default_schedule(),
             emulator::LaunchStats* stats = nullptr) {

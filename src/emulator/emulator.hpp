@@ -11,6 +11,7 @@
 //   launch(grid, block, kernel, args...)     the equivalent of kernel<<<grid, block>>>(args...)
 //   global_ptr<T>                            a pointer into "global memory" that counts every load
 //                                            and store and checks every index against the buffer
+//   atomicAdd(p, x)                          for float, on a global_ptr (a read and a write, counted)
 //
 // How the threads of a block run (Schedule):
 //   fibers           every CUDA thread is a fiber (its own small stack) on the calling OS thread;
@@ -61,6 +62,7 @@
 
 #include <math.h>  // expf, fmaxf, INFINITY in the global namespace, as CUDA device code has them
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -430,6 +432,20 @@ LaunchStats launch(dim3 grid, dim3 block, void (*kernel)(Params...), Args&&... a
 }
 
 }  // namespace headwise::emulator
+
+// atomicAdd(address, val): CUDA's read-modify-write of one float of global memory. It returns the
+// old value and counts one load and one store (4 bytes each), as the memory system serves it.
+// Kernels pass `buffer + offset` (a float* under nvcc, a global_ptr here, bounds-checked: the element
+// must lie inside the buffer or slice). Truly atomic under Schedule::threads (std::atomic_ref);
+// blocks run one after another, so on the emulator the order of the additions is deterministic,
+// which it is not on a GPU.
+inline float atomicAdd(headwise::emulator::global_ptr<float> address, float val) {
+    using namespace headwise::emulator;
+    if (address.size() == 0) detail::out_of_bounds(false, 0, 0);
+    ++detail::traffic.loads, ++detail::traffic.stores;
+    detail::traffic.load_bytes += sizeof(float), detail::traffic.store_bytes += sizeof(float);
+    return std::atomic_ref<float>(*address.get()).fetch_add(val);
+}
 
 #include "emulator/mma.hpp"   // mma.sync, ldmatrix, cp.async: the PTX-level tensor-core primitives
 #include "emulator/wmma.hpp"  // nvcuda::wmma, the tensor-core fragments

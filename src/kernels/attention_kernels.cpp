@@ -81,8 +81,6 @@ namespace {
 
 unsigned blocks_for(int rows, int per_block) { return static_cast<unsigned>((rows + per_block - 1) / per_block); }
 
-AttentionArgs args(const Problem& p) { return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal}; }
-
 // The 16-bit versions: q, k, v rounded to T on the host, as a GPU program would upload them.
 template <class T>
 emulator::LaunchStats emulate_16_bit(Version version, const Problem& p, const Inputs& in, float* out,
@@ -104,7 +102,7 @@ emulator::LaunchStats emulate_16_bit(Version version, const Problem& p, const In
         return emulator::launch(schedule, grid, block, kernel, global_ptr<const T>(q.data(), n),
                                 global_ptr<const T>(k.data(), n), global_ptr<const T>(v.data(), n),
                                 global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
-                                args(p));
+                                attention_args(p));
     });
 }
 
@@ -173,7 +171,7 @@ emulator::LaunchStats emulate(Version v, const Problem& p, const Inputs& in, flo
     const global_ptr<const float> q(in.q, n), k(in.k, n), vv(in.v, n);
     const global_ptr<const int> key_len(in.key_len, static_cast<std::size_t>(p.batch));
     const global_ptr<float> o(out, n);
-    const AttentionArgs a = args(p);
+    const AttentionArgs a = attention_args(p);
 
     switch (v) {
         case Version::naive: {
@@ -221,7 +219,7 @@ emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inp
                                     attention_pipelined<D, __half, false>, global_ptr<const __half>(q.data(), n),
                                     global_ptr<const __half>(k.data(), n), global_ptr<const __half>(v.data(), n),
                                     global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
-                                    args(p));
+                                    attention_args(p));
         } else {
             return emulator::LaunchStats{};  // validate() refused this d_head already
         }
@@ -236,7 +234,7 @@ emulator::LaunchStats launch_on_emulator(Version v, const Problem& p, const Inpu
     return emulator::launch(
         schedule, dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0], cfg.block[1], cfg.block[2]), kernel,
         global_ptr<const float>(in.q, n), global_ptr<const float>(in.k, n), global_ptr<const float>(in.v, n),
-        global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), args(p));
+        global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), attention_args(p));
 }
 
 std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16) {

@@ -1,8 +1,11 @@
 // kernels/device.cu -- kernels/device.hpp with nvcc: the .cuh kernels launched on a real GPU.
 #include "kernels/device.hpp"
 
+#include "kernels/backward_flash.cuh"
+#include "kernels/backward_naive.cuh"
 #include "kernels/dispatch.hpp"
 #include "kernels/flash.cuh"
+#include "kernels/launch.hpp"
 #include "kernels/naive.cuh"
 #include "kernels/online.cuh"
 #include "kernels/tensor_core.cuh"
@@ -59,6 +62,30 @@ struct Event {
     cudaEvent_t e{};
 };
 
+// `warmup` untimed calls of launch_once, then `repeats` timed ones, each between two cudaEvents:
+// the median and the fastest, in milliseconds.
+template <class F>
+Timing timed(int warmup, int repeats, F&& launch_once) {
+    for (int r = 0; r < warmup; ++r) launch_once();
+    check(cudaDeviceSynchronize(), "warm-up launches");
+    std::vector<double> ms;
+    Event start, stop;
+    for (int r = 0; r < std::max(repeats, 1); ++r) {
+        check(cudaEventRecord(start.e), "cudaEventRecord");
+        launch_once();
+        check(cudaEventRecord(stop.e), "cudaEventRecord");
+        check(cudaEventSynchronize(stop.e), "kernel execution");
+        float t = 0.0f;
+        check(cudaEventElapsedTime(&t, start.e, stop.e), "cudaEventElapsedTime");
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    Timing timing;
+    timing.median_ms = ms[ms.size() / 2];
+    timing.min_ms = ms.front();
+    return timing;
+}
+
 // The problem's buffers on the device, ready to launch any version on.
 struct Problem_on_device {
     Problem_on_device(Version v, const Problem& p, const Inputs& in)
@@ -77,7 +104,7 @@ struct Problem_on_device {
           kb(bf16_inputs(v, p) ? to_bf16(in.k, n) : std::vector<__nv_bfloat16>()),
           vb(bf16_inputs(v, p) ? to_bf16(in.v, n) : std::vector<__nv_bfloat16>()),
           bf16(bf16_inputs(v, p)),
-          args{p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal} {}
+          args(attention_args(p)) {}
 
     // The tensor-core kernel's inputs: each element rounded to fp16 on the host (round to nearest
     // even, the same bits as the emulator's), then uploaded as fp16.
@@ -243,24 +270,7 @@ Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repea
     validate(v, p, in.key_len);
     require_sm80(v);
     Problem_on_device dev(v, p, in);
-    for (int r = 0; r < warmup; ++r) launch(v, p, dev);
-    check(cudaDeviceSynchronize(), "warm-up launches");
-
-    std::vector<double> ms;
-    Event start, stop;
-    for (int r = 0; r < std::max(repeats, 1); ++r) {
-        check(cudaEventRecord(start.e), "cudaEventRecord");
-        launch(v, p, dev);
-        check(cudaEventRecord(stop.e), "cudaEventRecord");
-        check(cudaEventSynchronize(stop.e), "kernel execution");
-        float t = 0.0f;
-        check(cudaEventElapsedTime(&t, start.e, stop.e), "cudaEventElapsedTime");
-        ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    Timing timing;
-    timing.median_ms = ms[ms.size() / 2];
-    timing.min_ms = ms.front();
+    Timing timing = timed(warmup, repeats, [&] { launch(v, p, dev); });
     with_kernel(v, p.d_head, dev.bf16, [&](auto kernel) {
         cudaFuncAttributes attr{};
         check(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
@@ -268,6 +278,108 @@ Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repea
         timing.registers = attr.numRegs;
         timing.local_bytes = attr.localSizeBytes;
     });
+    return timing;
+}
+
+namespace {
+
+// The backward's buffers on the device: its inputs, what the forward saves, the gradients.
+struct Backward_on_device {
+    Backward_on_device(BackwardVersion version, const Problem& p, const BackwardInputs& in)
+        : n(qkv_elements(p)),
+          rows(n / static_cast<std::size_t>(p.d_head)),
+          nn(version == BackwardVersion::naive ? scores_elements(p) : 0),
+          q(in.q, n),
+          k(in.k, n),
+          v(in.v, n),
+          d_out(in.d_out, n),
+          key_len(in.key_len, static_cast<std::size_t>(p.batch)),
+          out(n),
+          lse(rows),
+          delta(rows),
+          probs(nn),
+          d_scores(nn),
+          dq(n),
+          dk(n),
+          dv(n),
+          args(attention_args(p)) {}
+
+    std::size_t n, rows, nn;
+    Buffer<float> q, k, v, d_out;
+    Buffer<int> key_len;
+    Buffer<float> out, lse, delta;  // (B, H, N, d_head), (B, H, N), (B, H, N)
+    Buffer<float> probs, d_scores;  // (B, H, N, N) each, naive only (empty otherwise)
+    Buffer<float> dq, dk, dv;
+    AttentionArgs args;
+};
+
+dim3 as_dim3(const std::array<unsigned, 3>& g) { return dim3(g[0], g[1], g[2]); }
+
+// The forward the backward needs: version 3 with its log-sum-exp; naive also materialises P.
+void launch_forward(BackwardVersion version, const Problem& p, Backward_on_device& dev) {
+    const LaunchConfig cfg = launch_config(Version::tiled, p);
+    with_d_head(p.d_head, [&](auto d) {
+        attention_tiled_lse<decltype(d)::value><<<as_dim3(cfg.grid), dim3(cfg.block[0])>>>(
+            dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(), dev.out.get(), dev.lse.get(), dev.args);
+    });
+    if (version == BackwardVersion::naive)
+        attention_weights<<<as_dim3(row_grid(p, NaiveBackwardShape::threads)), NaiveBackwardShape::threads>>>(
+            dev.q.get(), dev.k.get(), dev.key_len.get(), dev.lse.get(), dev.probs.get(), dev.args);
+    check(cudaGetLastError(), "forward launch");
+}
+
+void launch_backward(BackwardVersion version, const Problem& p, Backward_on_device& dev) {
+    if (version == BackwardVersion::naive) {
+        const dim3 grid = as_dim3(row_grid(p, NaiveBackwardShape::threads));
+        attention_backward_naive_rows<<<grid, NaiveBackwardShape::threads>>>(
+            dev.k.get(), dev.v.get(), dev.key_len.get(), dev.probs.get(), dev.d_out.get(), dev.d_scores.get(),
+            dev.dq.get(), dev.args);
+        attention_backward_naive_columns<<<grid, NaiveBackwardShape::threads>>>(
+            dev.q.get(), dev.key_len.get(), dev.probs.get(), dev.d_out.get(), dev.d_scores.get(), dev.dk.get(),
+            dev.dv.get(), dev.args);
+    } else {
+        check(cudaMemsetAsync(dev.dq.get(), 0, dev.n * sizeof(float)), "cudaMemsetAsync");  // dQ is accumulated
+        attention_backward_delta<<<as_dim3(row_grid(p, BackwardDeltaShape::threads)), BackwardDeltaShape::threads>>>(
+            dev.out.get(), dev.d_out.get(), dev.delta.get(), dev.args);
+        with_d_head(p.d_head, [&](auto d) {
+            constexpr int D = decltype(d)::value, keys = FlashBackwardShape<D>::keys;
+            attention_backward_flash<D><<<as_dim3(row_grid(p, keys)), keys>>>(
+                dev.q.get(), dev.k.get(), dev.v.get(), dev.key_len.get(), dev.d_out.get(), dev.lse.get(),
+                dev.delta.get(), dev.dq.get(), dev.dk.get(), dev.dv.get(), dev.args);
+        });
+    }
+    check(cudaGetLastError(), "backward launch");
+}
+
+}  // namespace
+
+void run_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, const Gradients& g) {
+    validate(v, p, in.key_len);
+    Backward_on_device dev(v, p, in);
+    launch_forward(v, p, dev);
+    launch_backward(v, p, dev);
+    check(cudaDeviceSynchronize(), "kernel execution");
+    dev.dq.copy_to(g.dq);
+    dev.dk.copy_to(g.dk);
+    dev.dv.copy_to(g.dv);
+}
+
+Timing time_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, int warmup, int repeats) {
+    validate(v, p, in.key_len);
+    Backward_on_device dev(v, p, in);
+    launch_forward(v, p, dev);
+    Timing timing = timed(warmup, repeats, [&] { launch_backward(v, p, dev); });
+    cudaFuncAttributes attr{};
+    if (v == BackwardVersion::naive) {
+        check(cudaFuncGetAttributes(&attr, attention_backward_naive_rows), "cudaFuncGetAttributes");
+    } else {
+        with_d_head(p.d_head, [&](auto d) {
+            check(cudaFuncGetAttributes(&attr, attention_backward_flash<decltype(d)::value>), "cudaFuncGetAttributes");
+        });
+    }
+    timing.shared_bytes = attr.sharedSizeBytes;
+    timing.registers = attr.numRegs;
+    timing.local_bytes = attr.localSizeBytes;
     return timing;
 }
 

@@ -6,6 +6,7 @@
 // lesson and the tests fall back to the emulator or skip, saying which in plain words.
 #pragma once
 
+#include "kernels/attention_backward.hpp"
 #include "kernels/attention_kernels.hpp"
 
 #include <string>
@@ -32,5 +33,13 @@ struct Timing {
 };
 // `warmup` untimed launches, then `repeats` launches each between two cudaEvents.
 Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repeats);
+
+// The backward kernels on device 0 (kernels/attention_backward.hpp): the forward that saves their
+// inputs, then version v's backward; dq, dk, dv copied back. Throws std::runtime_error.
+void run_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, const Gradients& g);
+// The forward once, then `warmup` untimed and `repeats` timed runs of the backward alone (flash:
+// its dQ memset, D = rowsum(dO o O) and the key-tile kernel; naive: its rows and columns kernels).
+// registers, shared_bytes, local_bytes: those of the main kernel (flash's key tiles, naive's rows).
+Timing time_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, int warmup, int repeats);
 
 }  // namespace headwise::kernels::device

@@ -16,4 +16,12 @@ Timing time(Version, const Problem&, const Inputs&, int, int) {
     throw std::runtime_error("this build has no CUDA kernels (nvcc was not found)");
 }
 
+void run_backward(BackwardVersion, const Problem&, const BackwardInputs&, const Gradients&) {
+    throw std::runtime_error("this build has no CUDA kernels (nvcc was not found)");
+}
+
+Timing time_backward(BackwardVersion, const Problem&, const BackwardInputs&, int, int) {
+    throw std::runtime_error("this build has no CUDA kernels (nvcc was not found)");
+}
+
 }  // namespace headwise::kernels::device

@@ -14,6 +14,11 @@ namespace headwise::kernels {
 using AttentionKernel = void (*)(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
                                  global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a);
 
+// What a kernel is told of the problem: its sizes, the scale (1 / sqrt(d_head) unless given), causal.
+inline AttentionArgs attention_args(const Problem& p) {
+    return {p.batch, p.heads, p.seq, p.d_head, p.effective_scale(), p.causal};
+}
+
 // Runs `kernel` with version v's launch configuration on the emulator; validates like emulate().
 emulator::LaunchStats launch_on_emulator(Version v, const Problem& p, const Inputs& in, float* out,
                                          emulator::Schedule schedule, AttentionKernel kernel);

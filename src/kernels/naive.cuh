@@ -25,19 +25,16 @@ struct NaiveShape {
 __global__ void attention_naive(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
                                 global_ptr<const int> key_len, global_ptr<float> scratch, global_ptr<float> out,
                                 AttentionArgs a) {
-    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // query row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    if (i >= a.seq) return;  // the last block's spare threads
-
-    const int N = a.seq, D = a.d_head;
-    const std::size_t head = head_row(b, h, a);                            // first row of (b, h)
+    const RowThread t = row_thread(a);
+    const int i = t.row, N = a.seq, D = a.d_head;                          // i: this thread's query row
+    const std::size_t head = t.head;                                       // first row of (b, h)
+    if (i >= N) return;                                                    // the last block's spare threads
     const global_ptr<const float> q_i = slice(q, at(head + i, D), D);      // (d_head)
     const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, d_head)
     const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, d_head)
     const global_ptr<float> scores = slice(scratch, at(head + i, N), N);   // (N), this row
     const global_ptr<float> out_i = slice(out, at(head + i, D), D);        // (d_head)
-    const int end = key_end(i, key_len[b], a.causal);
+    const int end = key_end(i, key_len[t.b], a.causal);
 
     // pass 1: scores and their maximum
     float m = -INFINITY;

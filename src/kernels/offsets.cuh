@@ -26,4 +26,16 @@ __host__ __device__ constexpr std::size_t at(std::size_t row, int width, int c =
     return row * static_cast<std::size_t>(width) + static_cast<std::size_t>(c);
 }
 
+// Who a thread is in a kernel of one thread per row -- grid (ceil(N / blockDim.x), H, B), thread x
+// of block (bx, h, b) owning row bx * blockDim.x + x of head h of sequence b -- and where that
+// head's rows start (head_row). The last block's spare threads have row >= N.
+struct RowThread {
+    int b, h, row;
+    std::size_t head;  // head_row(b, h): row 0 of (b, h) among all B * H * N rows
+};
+__device__ __forceinline__ RowThread row_thread(const AttentionArgs& a) {
+    const int b = static_cast<int>(blockIdx.z), h = static_cast<int>(blockIdx.y);
+    return {b, h, static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), head_row(b, h, a)};
+}
+
 }  // namespace headwise::kernels

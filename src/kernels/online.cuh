@@ -25,18 +25,15 @@ struct OnlineShape {
 template <int D>
 __global__ void attention_online(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
                                  global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
-    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // query row
-    const int h = static_cast<int>(blockIdx.y);
-    const int b = static_cast<int>(blockIdx.z);
-    if (i >= a.seq) return;
-
-    const int N = a.seq;
-    const std::size_t head = head_row(b, h, a);
+    const RowThread t = row_thread(a);
+    const int i = t.row, N = a.seq;  // i: this thread's query row
+    const std::size_t head = t.head;
+    if (i >= N) return;
     const global_ptr<const float> q_row = slice(q, at(head + i, D), D);    // (D), row i
     const global_ptr<const float> k_bh = slice(k, at(head, D), at(N, D));  // (N, D)
     const global_ptr<const float> v_bh = slice(v, at(head, D), at(N, D));  // (N, D)
     const global_ptr<float> out_i = slice(out, at(head + i, D), D);        // (D)
-    const int end = key_end(i, key_len[b], a.causal);
+    const int end = key_end(i, key_len[t.b], a.causal);
 
     float q_i[D];  // (D), this thread's query, scaled once here instead of every score later
     for (int c = 0; c < D; ++c) q_i[c] = q_row[c] * a.scale;

@@ -33,6 +33,8 @@ struct shared_tile {
 }  // namespace headwise::kernels
 
 #define HEADWISE_UNROLL _Pragma("unroll")
+// A loop nvcc must not unroll: one whose unrolled copies would each hold their loads in registers.
+#define HEADWISE_NO_UNROLL _Pragma("unroll 1")
 // At most `threads` per block, and few enough registers for `blocks` blocks on one SM.
 #define HEADWISE_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 
@@ -47,6 +49,7 @@ using emulator::slice;
 }  // namespace headwise::kernels
 
 #define HEADWISE_UNROLL
+#define HEADWISE_NO_UNROLL
 #define HEADWISE_LAUNCH_BOUNDS(threads, blocks)
 
 #endif

@@ -32,13 +32,13 @@ struct TiledShape {
     static constexpr std::size_t shared_bytes = 2 * sizeof(float) * cols * D;  // k_tile + v_tile
 };
 
-// grid (ceil(N / Br), H, B), block (Br): thread x of block (bx, h, b) is query row bx * Br + x.
-//   q, k, v, out  (B, H, N, D)
-//   key_len       (B)
-template <int D>
-__global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_blocks)
-    attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
-                    global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+// The body of attention_tiled and attention_tiled_lse (below): with WithLse, each row's
+// log-sum-exp of its scaled scores, lse_i = m_i + log(l_i), goes to lse (B, H, N) as well -- the
+// one number per row from which FlashAttention's backward recomputes P (kernels/backward_flash.cuh).
+template <int D, bool WithLse>
+__device__ __forceinline__ void tiled_forward(global_ptr<const float> q, global_ptr<const float> k,
+                                              global_ptr<const float> v, global_ptr<const int> key_len,
+                                              global_ptr<float> out, global_ptr<float> lse, AttentionArgs a) {
     constexpr int Br = TiledShape<D>::rows;
     constexpr int Bc = TiledShape<D>::cols;
     constexpr int Bs = TiledShape<D>::chunk;
@@ -115,7 +115,28 @@ __global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_b
     if (has_row) {
         const global_ptr<float> out_i = slice(out, at(blk.head + i, D), D);  // (D)
         for (int c = 0; c < D; ++c) out_i[c] = end > 0 ? acc[c] / l : 0.0f;
+        // A fully masked row has no scores: -inf, the log of an empty sum (its backward reads none).
+        if constexpr (WithLse) lse[head + i] = end > 0 ? m + logf(l) : -INFINITY;
     }
+}
+
+// grid (ceil(N / Br), H, B), block (Br): thread x of block (bx, h, b) is query row bx * Br + x.
+//   q, k, v, out  (B, H, N, D)
+//   key_len       (B)
+template <int D>
+__global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_blocks)
+    attention_tiled(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                    global_ptr<const int> key_len, global_ptr<float> out, AttentionArgs a) {
+    tiled_forward<D, false>(q, k, v, key_len, out, global_ptr<float>(), a);
+}
+
+// The same, and the log-sum-exp of every row: the forward that FlashAttention-2's backward needs.
+//   lse           (B, H, N)
+template <int D>
+__global__ void HEADWISE_LAUNCH_BOUNDS(TiledShape<D>::rows, TiledShape<D>::min_blocks)
+    attention_tiled_lse(global_ptr<const float> q, global_ptr<const float> k, global_ptr<const float> v,
+                        global_ptr<const int> key_len, global_ptr<float> out, global_ptr<float> lse, AttentionArgs a) {
+    tiled_forward<D, true>(q, k, v, key_len, out, lse, a);
 }
 
 }  // namespace headwise::kernels

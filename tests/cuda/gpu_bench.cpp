@@ -13,8 +13,13 @@
 // 1, N/2 and N - 1 of each head with a double-precision row computed here: "spot ok" or "spot
 // FAIL" lines, exit 1 on a failure.
 //
+// --backward-csv FILE times the two backward versions (kernels/attention_backward.hpp) the same
+// way, fp32, at the same sizes, into FILE (same columns; TFLOP/s count 2.5x the forward's FLOPs, as
+// FlashAttention-2 does): kernels::device::time_backward, the backward alone after one forward.
+// The naive backward's P and dS are two (B, H, N, N) buffers: above --max-naive-n it is left out.
+//
 //   gpu_bench --csv FILE [--n 512,1024,...] [--causal-n 4096] [--repeats 20] [--warmup 3]
-//             [--max-naive-n 4096] [--spot-n 32768]
+//             [--max-naive-n 4096] [--spot-n 32768] [--backward-csv FILE]
 // Exit 77 without a GPU, 2 on bad arguments.
 #include "kernels/device.hpp"
 
@@ -127,10 +132,45 @@ bool spot_check(int n) {
     return all_ok;
 }
 
+constexpr const char* csv_header =
+    "gpu,version,dtype,batch,heads,seq,d_head,causal,median_ms,min_ms,tflops,registers,shared_bytes,local_bytes,note\n";
+
+// The backward versions at (B, H, N, d_head), one CSV row each (and one line on stdout).
+void time_backward(std::ofstream& out, const std::string& gpu, kernels::Problem p, int repeats, int warmup,
+                   int max_naive_n) {
+    const int B = p.batch, H = p.heads, N = p.seq, D = p.d_head;
+    Random rng{std::uint64_t(N) + 1};
+    const std::array<std::size_t, 4> shape{std::size_t(B), std::size_t(H), std::size_t(N), std::size_t(D)};
+    const Tensor4 q = rng.normal<4>(shape), k = rng.normal<4>(shape), v = rng.normal<4>(shape),
+                  d_out = rng.normal<4>(shape);
+    const std::vector<int> key_len(std::size_t(B), N);
+    const double flops = 2.5 * 4.0 * D * double(N) * double(N) * B * H * (p.causal ? 0.5 : 1.0);
+    for (kernels::BackwardVersion version : kernels::backward_versions) {
+        if (version == kernels::BackwardVersion::naive && N > max_naive_n) {
+            out << fmt::format("{},{},fp32,{},{},{},{},{:d},,,,,,,skipped: P and dS would be {:.1f} GB each\n", gpu,
+                               kernels::name(version), B, H, N, D, int(p.causal),
+                               4.0 * B * H * double(N) * double(N) / 1e9);
+            continue;
+        }
+        const kernels::device::Timing t = kernels::device::time_backward(
+            version, p, {q.data(), k.data(), v.data(), key_len.data(), d_out.data()}, warmup, repeats);
+        const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
+        out << fmt::format("{},{},fp32,{},{},{},{},{:d},{:.4f},{:.4f},{:.3f},{},{},{},{}\n", gpu,
+                           kernels::name(version), B, H, N, D, int(p.causal), t.median_ms, t.min_ms, tflops,
+                           t.registers, t.shared_bytes, t.local_bytes,
+                           p.causal ? "causal: TFLOP/s of the unmasked half" : "");
+        fmt::print(
+            "{:<14} fp32 N={:<5}{} median {:9.3f} ms  {:7.2f} TFLOP/s  ({} registers, {} B shared, {} B local)\n",
+            kernels::name(version), N, p.causal ? " causal" : "", t.median_ms, tflops, t.registers, t.shared_bytes,
+            t.local_bytes);
+        out.flush();
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string csv;
+    std::string csv, backward_csv;
     std::vector<int> seqs{512, 1024, 2048, 4096, 8192}, causal_seqs{4096};
     int repeats = 20, warmup = 3, max_naive_n = 4096, spot_n = 0;
     for (int a = 1; a < argc; ++a) {
@@ -139,6 +179,8 @@ int main(int argc, char** argv) {
         const std::string value = argv[++a];
         if (flag == "--csv")
             csv = value;
+        else if (flag == "--backward-csv")
+            backward_csv = value;
         else if (flag == "--repeats")
             repeats = to_int(value, "--repeats");
         else if (flag == "--warmup")
@@ -167,8 +209,7 @@ int main(int argc, char** argv) {
     // The GPU's name without "CUDA device 0: " and the SM count.
     std::string gpu = status.text.substr(status.text.find(':') + 2);
     gpu = gpu.substr(0, gpu.find(" ("));
-    out << "gpu,version,dtype,batch,heads,seq,d_head,causal,median_ms,min_ms,tflops,registers,shared_bytes,local_bytes,"
-           "note\n";
+    out << csv_header;
     const int B = 8, H = 16, D = 64;
     std::vector<std::pair<int, bool>> runs;  // (N, causal)
     for (int N : seqs) runs.emplace_back(N, false);
@@ -209,6 +250,16 @@ int main(int argc, char** argv) {
                         t.shared_bytes, t.local_bytes);
                     out.flush();
                 }
+        }
+        if (!backward_csv.empty()) {
+            std::ofstream backward(backward_csv);
+            if (!backward) usage("cannot write " + backward_csv);
+            backward << csv_header;
+            for (const auto& [N, causal] : runs) {
+                kernels::Problem p;
+                p.batch = B, p.heads = H, p.seq = N, p.d_head = D, p.causal = causal;
+                time_backward(backward, gpu, p, repeats, warmup, max_naive_n);
+            }
         }
         if (spot_n > 0 && !spot_check(spot_n)) return 1;
     } catch (const std::exception& e) {

@@ -9,10 +9,12 @@
 // 1e-5 + 1e-4 |ref| of the double-precision reference, and of the emulator. The tensor-core
 // version reads fp16 inputs: within its derived bound of the fp32 reference, and within
 // 2 u max|v| (+ the fp32 tolerance) of the emulator, both being within u max|v| of the reference
-// computed from the same rounded inputs.
+// computed from the same rounded inputs. The backward kernels (fp32): dq, dk, dv within
+// gradient_excess_error's tolerance of the double-precision backward reference, and of the emulator.
 #include "kernels/device.hpp"
 
 #include "headwise/reference/attention.hpp"
+#include "headwise/reference/attention_backward.hpp"
 #include "headwise/base/random.hpp"
 #include "tolerance.hpp"
 
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <tuple>
 #include <vector>
 
 using namespace headwise;
@@ -52,6 +55,54 @@ double max_abs(const Tensor4& a, const Tensor4& b) {
     return worst;
 }
 
+// Both backward versions on the GPU and the emulator at every size, against the reference backward.
+// Returns the failures; counts the checks and the largest |gpu - emulator|.
+int check_backward(const std::vector<int>& seqs, const std::vector<int>& d_heads, int& checks, double& worst) {
+    int failures = 0;
+    for (int seq : seqs)
+        for (int d_head : d_heads)
+            for (bool causal : {false, true}) {
+                Random rng(std::uint64_t(seq * 10 + d_head + 1));
+                const std::array<std::size_t, 4> shape{2, 2, std::size_t(seq), std::size_t(d_head)};
+                const Tensor4 q = rng.normal<4>(shape), k = rng.normal<4>(shape), v = rng.normal<4>(shape),
+                              d_out = rng.normal<4>(shape);
+                const std::vector<int> key_len{seq, (seq + 1) / 2};
+                AttentionOptions o;
+                o.causal = causal;
+                Mask2 padding = Mask2::from_shape({2, std::size_t(seq)});  // (B, N), true = padding
+                for (std::size_t b = 0; b < 2; ++b)
+                    for (int j = 0; j < seq; ++j) padding(b, std::size_t(j)) = j >= key_len[b];
+                o.key_padding_mask = &padding;
+                const AttentionGrads ref = attention_backward_reference(q, k, v, d_out, o);
+                kernels::Problem p;
+                p.batch = 2, p.heads = 2, p.seq = seq, p.d_head = d_head, p.causal = causal;
+                const kernels::BackwardInputs in{q.data(), k.data(), v.data(), key_len.data(), d_out.data()};
+                for (kernels::BackwardVersion version : kernels::backward_versions) {
+                    if (!kernels::supports(version, d_head)) continue;
+                    AttentionGrads gpu{Tensor4::from_shape(shape), Tensor4::from_shape(shape),
+                                       Tensor4::from_shape(shape)};
+                    AttentionGrads emu = gpu;
+                    kernels::device::run_backward(version, p, in, {gpu.dq.data(), gpu.dk.data(), gpu.dv.data()});
+                    kernels::emulate_backward(version, p, in, {emu.dq.data(), emu.dk.data(), emu.dv.data()});
+                    bool ok = true;
+                    double vs_ref = 0.0, vs_emu = 0.0;
+                    for (auto [g, e, r] : {std::tuple{&gpu.dq, &emu.dq, &ref.dq}, std::tuple{&gpu.dk, &emu.dk, &ref.dk},
+                                           std::tuple{&gpu.dv, &emu.dv, &ref.dv}}) {
+                        ok = ok && test::gradient_excess_error(g->data(), r->data(), r->size()) == 0.0 &&
+                             test::gradient_excess_error(g->data(), e->data(), e->size()) == 0.0;
+                        vs_ref = std::max(vs_ref, max_abs(*g, *r)), vs_emu = std::max(vs_emu, max_abs(*g, *e));
+                    }
+                    worst = std::max(worst, vs_emu);
+                    ++checks;
+                    failures += ok ? 0 : 1;
+                    fmt::print("{} {:<14} N={:<4} d_head={:<3} {:<6} |gpu - ref| {:.2e}  |gpu - emulator| {:.2e}\n",
+                               ok ? "ok  " : "FAIL", kernels::name(version), seq, d_head, causal ? "causal" : "",
+                               vs_ref, vs_emu);
+                }
+            }
+    return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,7 +116,7 @@ int main(int argc, char** argv) {
     const std::vector<int> seqs = small ? std::vector<int>{17, 100} : std::vector<int>{1, 17, 64, 100, 257};
     const std::vector<int> d_heads = small ? std::vector<int>{64} : std::vector<int>{8, 16, 64, 128};
     int checks = 0, failures = 0;
-    double worst_fp32 = 0.0, worst_fp16 = 0.0;  // max |gpu - emulator|
+    double worst_fp32 = 0.0, worst_fp16 = 0.0, worst_backward = 0.0;  // max |gpu - emulator|
     try {
         for (int seq : seqs)
             for (int d_head : d_heads)
@@ -105,12 +156,14 @@ int main(int argc, char** argv) {
                                    max_abs(gpu, ref), max_abs(gpu, emu));
                     }
                 }
+        failures += check_backward(seqs, d_heads, checks, worst_backward);
     } catch (const std::exception& e) {
         fmt::print("FAIL: {}\n", e.what());
         return 1;
     }
     fmt::print(
-        "summary: {} checks, {} failures; max |gpu - emulator| fp32 versions {:.2e}, tensor_core (fp16) {:.2e}\n",
-        checks, failures, worst_fp32, worst_fp16);
+        "summary: {} checks, {} failures; max |gpu - emulator| fp32 versions {:.2e}, tensor_core (fp16) {:.2e}, "
+        "backward {:.2e}\n",
+        checks, failures, worst_fp32, worst_fp16, worst_backward);
     return failures == 0 ? 0 : 1;
 }

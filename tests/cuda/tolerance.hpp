@@ -8,6 +8,25 @@
 namespace headwise::test {
 
 using kernels::excess_error;
+
+// kernels::excess_error for a gradient (dq, dk or dv of the backward kernels): the largest amount by which
+// |g - ref| exceeds 1e-4 (max |ref| + |ref|). An element of dq sums over up to N keys (dk, dv over
+// up to N queries) terms the size of the whole tensor's, with cancellation (each row of dS sums to
+// zero): fp32's error follows the tensor's scale, not the element's. A kernel bug (a dropped key,
+// a missing D or scale) misses by 1e-2 of max |ref| or more.
+inline double gradient_excess_error(const float* g, const float* ref, std::size_t n) {
+    double scale = 0.0;
+    for (std::size_t e = 0; e < n; ++e) scale = std::max(scale, std::abs(double(ref[e])));
+    double worst = 0.0;
+    for (std::size_t e = 0; e < n; ++e) {
+        const double diff = std::abs(double(g[e]) - double(ref[e]));
+        const double allowed = 1e-4 * (scale + std::abs(double(ref[e])));
+        if (!(diff <= allowed)) worst = std::max(worst, std::isnan(diff) ? 1e30 : diff - allowed);
+    }
+    return worst;
+}
+
+// The tensor-core kernel's derived bounds live beside the kernels (the lesson states them too).
 using kernels::excess_error_16_bit;
 using kernels::RowLayout;
 
