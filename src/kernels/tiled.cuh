@@ -116,7 +116,7 @@ __device__ __forceinline__ void tiled_forward(global_ptr<const float> q, global_
         const global_ptr<float> out_i = slice(out, at(blk.head + i, D), D);  // (D)
         for (int c = 0; c < D; ++c) out_i[c] = end > 0 ? acc[c] / l : 0.0f;
         // A fully masked row has no scores: -inf, the log of an empty sum (its backward reads none).
-        if constexpr (WithLse) lse[head + i] = end > 0 ? m + logf(l) : -INFINITY;
+        if constexpr (WithLse) lse[blk.head + i] = end > 0 ? m + logf(l) : -INFINITY;
     }
 }
 
