@@ -7,13 +7,14 @@
 // registered before main() by small generated files (see cmake/HeadwiseExercises.cmake), so one
 // compiled grader serves every subject.
 // A meta-tests' grader (headwise_meta_<id>) holds many subjects, each under its key -- "solution",
-// "stub", a catalogued mistake's key, "learner_<key>" -- and grades the one --grade-subject=<key>
+// "stub", a catalogued mistake's key, "learner_<key>", "search_<key>" -- and grades the one --grade-subject=<key>
 // names (grade_main.cpp): one binary for all of an exercise's meta-tests. The learner's grader
 // holds one subject, under the empty key, and grades it.
 // Light on purpose: those generated files include it, and they should compile in a blink.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
