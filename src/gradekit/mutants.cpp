@@ -131,7 +131,7 @@ private:
     }
 
     void region(std::size_t first, std::size_t last, bool statement, bool droppable) {
-        if (first < last) found.push_back({first, last, statement, droppable, loops_});
+        if (first < last) found.push_back({first, last, statement, droppable, loops_, false, {}});
     }
 
     std::size_t statement(std::size_t p) {
