@@ -7,6 +7,7 @@
 // it projects. Every run starts from an empty cache and returns the outputs of all its steps.
 #include "08_kv_cache.hpp"
 #include "grade.hpp"
+#include "search.hpp"
 
 #include "headwise/inference/kv_cache.hpp"
 #include "headwise/base/random.hpp"
@@ -17,6 +18,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 #include <memory>
 #include <stdexcept>
 
@@ -149,11 +151,13 @@ void expect_length(const std::string& label, const RunOf& run_of, std::size_t st
 void expect_decode(const Problem& p, Oracle oracle, float scale = 1.0f) {
     Setup s(p);
     s.m.in_proj_weight *= scale;
-    std::map<decltype(Ex08::decode_step), Run> runs;
+    std::map<std::pair<decltype(Ex08::decode_step), int>, Run> runs;
     const auto run = [&](const Ex08& ex) -> const Run& {
-        const auto it = runs.find(ex.decode_step);
+        const auto it = runs.find({ex.decode_step, grade::search::selected_variant()});
         if (it != runs.end()) return it->second;
-        return runs.emplace(ex.decode_step, run_steps(ex, s.m, s.x, p.steps)).first->second;
+        return runs
+            .emplace(std::pair{ex.decode_step, grade::search::selected_variant()}, run_steps(ex, s.m, s.x, p.steps))
+            .first->second;
     };
     const std::string label = p.label() + (scale != 1.0f ? fmt::format(", projections x{}", scale) : "");
     expect_length(label, run, p.steps);

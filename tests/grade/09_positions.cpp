@@ -10,6 +10,7 @@
 // (rope_tolerance): angles computed in float32, as transformers computes them, are accepted.
 #include "09_positions.hpp"
 #include "grade.hpp"
+#include "search.hpp"
 
 #include "headwise/base/random.hpp"
 #include "headwise/inference/kv_cache.hpp"
@@ -25,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <utility>
 #include <numbers>
 
 using namespace headwise;
@@ -246,11 +248,14 @@ void expect_cache(const CacheProblem& p, double base, Layout layout) {
     const Tensor4 k = rng.normal<4>({p.batch, p.kv_heads, p.steps, p.d_head});
     const Tensor4 v = rng.normal<4>({p.batch, p.kv_heads, p.steps, p.d_head});
     const std::size_t capacity = p.steps + 2;  // room to spare: the last two positions stay zero
-    std::map<decltype(Ex09::rope_append), CacheRun> runs;
+    std::map<std::pair<decltype(Ex09::rope_append), int>, CacheRun> runs;
     const auto run = [&](const Ex09& ex) -> const CacheRun& {
-        const auto it = runs.find(ex.rope_append);
+        const auto it = runs.find({ex.rope_append, grade::search::selected_variant()});
         if (it != runs.end()) return it->second;
-        return runs.emplace(ex.rope_append, run_cache(ex, p, q, k, v, base, layout, capacity)).first->second;
+        return runs
+            .emplace(std::pair{ex.rope_append, grade::search::selected_variant()},
+                     run_cache(ex, p, q, k, v, base, layout, capacity))
+            .first->second;
     };
     const Rope rope = rope_of(base, layout);
     const std::string label = fmt::format("{}, base {:g}, {} layout", p.label(), base, name_of(layout));

@@ -19,6 +19,8 @@ bool headwise_mutant_reached(int id);
 
 namespace headwise::grade {
 
+int search::selected_variant() { return headwise_mutant; }
+
 namespace {
 
 struct Candidate {

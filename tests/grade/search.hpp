@@ -42,6 +42,11 @@ namespace headwise::grade::search {
 void observe(std::string_view what, char status, const std::function<std::string()>& digest,
              const std::function<bool()>& same);
 
+// Which of the solution's variants the functions under grade run as now (0: the solution itself).
+// A grader that keeps a run per function pointer keys it by this too: every variant shares the
+// schemata's pointers, and a run cached for one must not stand for another.
+int selected_variant();
+
 // After the last check: the confirmed edit, as the sentence to print, or empty.
 std::string finish(bool run_failed);
 
