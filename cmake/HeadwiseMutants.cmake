@@ -13,7 +13,8 @@
 #                                      fingerprints
 #   a test (label meta)                the data is up to date with the solution and the grader's
 #                                      cases (else: run scripts/regenerate-mutants <id>)
-#   headwise_meta_<id>_search_<key>    a meta-test per learner-style mistake written by hand for
+# and headwise_add_search_meta_tests(<id> <sources var>) makes, in the exercise's meta grader:
+#   subject search_<key>               a meta-test per learner-style mistake written by hand for
 #                                      the search (tests/grade/mutants/hand/<id>_<key>.mistake,
 #                                      checked like tests/grade/learner_mistakes/: where the search
 #                                      names the edit, an "expect-shown:" line says which; a mistake
