@@ -637,18 +637,22 @@ Measured measure(const Work& work) {
 
 std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / double(1u << 20)); }
 
+// Step 12's stored-P path is the lesson's own code: it charges its work before the lesson starts,
+// so that sizes it cannot afford are refused at once, not after steps 1-11 (the fused backward
+// charges its own when it runs). Six products and three passes over P per N.
+void charge_step_memory(std::size_t long_n, std::size_t d_head) {
+    double stored_work = 0.0;
+    for (const std::size_t n : {long_n / 4, long_n})
+        stored_work += double(n) * double(n) * (12.0 * double(d_head) + 30.0);
+    limits::charge_work(stored_work, "step 12's stored-P forward and backward");
+}
+
 void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, const Tracer& trace) {
     trace.section("step 12: store P (B H N^2 floats) or recompute it from the log-sum-exp (B H N floats)");
     fmt::print(
         "  one head (B = H = 1), d_head = {}, forward + backward; memory = the most bytes in use beyond the\n"
         "  inputs (counted by the lesson's operator new; OpenBLAS's own buffers are not counted)\n",
         d_head);
-    // The stored-P path is the lesson's own code: it charges its work up front, as library steps do
-    // (the fused backward charges its own when it runs). Six products and three passes over P per N.
-    double stored_work = 0.0;
-    for (const std::size_t n : {long_n / 4, long_n})
-        stored_work += double(n) * double(n) * (12.0 * double(d_head) + 30.0);
-    limits::charge_work(stored_work, "step 12's stored-P forward and backward");
     fmt::print("    {:>7} {:>14} {:>14} {:>10} {:>14} {:>14} {:>10} {:>11}\n", "N", "P would be", "stored: extra",
                "time", "lse is", "recompute: extra", "time", "max |diff|");
     AttentionGrads last;  // the gradients at the longest N
@@ -767,6 +771,7 @@ int main(int argc, char** argv) {
     lesson::add_bounded_option(app, "--measure-d-head", long_d_head, "step 12: d_head of the timed head", 1, 256);
     return lesson::run(app, argc, argv, [&] {
         validate_sizes(opt.dims, kv_heads);
+        charge_step_memory(long_n, long_d_head);
         const std::size_t N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         const Tracer trace(!opt.quiet);
         fmt::print("Lesson 10: the backward pass   B={} N={} d_model={} H={} d_head={} H_kv={} seed={}\n",
