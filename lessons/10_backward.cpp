@@ -369,8 +369,10 @@ void step_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
 // Step 8: the whole layer -- projections, head split and merge.
 
 struct Layer {
-    R2 w_q, w_k, w_v, w_o;  // (d_model, d_model) each
-    R1 b_q, b_k, b_v, b_o;  // (d_model) each
+    R2 w_q, w_k, w_v;  // the three input projections, (d_model, d_model) each
+    R1 b_q, b_k, b_v;  // their biases, (d_model) each
+    R2 w_o;            // the output projection, (d_model, d_model)
+    R1 b_o;            // its bias, (d_model)
 };
 
 // y (B, N, out) = x (B, N, in) . w^T + b.
@@ -405,7 +407,8 @@ R3 input_grad(const R3& dy, const R2& w) {
     return dx;
 }
 
-// (B, N, d_model) -> (B, H, N, d_head) and back, as lesson 02.
+// Each token's d_model numbers cut into H slices of d_head, heads moved ahead of tokens (lesson 02);
+// merge puts them back.
 R4 split(const R3& x, std::size_t heads) {
     const std::size_t b = x.shape()[0], n = x.shape()[1], dh = x.shape()[2] / heads;
     return xt::transpose(xt::reshape_view(x, std::vector<std::size_t>{b, n, heads, dh}), {0, 2, 1, 3});
