@@ -369,10 +369,9 @@ void step_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
 // Step 8: the whole layer -- projections, head split and merge.
 
 struct Layer {
-    R2 w_q, w_k, w_v;  // the three input projections, (d_model, d_model) each
-    R1 b_q, b_k, b_v;  // their biases, (d_model) each
-    R2 w_o;            // the output projection, (d_model, d_model)
-    R1 b_o;            // its bias, (d_model)
+    R2 w_q, w_k, w_v;       // the three input projections, (d_model, d_model) each
+    R2 w_o;                 // the output projection, (d_model, d_model)
+    R1 b_q, b_k, b_v, b_o;  // their biases, (d_model) each
 };
 
 // y (B, N, out) = x (B, N, in) . w^T + b.
