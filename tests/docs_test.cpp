@@ -202,6 +202,42 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
     CHECK(docs_with_tables == course_lessons().size());
 }
 
+// All the text a grade can print from: the graders, their shared code, the grade tool, the emulator.
+std::string grader_texts() {
+    std::string all;
+    for (const fs::path dir : {source_dir / "tests/grade", source_dir / "src/gradekit", source_dir / "src/emulator"})
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.path().extension() == ".cpp" || e.path().extension() == ".hpp") all += read(e.path());
+    std::ranges::transform(all, all.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return all;
+}
+
+TEST_CASE("every hint keyed to a failing check names words its grader can print", "[docs][hint]") {
+    std::ifstream in(source_dir / "course.json");
+    const auto course = nlohmann::json::parse(in);
+    const std::string graders = grader_texts();
+    const std::regex keyed(R"(<!-- when failing: (.*) -->)");
+    for (const auto& l : course.at("lessons")) {
+        if (!l.contains("exercise")) continue;
+        const std::string dir = l.at("exercise").at("dir").get<std::string>();
+        const std::string hints = read(source_dir / "exercises" / dir / "HINTS.md");
+        std::size_t phrases = 0;
+        for (auto m = std::sregex_iterator(hints.begin(), hints.end(), keyed); m != std::sregex_iterator(); ++m) {
+            std::istringstream list((*m)[1].str());
+            for (std::string phrase; std::getline(list, phrase, ';');) {
+                phrase = phrase.substr(phrase.find_first_not_of(' '));
+                std::ranges::transform(phrase, phrase.begin(),
+                                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+                INFO("exercises/" << dir << "/HINTS.md: \"" << phrase << "\"");
+                CHECK(graders.find(phrase) != std::string::npos);
+                ++phrases;
+            }
+        }
+        INFO("exercises/" << dir << "/HINTS.md");
+        CHECK(phrases > 0);
+    }
+}
+
 TEST_CASE("README's lesson table and headwise list show every lesson of course.json, in order, titles whole",
           "[docs][course]") {
     // README rows:  | 01 | `lessons/01_single_head.cpp` | what it shows |

@@ -47,6 +47,7 @@ Look at lesson 01, step 3.
 The answer is a number.
 
 ## Hint 3
+<!-- when failing: the product; times seven -->
 It is six times seven.
 )";
 
@@ -255,6 +256,22 @@ TEST_CASE("hint reveals one more hint per call, and --all shows every one", "[ru
     fs::remove(c.build / "headwise-progress.json");
     CHECK_THAT(c.run({"hint", "1"}).out, Contains("hint 1 of 3"));
     CHECK_FALSE(fs::exists(c.src / "exercises/01_alpha/headwise-progress.json"));
+}
+
+TEST_CASE("hint shows first the one about the check the last grade failed, then the rest in order", "[runner][hint]") {
+    Course c;
+    write_text(c.build / "grade" / "ex01.json",
+               R"({"id":"ex01","compiled":true,"finished":true,"passed":1,"total":2,"failures":[)"
+               R"({"test":"alpha: the product of two numbers","message":"got 41, expected 42","mistake":null}]})");
+    Result r = c.run({"hint", "1"});
+    CHECK_THAT(r.out, Contains("your last grade failed \"alpha: the product of two numbers\": hint 3 is about that") &&
+                          Contains("hint 3 of 3") && Contains("six times seven"));
+    CHECK_THAT(r.out, !Contains("when failing") && !Contains("step 3"));
+    // That hint shown, the others follow in their order; the grade row points at the keyed hint.
+    r = c.run({"hint", "1"});
+    CHECK_THAT(r.out, Contains("hint 1 of 3") && !Contains("your last grade failed"));
+    CHECK_THAT(c.run({"hint", "1"}).out, Contains("hint 2 of 3") && Contains("that was the last hint"));
+    CHECK_THAT(line_of(c.run({"list"}).out, "01"), Contains("[3 hints used]"));
 }
 
 TEST_CASE("hint for an exercise without a hints file says so", "[runner][hint]") {

@@ -10,6 +10,7 @@
 // first differing elements and tolerance. --junit runs ctest instead, for its JUnit XML.
 // Exit code 0 only when every exercise asked for passes every test.
 #include "common.hpp"
+#include "hints.hpp"
 #include "progress.hpp"
 
 #include "gradekit/show.hpp"
@@ -27,6 +28,17 @@ namespace {
 
 void print_row(const Exercise& e, int number, const std::optional<GradeReport>& r, bool verbose) {
     fmt::print("{}", gradekit::show_report(r ? &*r : nullptr, {e.id, e.dir, number, verbose}));
+}
+
+// Where to look when stuck: a hint about a check that failed, not shown yet (hints.hpp).
+void point_at_hint(const Exercise& e, int number, const GradeReport& r) {
+    const State state = load_state();
+    const auto shown = state.hints_shown.find(e.id);
+    const auto keyed = hint_for_failure(load_hints(e), r,
+                                        shown == state.hints_shown.end() ? std::set<int>{} : shown->second);
+    if (keyed)
+        fmt::print("  stuck? `./headwise hint {}` shows hint {}, about \"{}\"\n", number, keyed->number,
+                   keyed->failing_test);
 }
 
 std::vector<fs::path> subject_files(const Exercise& e) {
@@ -98,6 +110,7 @@ int grade(const std::string& which, bool verbose, const std::string& junit) {
         const auto report = read_report(exercises[i]);
         if (report && report->all_passed()) ++passed;
         print_row(exercises[i], numbers[i], report, verbose);
+        if (report && report->compiled && !report->all_passed()) point_at_hint(exercises[i], numbers[i], *report);
     }
     // The report's real name: one exercise's file, or the first and last of several.
     const std::string reports = exercises.size() == 1 ? "Report: " + report_path(exercises.front()).string()

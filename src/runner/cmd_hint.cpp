@@ -1,8 +1,10 @@
-// `headwise hint N [--all]` -- progressive hints: each call reveals the next section of the
-// exercise's HINTS.md ("## Hint 1", "## Hint 2", ...); --all shows every one. How many were
-// shown is kept in the runner's state file (progress.hpp).
+// `headwise hint N [--all]` -- progressive hints: each call reveals one more section of the
+// exercise's HINTS.md ("## Hint 1", "## Hint 2", ...): the first not yet shown that is about a
+// check the last grade failed (hints.hpp), else the next in order; --all shows every one. Which
+// were shown is kept in the runner's state file (progress.hpp).
 #include "common.hpp"
 #include "exercise_files.hpp"
+#include "hints.hpp"
 #include "progress.hpp"
 
 #include <fmt/format.h>
@@ -14,30 +16,19 @@ namespace headwise::runner {
 
 namespace {
 
-fs::path hints_path(const Exercise& e) {
-    return e.hints.empty() ? source_dir() / "exercises" / e.dir / "HINTS.md" : source_dir() / e.hints;
-}
-
-// The text of each "## Hint" section, in order, without its heading and surrounding blank lines.
-std::vector<std::string> parse_hints(const std::string& markdown) {
-    std::vector<std::string> hints;
-    std::istringstream in(markdown);
-    std::string line;
-    bool inside = false;
-    while (std::getline(in, line)) {
-        if (line.rfind("## ", 0) == 0) {
-            inside = line.rfind("## Hint", 0) == 0;
-            if (inside) hints.emplace_back();
-            continue;
+// Which hint to show: the first not yet shown that is about a check the last grade failed, else
+// the first not yet shown, else (all shown) the last one again.
+int next_hint(const std::vector<Hint>& hints, const Exercise& e, const std::set<int>& revealed,
+              std::string& failing_test) {
+    if (const auto report = read_report(e))
+        if (const auto keyed = hint_for_failure(hints, *report, revealed)) {
+            failing_test = keyed->failing_test;
+            return keyed->number;
         }
-        if (inside) hints.back() += line + '\n';
-    }
-    for (auto& h : hints) {
-        const auto first = h.find_first_not_of(" \t\r\n");
-        const auto last = h.find_last_not_of(" \t\r\n");
-        h = first == std::string::npos ? std::string() : h.substr(first, last - first + 1);
-    }
-    return hints;
+    const int n = static_cast<int>(hints.size());
+    for (int k = 1; k <= n; ++k)
+        if (!revealed.contains(k)) return k;
+    return n;
 }
 
 int hint(const std::string& which, bool all) {
@@ -45,31 +36,33 @@ int hint(const std::string& which, bool all) {
     const Lesson& lesson = find_lesson(course, which);
     const Exercise& e = require_exercise(course, lesson);
     const fs::path file = hints_path(e);
-    const auto markdown = read_file(file);
-    const auto hints = markdown ? parse_hints(*markdown) : std::vector<std::string>{};
+    const auto hints = load_hints(e);
     if (hints.empty()) {
         fmt::print(stderr, "headwise: exercise {:02} has no hints yet ({} has no \"## Hint 1\" section)\n",
                    lesson.number, file.string());
         return 1;
     }
     const int n = static_cast<int>(hints.size());
-
     State state = load_state();
-    int& shown = state.hints_shown[e.id];
-    const int before = std::clamp(shown, 0, n);
-    const int from = all ? 1 : std::min(before + 1, n);
-    const int to = all ? n : from;
-    for (int k = from; k <= to; ++k) {
-        fmt::print("{:-^72}\n{}\n", fmt::format(" exercise {:02}, hint {} of {} ", lesson.number, k, n), hints[k - 1]);
+    std::set<int>& revealed = state.hints_shown[e.id];
+    const bool all_seen = static_cast<int>(revealed.size()) >= n;
+    std::string failing_test;
+    const int one = all ? 0 : next_hint(hints, e, revealed, failing_test);
+    if (!failing_test.empty())
+        fmt::print("(your last grade failed \"{}\": hint {} is about that)\n", failing_test, one);
+    for (int k = all ? 1 : one; k <= (all ? n : one); ++k) {
+        fmt::print("{:-^72}\n{}\n", fmt::format(" exercise {:02}, hint {} of {} ", lesson.number, k, n), hints[k - 1].text);
+        revealed.insert(k);
     }
-    shown = std::max(before, to);
     save_state(state);
 
-    if (!all && before == n) {
+    if (all) return 0;
+    const int left = n - static_cast<int>(revealed.size());
+    if (all_seen) {
         fmt::print("(all {} hints were shown already; that was the last one again -- --all shows every hint)\n", n);
-    } else if (to < n) {
-        fmt::print("(`./headwise hint {}` again for hint {} of {}; --all shows every hint)\n", lesson.number, to + 1,
-                   n);
+    } else if (left > 0) {
+        fmt::print("(`./headwise hint {}` again for another hint, {} of {} not shown yet; --all shows every hint)\n",
+                   lesson.number, left, n);
     } else {
         fmt::print("(that was the last hint; once the exercise passes, `./headwise solution {}` shows the reference)\n",
                    lesson.number);

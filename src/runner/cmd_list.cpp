@@ -49,8 +49,8 @@ int list() {
             next_status = st.describe();
         }
         std::string status = st.describe();
-        if (const auto it = state.hints_shown.find(e.id); it != state.hints_shown.end() && it->second > 0) {
-            status += fmt::format(" [{} hint{} used]", it->second, it->second == 1 ? "" : "s");
+        if (const auto it = state.hints_shown.find(e.id); it != state.hints_shown.end() && !it->second.empty()) {
+            status += fmt::format(" [{} hint{} used]", it->second.size(), it->second.size() == 1 ? "" : "s");
         }
         row(fmt::format("{:02}", l.number), l.title, e.id, status);
     }

@@ -119,7 +119,13 @@ State load_state() {
     try {
         const auto j = nlohmann::json::parse(*text);
         const auto hints = j.value("hints_shown", nlohmann::json::object());  // named: items() must not outlive it
-        for (const auto& [id, n] : hints.items()) s.hints_shown[id] = n.get<int>();
+        for (const auto& [id, shown] : hints.items()) {
+            if (shown.is_number_integer()) {  // an older state file: how many, in order
+                for (int k = 1; k <= shown.get<int>(); ++k) s.hints_shown[id].insert(k);
+            } else {
+                s.hints_shown[id] = shown.get<std::set<int>>();
+            }
+        }
     } catch (const nlohmann::json::exception&) {
         fmt::print(stderr, "headwise: note: ignoring the unreadable {} (it only counts hints shown)\n",
                    state_path().string());

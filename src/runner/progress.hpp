@@ -13,6 +13,7 @@
 #include "gradekit/report.hpp"
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,7 +57,7 @@ void add_exercise_command(CLI::App& app, Action& action, const std::string& name
                           std::function<int(const std::string&, bool)> body);
 
 struct State {
-    std::map<std::string, int> hints_shown;  // exercise id -> how many hints were revealed
+    std::map<std::string, std::set<int>> hints_shown;  // exercise id -> the hints revealed (1, 2, ...)
 };
 fs::path state_path();
 State load_state();  // an unreadable state file counts as empty (with a note on stderr)
