@@ -20,6 +20,7 @@
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
@@ -238,15 +239,6 @@ BENCHMARK(BM_sgemm)->Arg(2048)->ArgName("n")->Unit(benchmark::kMillisecond)->Use
 
 namespace {
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + "\"";
-}
-
 // A line of /proc/self/status ("VmRSS", "VmHWM" = peak RSS), in bytes.
 double status_bytes(const std::string& field) {
     std::ifstream in("/proc/self/status");
@@ -337,11 +329,11 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
         const blas::KernelReport k = blas::kernel_report();
         const char* env = std::getenv("OPENBLAS_CORETYPE");
-        fmt::print(
-            "{{\"corename\": {}, \"source\": {}, \"config\": {}, \"warning\": {}, \"OPENBLAS_CORETYPE\": {}, "
-            "\"threads\": {}}}\n",
-            json_string(k.corename), json_string(k.source), json_string(k.config), json_string(k.warning),
-            json_string(env != nullptr ? env : ""), threads);
+        const nlohmann::ordered_json report = {{"corename", k.corename}, {"source", k.source},
+                                               {"config", k.config},     {"warning", k.warning},
+                                               {"OPENBLAS_CORETYPE", env != nullptr ? env : ""},
+                                               {"threads", threads}};
+        fmt::print("{}\n", report.dump());
         return 0;
     }
     if (argc >= 6 && std::strcmp(argv[1], "--memory") == 0) return memory_run(argv, argc);

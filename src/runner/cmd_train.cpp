@@ -161,7 +161,7 @@ void add_train_command(CLI::App& app, Action& action) {
     cmd->footer(
         "Example:\n"
         "  ./headwise train --save model.safetensors --log loss.csv\n"
-        "  python3 scripts/check-induction model.safetensors   # an independent PyTorch check\n");
+        "  scripts/check-induction model.safetensors   # an independent PyTorch check\n");
     cmd->add_option("--vocab", a->vocab, "tokens in the vocabulary (V, >= 2)")->capture_default_str();
     cmd->add_option("--context", a->context, "tokens per sequence (N, >= 8)")->capture_default_str();
     cmd->add_option("--d-model", a->d_model, "width of the residual stream (d)")->capture_default_str();

@@ -4,6 +4,7 @@
 #include "headwise/model/safetensors.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 
@@ -11,31 +12,17 @@ namespace headwise::train {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) {
-        if (ch == '"' || ch == '\\') out += '\\';
-        out += ch;
-    }
-    return out + "\"";
-}
-
+// The safetensors header: its metadata, then each tensor's dtype, shape and byte range in the data.
 std::string header(const Params& params, const std::map<std::string, std::string>& metadata) {
-    std::string h = "{\"__metadata__\":{";
-    bool first = true;
-    for (const auto& [key, value] : metadata) {
-        h += fmt::format("{}{}:{}", first ? "" : ",", json_string(key), json_string(value));
-        first = false;
-    }
-    h += "}";
+    nlohmann::json h;
+    h["__metadata__"] = metadata;
     for (const ParamInfo& p : params.layout.params) {
         const std::size_t begin = p.offset * sizeof(float), end = begin + p.count() * sizeof(float);
-        h += fmt::format(",{}:{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", json_string(p.name),
-                         fmt::join(p.shape, ","), begin, end);
+        h[p.name] = {{"dtype", "F32"}, {"shape", p.shape}, {"data_offsets", {begin, end}}};
     }
-    h += "}";
-    while (h.size() % 8 != 0) h += ' ';  // the data starts 8-byte aligned
-    return h;
+    std::string text = h.dump();
+    while (text.size() % 8 != 0) text += ' ';  // the data starts 8-byte aligned
+    return text;
 }
 
 std::size_t metadata_size(const safetensors::File& file, const std::string& key) {
