@@ -55,9 +55,13 @@ std::size_t worker_count() {
     return count;
 }
 
+namespace {
+thread_local bool inside_parallel_for = false;  // this thread runs a parallel_for's task
+}  // namespace
+
 void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t)>& task) {
     const std::size_t workers = std::min(worker_count(), count);
-    if (workers <= 1) {
+    if (workers <= 1 || inside_parallel_for) {
         for (std::size_t i = 0; i < count; ++i) task(i, 0);
         return;
     }
@@ -65,6 +69,7 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
     std::exception_ptr failure;
     std::mutex failure_mutex;
     auto work = [&](std::size_t worker) {
+        inside_parallel_for = true;
         try {
             for (std::size_t i = next++; i < count; i = next++) task(i, worker);
         } catch (...) {
@@ -72,6 +77,7 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
             if (!failure) failure = std::current_exception();
             next = count;  // the others stop at their next index
         }
+        inside_parallel_for = false;
     };
     {
         const SingleThreadedBlas single;

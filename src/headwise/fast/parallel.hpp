@@ -18,7 +18,8 @@ std::size_t worker_count();
 // Runs task(i, worker) for every i in [0, count), handing indices out in order to
 // worker_count() threads (the caller is one of them); `worker` in [0, worker_count()) names the
 // thread, so a task can keep per-thread scratch. The first exception thrown by a task stops the
-// hand-out and is rethrown here once every thread is done.
+// hand-out and is rethrown here once every thread is done. A parallel_for inside a task runs on
+// the task's own thread: the cores are taken already.
 void parallel_for(std::size_t count, const std::function<void(std::size_t index, std::size_t worker)>& task);
 
 // y (rows, out) = x (rows, in) . w^T + b, w stored (out, in) row-major and b optional: one BLAS

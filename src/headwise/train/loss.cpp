@@ -18,12 +18,17 @@ double cross_entropy(std::span<const float> logits, std::size_t V, std::span<con
             continue;
         }
         const float m = *std::max_element(z, z + V);  // softmax is shift-invariant: exp never overflows
+        float* g = dlogits.empty() ? nullptr : dlogits.data() + r * V;
         double sum = 0.0;
-        for (std::size_t j = 0; j < V; ++j) sum += std::exp(double(z[j] - m));
+        for (std::size_t j = 0; j < V; ++j) {
+            const float e = std::exp(z[j] - m);  // each exp once: kept in g for the gradient
+            sum += e;
+            if (g != nullptr) g[j] = e;
+        }
         total += std::log(sum) + m - z[targets[r]];
-        if (dlogits.empty()) continue;
-        float* g = dlogits.data() + r * V;
-        for (std::size_t j = 0; j < V; ++j) g[j] = float(std::exp(double(z[j] - m)) / sum / double(count));
+        if (g == nullptr) continue;
+        const float to_probability_over_count = float(1.0 / (sum * double(count)));
+        for (std::size_t j = 0; j < V; ++j) g[j] *= to_probability_over_count;
         g[targets[r]] -= 1.0f / float(count);
     }
     return count ? total / double(count) : 0.0;

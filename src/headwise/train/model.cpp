@@ -174,7 +174,8 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     acts.batch = B;
     acts.seq = N;
     acts.layers.resize(c.layers);
-    std::vector<float> x(M * d);  // (B, N, d) the residual stream
+    std::vector<float>& x = acts.x_final;  // (B, N, d) the residual stream
+    x.resize(M * d);
     for (std::size_t r = 0; r < M; ++r) {
         const std::int32_t t = tokens[r];
         if (t < 0 || std::size_t(t) >= V)
@@ -185,7 +186,10 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     }
     AttentionOptions causal;
     causal.causal = true;
-    std::vector<float> qkv(M * 3 * d), out(M * d);
+    std::vector<float>& qkv = acts.scratch.qkv;
+    std::vector<float>& out = acts.scratch.out;
+    qkv.resize(M * 3 * d);
+    out.resize(M * d);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const LayerOffsets& o = params.layout.layers[l];
         LayerCache& lc = acts.layers[l];
@@ -210,7 +214,6 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
         linear(lc.z.data(), M, d, params.at(o.out_proj), d, out.data());
         for (std::size_t i = 0; i < M * d; ++i) x[i] += out[i];
     }
-    acts.x_final = x;
     acts.xhat_f.resize(M * d);
     acts.rstd_f.resize(M);
     acts.y_f.resize(M * d);
@@ -226,14 +229,21 @@ void backward(const Params& params, std::span<const std::int32_t> tokens, Activa
     const std::size_t d = c.d_model, H = c.heads, dh = c.d_head(), V = c.vocab;
     const std::size_t B = acts.batch, N = acts.seq, M = B * N;
     const Layout& L = params.layout;
-    std::vector<float> dy(M * d), dx(M * d, 0.0f);  // dx: the residual stream's gradient
+    Activations::Scratch& s = acts.scratch;
+    std::vector<float>& dy = s.dy;
+    std::vector<float>& dx = s.dx;  // the residual stream's gradient
+    dy.resize(M * d);
+    dx.assign(M * d, 0.0f);
     linear_backward(acts.y_f.data(), M, d, params.at(L.unembed), V, dlogits.data(), dy.data(), grads.at(L.unembed));
     layer_norm_backward(dy.data(), acts.xhat_f.data(), acts.rstd_f.data(), M, d, params.at(L.ln_f_weight),
                         grads.at(L.ln_f_weight), grads.at(L.ln_f_bias), dx.data());
     AttentionOptions causal;
     causal.causal = true;
-    std::vector<float> dz(M * d), dqkv(M * 3 * d);
-    Tensor4 d_attn;
+    std::vector<float>& dz = s.dz;
+    std::vector<float>& dqkv = s.dqkv;
+    Tensor4& d_attn = s.d_attn;
+    dz.resize(M * d);
+    dqkv.resize(M * 3 * d);
     for (std::size_t l = c.layers; l-- > 0;) {
         const LayerOffsets& o = L.layers[l];
         LayerCache& lc = acts.layers[l];

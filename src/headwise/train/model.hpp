@@ -91,6 +91,13 @@ struct Activations {
     std::vector<LayerCache> layers;
     std::vector<float> x_final, xhat_f, rstd_f, y_f;  // (B, N, d), (B, N, d), (B, N), (B, N, d)
     std::vector<float> logits;                        // (B, N, V)
+    // Buffers a step uses and forgets, kept from step to step: a training step reuses them
+    // instead of asking the allocator for megabytes (and the kernel for fresh pages) each time.
+    struct Scratch {
+        std::vector<float> qkv, out;          // forward: (B, N, 3d), (B, N, d)
+        std::vector<float> dy, dx, dz, dqkv;  // backward: (B, N, d) x 3, (B, N, 3d)
+        Tensor4 d_attn;                       // (B, H, N, d_head)
+    } scratch;
 };
 
 struct ForwardOptions {

@@ -1,8 +1,11 @@
 // headwise/train/trainer.hpp -- the training loop `headwise train` and lesson 11 share.
 //
 // Each step draws a fresh batch of repeated sequences (data.hpp), runs the model forward, takes
-// cross-entropy on every next token, runs it backward and takes one AdamW step. Everything is
-// seeded: the same seed and thread count give the same run, bit for bit.
+// cross-entropy on every next token, runs it backward and takes one AdamW step. With several
+// threads the batch is shared out (data parallel): each thread runs forward and backward on its
+// own sequences, single-threaded, and the shares' gradients are summed, weighted by their size:
+// the model is too small for its products to be worth splitting. Everything is seeded: the same
+// seed and thread count give the same run, bit for bit.
 #pragma once
 
 #include "headwise/base/random.hpp"
@@ -39,6 +42,16 @@ private:
     AdamW adamw_;
     Activations acts_;
     std::vector<float> dlogits_;
+    // One share of each batch per thread, kept from step to step (none on one thread).
+    struct Shard {
+        Batch batch;
+        Activations acts;
+        std::vector<float> dlogits;
+        Params grads;
+        double loss = 0.0;
+    };
+    std::vector<Shard> shards_;
+    double sharded_loss_and_grads(const Batch& batch);
 };
 
 // The loss and gradients of one batch (no update): what the gradient tests compare with PyTorch.
