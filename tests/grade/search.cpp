@@ -106,8 +106,9 @@ void observe(std::string_view what, char status, const std::function<std::string
         s.off = true;
         return;
     }
-    // The probe: the solution's run, marking the sites it reaches.
-    std::fill(s.reached.begin(), s.reached.end(), 0);
+    // The probe: the solution's run, marking the sites it reaches. The marks are kept from check
+    // to check: a grader that caches a run per selector (one run serving several checks) reaches
+    // its sites only in the check that made the run, and a site once reached is run for real.
     headwise_mutant = -1;
     const bool solution_same = same();
     headwise_mutant = 0;

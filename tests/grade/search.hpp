@@ -10,7 +10,7 @@
 //   - each candidate is then run on this very check (in-process, no compile) and kept only when
 //     it gives the learner's result within the check's tolerance: passing where they pass, the
 //     same values where they fail, the same exception where they throw. A variant whose edited
-//     site this check never reaches (the probe: the solution run with the selector at -1 marks
+//     site no check so far has reached (the probe: the solution run with the selector at -1 marks
 //     every site it passes) behaves exactly like the solution here, so the probe's run is its run.
 // At the end (finish), a candidate that survived every check of a run that failed somewhere is the
 // learner's edit, confirmed: "your code behaves exactly like the solution with `...` in place of
