@@ -86,7 +86,8 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         const std::string parts = milestones(*r);
         out += fmt::format("{}{:>6}  {}{}\n", head, fmt::format("{}/{}", r->passed, r->total),
                            r->all_passed() ? "passed" : "not passed yet", parts.empty() ? "" : " -- " + parts);
-        int budget = verbose_detail_lines;
+        // A confirmed edit is the diagnosis: half the numbers under it are enough.
+        int budget = r->edit.empty() ? verbose_detail_lines : verbose_detail_lines / 2;
         std::set<std::string> printed;
         std::size_t held_back = 0;
         std::set<std::string> causes;
