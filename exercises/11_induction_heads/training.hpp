@@ -9,6 +9,8 @@
 
 #include "exercise.hpp"
 
+#include "headwise/train/adamw.hpp"
+
 #include <xtensor/xtensor.hpp>
 
 #include <cstdint>
@@ -22,15 +24,12 @@ using Targets = xt::xtensor<std::int32_t, 2>;
 // The mean over the counted positions (b, n) of  -log softmax(logits(b, n, :))[targets(b, n)],
 // for logits (B, N, V). Must stay finite for logits like 1e4. When `dlogits` is not null it
 // receives d loss / d logits (B, N, V): (softmax - one-hot of the target) / count at a counted
-// position, 0 at one that is not.
+// position, 0 at one that is not. With no position counted the loss is 0 and dlogits all 0.
 float cross_entropy(const Tensor3& logits, const Targets& targets, Tensor3* dlogits = nullptr);
 
-struct AdamWOptions {
-    float lr = 1e-3f;
-    float beta1 = 0.9f, beta2 = 0.999f;
-    float eps = 1e-8f;
-    float weight_decay = 0.01f;
-};
+// lr (1e-3), beta1 (0.9), beta2 (0.999), eps (1e-8), weight_decay (0.01): the library's options,
+// the ones `headwise train` uses (headwise/train/adamw.hpp).
+using AdamWOptions = train::AdamWOptions;
 
 // What AdamW remembers between steps.
 struct AdamWState {

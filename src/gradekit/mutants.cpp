@@ -192,12 +192,16 @@ private:
     // A declaration (`const std::size_t a = x, b = y;`, `Tensor4 out = ...;`, `std::vector<float> w(n);`):
     // its names are variables to the end of the enclosing block, its initializers regions.
     bool declaration(std::size_t p, std::size_t semi) {
-        const std::size_t stop = until(p, semi, {"=", "(", "{", ","});
+        const std::size_t stop = declarator_stop(p, semi);
         if (stop <= p + 1 || stop >= semi + 1 || t_[stop - 1].kind != Tok::ident) return false;
         bool typed = false;
+        int angle = 0;  // inside a template's arguments (std::array<std::size_t, 4>) sizes and commas are types
         for (std::size_t q = p; q + 1 < stop; ++q) {
             const std::string& s = t_[q].text;
-            if (t_[q].kind != Tok::ident && s != "::" && s != "<" && s != ">" && s != "&" && s != "*") return false;
+            angle += s == "<" ? 1 : s == ">" ? -1 : 0;
+            const bool argument = angle > 0 && (t_[q].kind == Tok::number || s == ",");
+            if (t_[q].kind != Tok::ident && s != "::" && s != "<" && s != ">" && s != "&" && s != "*" && !argument)
+                return false;
             typed = typed || t_[q].kind == Tok::ident;
         }
         if (!typed || t_[stop - 2].text == "::" || t_[stop - 2].text == "(") return false;
@@ -216,6 +220,19 @@ private:
             q = comma + 1;
         }
         return true;
+    }
+
+    // The first `=`, `(`, `{` or `,` at depth 0 from `p` on, a template's <...> skipped (or `semi`).
+    std::size_t declarator_stop(std::size_t p, std::size_t semi) const {
+        int angle = 0;
+        while (p < semi) {
+            const std::string& s = t_[p].text;
+            if (s == "<") ++angle;
+            if (s == ">" && angle > 0) --angle;
+            if (angle == 0 && (s == "=" || s == "(" || s == "{" || s == ",")) return p;
+            p = t_[p].kind == Tok::punct && (s == "(" || s == "[" || s == "{") ? close(p) : p + 1;
+        }
+        return semi;
     }
 
     // Where the block holding token `p` ends (brace depth 0 relative to it).
@@ -344,6 +361,13 @@ private:
 
     void identifier(std::size_t k) {
         const std::string& s = t_[k].text;
+        if (k >= 2 && (t_[k - 1].text == "." || t_[k - 1].text == "->") && t_[k - 2].kind == Tok::ident) {
+            member(k);
+            return;
+        }
+        // The size of the other floating type: sizeof(double) for sizeof(float).
+        if ((s == "float" || s == "double") && k >= 2 && t_[k - 1].text == "(" && t_[k - 2].text == "sizeof")
+            add(k, s == "float" ? "double" : "float", "float for double");
         if (s == "max" || s == "min") {
             if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
             return;
@@ -371,6 +395,25 @@ private:
             add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
             add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
         }
+        if (argument && v->loop) {
+            // A fixed index where the loop's was meant: scores(b, 0, 0) for scores(b, i, 0).
+            add(k, "0", "index replaced by 0");
+            // Two indices swapped at once: out(b, c, i) for out(b, i, c).
+            const Var* next = k + 2 < t_.size() && t_[k + 1].text == "," ? var_at(k + 2) : nullptr;
+            if (next != nullptr && next->loop && next->name != s &&
+                (t_[k + 3].text == "," || t_[k + 3].text == ")" || t_[k + 3].text == "]"))
+                add(k, k + 3, next->name + ", " + s, "indices swapped");
+        }
+    }
+
+    // Another member of the same object: cache.k for cache.v, p.q for p.k (those the block uses).
+    void member(std::size_t k) {
+        std::set<std::string> others;
+        for (std::size_t q = 2; q < t_.size(); ++q)
+            if (t_[q].kind == Tok::ident && t_[q - 1].text == t_[k - 1].text && t_[q - 2].text == t_[k - 2].text)
+                others.insert(t_[q].text);
+        for (const std::string& other : others)
+            if (other != t_[k].text) add(k, other, "member swap");
     }
 
     void number(std::size_t k) {
@@ -416,10 +459,93 @@ private:
             static const std::map<std::string, std::string> flip = {{"+", "-"}, {"-", "+"}, {"*", "/"}, {"/", "*"}};
             add(k, flip.at(s), s + " for " + flip.at(s));
             if (s == "-" || s == "/") swap_operands(k);
+            drop_operand(k);
         }
+        // Integer division and remainder mixed up (h % group for h / group), on sizes only.
+        if (binary && (s == "/" || s == "%") && integer_operand(k - 1))
+            add(k, s == "/" ? "%" : "/", s + " for " + (s == "/" ? "%" : "/"));
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
         if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
+    }
+
+    bool integer_operand(std::size_t k) const {
+        const Var* v = t_[k].kind == Tok::ident ? var_at(k) : nullptr;
+        return v != nullptr && (v->type == "std::size_t" || v->type == "int");
+    }
+
+    // Where the operand starting at token `k` ends: a (qualified) name with its calls and
+    // subscripts, a number, or a parenthesised expression; 0 when it is none of these.
+    std::size_t operand_end(std::size_t k) const {
+        std::size_t q = k;
+        if (q < f_.last && t_[q].text == "(") return close_in_region(q);
+        if (q >= f_.last || (t_[q].kind != Tok::ident && t_[q].kind != Tok::number)) return 0;
+        for (++q; q < f_.last;) {
+            const std::string& s = t_[q].text;
+            if (s == "(" || s == "[") {
+                q = close_in_region(q);
+            } else if ((s == "::" || s == "." || s == "->") && q + 1 < f_.last && t_[q + 1].kind == Tok::ident) {
+                q += 2;
+            } else {
+                break;
+            }
+        }
+        return q;
+    }
+
+    std::size_t close_in_region(std::size_t q) const {
+        int depth = 0;
+        for (; q < f_.last; ++q) {
+            if (t_[q].text == "(" || t_[q].text == "[") ++depth;
+            if ((t_[q].text == ")" || t_[q].text == "]") && --depth == 0) return q + 1;
+        }
+        return f_.last;
+    }
+
+    // A factor or a term forgotten: `dot` for `dot * scale`, `std::exp(w[j])` for `std::exp(w[j] - m)`.
+    // A term goes only where nothing binds tighter after it (a - b * c keeps its b).
+    void drop_operand(std::size_t k) {
+        const std::size_t end = operand_end(k + 1);
+        if (end == 0 || end > f_.last) return;
+        const std::string& s = t_[k].text;
+        const bool factor = s == "*" || s == "/";
+        if (!factor && end < f_.last && (t_[end].text == "*" || t_[end].text == "/" || t_[end].text == "%")) return;
+        out_.push_back({t_[k - 1].end, t_[end - 1].end, "", factor ? "a factor dropped" : "a term dropped"});
+        // The factor before: `(dp(j) - d)` for `p(j) * (dp(j) - d)`.
+        if (s != "*") return;
+        const std::size_t begin = operand_begin(k - 1);
+        if (begin == npos) return;
+        const std::string& before = begin > f_.first ? t_[begin - 1].text : std::string();
+        if (before == "/" || before == "-" || before == "." || before == "->" || before == "::") return;
+        out_.push_back({t_[begin].begin, t_[k + 1].begin, "", "a factor dropped"});
+    }
+
+    static constexpr std::size_t npos = std::string::npos;
+
+    // Where the operand ending at token `last` starts (operand_end's mirror); npos when it is none.
+    std::size_t operand_begin(std::size_t last) const {
+        std::size_t q = last;
+        for (;;) {
+            if (t_[q].text == ")" || t_[q].text == "]") {
+                int depth = 0;
+                for (;; --q) {
+                    if (t_[q].text == ")" || t_[q].text == "]") ++depth;
+                    if ((t_[q].text == "(" || t_[q].text == "[") && --depth == 0) break;
+                    if (q == f_.first) return npos;
+                }
+                if (q == f_.first || (t_[q - 1].kind != Tok::ident && t_[q - 1].text != ")" && t_[q - 1].text != "]"))
+                    return q;  // a parenthesised expression
+                --q;
+                continue;
+            }
+            if (t_[q].kind != Tok::ident && t_[q].kind != Tok::number) return npos;
+            if (q >= f_.first + 2 && t_[q].kind == Tok::ident &&
+                (t_[q - 1].text == "::" || t_[q - 1].text == "." || t_[q - 1].text == "->")) {
+                q -= 2;
+                continue;
+            }
+            return q;
+        }
     }
 
     // a - b -> b - a, where both are one operand (a name with its calls and subscripts, a number).

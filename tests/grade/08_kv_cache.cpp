@@ -66,9 +66,14 @@ decoding::Project counting_projection(const GroupedQueryAttention& m, const std:
     };
 }
 
+// An empty cache as a server hands one over: length 0, its slots still holding what an earlier
+// sequence left there. Nothing in them is 0 to rely on: a `+=` into the cache, or a read past
+// `length`, changes the result.
 decoding::Cache empty_cache(std::size_t batch, std::size_t kv_heads, std::size_t capacity, std::size_t d_head) {
+    Random rng(2024);
     const std::array<std::size_t, 4> shape{batch, kv_heads, capacity, d_head};
-    return {xt::zeros<float>(shape), xt::zeros<float>(shape), 0};
+    Tensor4 k = rng.normal<4>(shape), v = rng.normal<4>(shape);
+    return {std::move(k), std::move(v), 0};
 }
 
 // What a run of decode_step leaves behind.
@@ -246,9 +251,9 @@ TEST_CASE("decode_step: 40 steps match the library's KV cache, H = 8 with H_kv i
 TEST_CASE("decode_step: the cache holds every token's k and v at its own position", "[ex08]") {
     const Problem p{2, 4, 2, 4, 6, 8};
     const Setup s(p);
-    const std::size_t capacity = 9;  // room to spare: positions 6..8 must stay untouched (zeros)
-    Tensor4 expected_k = xt::zeros<float>(std::array<std::size_t, 4>{p.batch, p.kv_heads, capacity, p.d_head});
-    Tensor4 expected_v = expected_k;
+    const std::size_t capacity = 9;  // room to spare: positions 6..8 must stay untouched (as handed over)
+    const decoding::Cache handed_over = empty_cache(p.batch, p.kv_heads, capacity, p.d_head);
+    Tensor4 expected_k = handed_over.k, expected_v = handed_over.v;
     xt::view(expected_k, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_k(s.x);
     xt::view(expected_v, xt::all(), xt::all(), xt::range(0, p.steps), xt::all()) = s.m.project_v(s.x);
     grade::expect<Ex08>(

@@ -34,13 +34,16 @@ Tensor3 random_logits(const Case& c, std::uint64_t seed) {
     return rng.normal<3>({c.batch, c.n, c.vocab}, c.scale);
 }
 
-// Random targets, -1 (not counted) at each sequence's last position as in training.
+// Random targets, -1 (not counted) at each sequence's last position as in training, and at about
+// one other position in four: the sequences count different numbers of positions.
 ex11::Targets random_targets(const Case& c, std::uint64_t seed) {
     Random rng(seed);
     ex11::Targets t = ex11::Targets::from_shape({c.batch, c.n});
     for (std::size_t b = 0; b < c.batch; ++b)
-        for (std::size_t i = 0; i < c.n; ++i)
-            t(b, i) = (i + 1 == c.n && c.n > 1) ? -1 : std::int32_t(rng.next_u64() % c.vocab);
+        for (std::size_t i = 0; i < c.n; ++i) {
+            const bool skipped = (i + 1 == c.n && c.n > 1) || rng.next_u64() % 4 == 0;
+            t(b, i) = skipped ? -1 : std::int32_t(rng.next_u64() % c.vocab);
+        }
     return t;
 }
 
@@ -55,11 +58,18 @@ float oracle(const Tensor3& logits, const ex11::Targets& targets, Tensor3* dlogi
 }
 
 std::string describe(const Tensor3& logits, const Case& c) {
-    return fmt::format("logits {} (scale {:g}), targets ({}, {}) with -1 at the last position", grade::shape_of(logits),
-                       double(c.scale), c.batch, c.n);
+    return fmt::format("logits {} (scale {:g}), targets ({}, {}) with -1 at the last position and a few others",
+                       grade::shape_of(logits), double(c.scale), c.batch, c.n);
 }
 
 Tensor1 scalar(float v) { return Tensor1{v}; }
+
+// The learner's d loss / d logits for these logits and targets.
+Tensor3 dlogits_of(const Ex11& ex, const Tensor3& logits, const ex11::Targets& targets) {
+    Tensor3 d;
+    ex.cross_entropy(logits, targets, &d);
+    return d;
+}
 
 }  // namespace
 
@@ -78,12 +88,37 @@ TEST_CASE("cross_entropy: a hand-worked row, softmax (1/4, 1/2, 1/4), and a row 
          .dims = "B, N, V",
          .tol = {1e-6, 1e-6},
          .exp_of_finite_inputs = true},
-        [&](const Ex11& ex) {
-            Tensor3 d;
-            ex.cross_entropy(logits, targets, &d);
-            return d;
-        },
-        expected);
+        [&](const Ex11& ex) { return dlogits_of(ex, logits, targets); }, expected);
+}
+
+TEST_CASE("cross_entropy: no position counted gives loss 0 and no gradient", "[ex11][part1]") {
+    const Tensor3 logits = {{{1.0f, 2.0f, -1.0f}, {0.5f, 0.0f, 3.0f}}};  // (1, 2, 3)
+    const ex11::Targets none = {{-1, -1}};                               // (1, 2)
+    grade::expect<Ex11>(
+        {.what = "cross_entropy(logits (1, 2, 3), targets {-1, -1}): loss", .dims = "loss", .tol = {0.0, 0.0}},
+        [&](const Ex11& ex) { return scalar(ex.cross_entropy(logits, none, nullptr)); }, scalar(0.0f));
+    grade::expect<Ex11>(
+        {.what = "cross_entropy(logits (1, 2, 3), targets {-1, -1}), dlogits", .dims = "B, N, V", .tol = {0.0, 0.0}},
+        [&](const Ex11& ex) { return dlogits_of(ex, logits, none); }, Tensor3(xt::zeros<float>({1, 2, 3})));
+}
+
+TEST_CASE("cross_entropy: rows whose largest logit, 1e4, comes last or first stay finite", "[ex11][part1]") {
+    // Each row's maximum must be the whole row's: exp(1e4 - m) overflows for any m short of it.
+    const Tensor3 logits = {{{-1e4f, 0.0f, 1e4f}, {1e4f, 0.0f, -1e4f}}};  // (1, 2, 3)
+    const ex11::Targets targets = {{1, 1}};                               // (1, 2): loss 1e4 on each row
+    grade::expect<Ex11>(
+        {.what = "cross_entropy(logits (1, 2, 3) with 1e4 last in row 0 and first in row 1, targets {1, 1}): loss",
+         .dims = "loss",
+         .tol = {1e-6, 1e-6},
+         .exp_of_finite_inputs = true},
+        [&](const Ex11& ex) { return scalar(ex.cross_entropy(logits, targets, nullptr)); }, scalar(1e4f));
+    const Tensor3 expected = {{{0.0f, -0.5f, 0.5f}, {0.5f, -0.5f, 0.0f}}};  // (softmax - one-hot) / 2
+    grade::expect<Ex11>(
+        {.what = "cross_entropy(logits (1, 2, 3) with 1e4 last in row 0 and first in row 1, targets {1, 1}), dlogits",
+         .dims = "B, N, V",
+         .tol = {1e-6, 1e-6},
+         .exp_of_finite_inputs = true},
+        [&](const Ex11& ex) { return dlogits_of(ex, logits, targets); }, expected);
 }
 
 TEST_CASE("cross_entropy: the loss matches the library for many shapes, logits like 1e4 included", "[ex11][part1]") {
@@ -111,12 +146,7 @@ TEST_CASE("cross_entropy: dlogits = (softmax - one-hot) / count matches the libr
              .dims = "B, N, V",
              .tol = {1e-6, 1e-5},
              .exp_of_finite_inputs = true},
-            [&](const Ex11& ex) {
-                Tensor3 d;
-                ex.cross_entropy(logits, targets, &d);
-                return d;
-            },
-            expected);
+            [&](const Ex11& ex) { return dlogits_of(ex, logits, targets); }, expected);
     }
 }
 
@@ -157,7 +187,7 @@ Tensor2 subject_run(const Ex11& ex, const Run& r) {
 }
 
 Tensor2 oracle_run(const Run& r) {
-    train::AdamWOptions o{r.options.lr, r.options.beta1, r.options.beta2, r.options.eps, r.options.weight_decay};
+    const train::AdamWOptions& o = r.options;
     train::AdamW opt(r.params, o);
     Tensor1 m = Tensor1::from_shape({r.params}), v = Tensor1::from_shape({r.params});
     // The library keeps its moments to itself: m and v are recomputed here from the gradients.
@@ -203,7 +233,10 @@ TEST_CASE("adamw_step: the first step moves each parameter by lr against its gra
 
 TEST_CASE("adamw_step: five steps match the library's AdamW, params then m and v", "[ex11][part2]") {
     const std::vector<Run> runs = {
-        {9, {}, 5}, {5, {0.05f, 0.8f, 0.99f, 1e-6f, 0.1f}, 5}, {3, {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f}, 5}};
+        {9, {}, 5},
+        {5, {0.05f, 0.8f, 0.99f, 1e-6f, 0.1f}, 5},
+        {3, {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f}, 5},
+        {4, {0.1f, 0.9f, 0.999f, 0.5f, 0.01f}, 5}};  // an eps large enough to count
     for (const Run& r : runs) {
         grade::expect<Ex11>(
             {.what = fmt::format(
