@@ -14,8 +14,11 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -26,16 +29,13 @@ namespace {
 
 // Token t's dot product of head 0: q (1, 1, N, d) row m with k row n.
 double dot(const Tensor4& q, std::size_t m, const Tensor4& k, std::size_t n) {
-    double s = 0.0;
-    for (std::size_t c = 0; c < q.shape()[3]; ++c) s += double(q(0, 0, m, c)) * double(k(0, 0, n, c));
-    return s;
+    return xt::sum(xt::cast<double>(xt::view(q, 0, 0, m)) * xt::cast<double>(xt::view(k, 0, 0, n)))();
 }
 
 // One (1, 1, 1, d) vector repeated at N positions: (1, 1, N, d).
 Tensor4 repeated(const Tensor4& one, std::size_t n) {
-    Tensor4 x = Tensor4::from_shape({1, 1, n, one.shape()[3]});
-    for (std::size_t t = 0; t < n; ++t) xt::view(x, 0, 0, t) = xt::view(one, 0, 0, 0);
-    return x;
+    return xt::broadcast(xt::view(one, xt::range(0, 1), xt::range(0, 1), xt::range(0, 1), xt::all()),
+                         std::array<std::size_t, 4>{1, 1, n, one.shape()[3]});
 }
 
 }  // namespace

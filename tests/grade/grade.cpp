@@ -272,26 +272,27 @@ std::size_t differing_with_bits(const Failing& f, std::uint32_t bits) {
     return n;
 }
 
+// "n of them hold <the float with these bits>, <why>": values a grade build wrote itself, or nothing.
+Clause fill_bits(const Failing& f, std::uint32_t bits, std::string_view why) {
+    const std::size_t n = differing_with_bits(f, bits);
+    if (n == 0) return std::nullopt;
+    return fmt::format("{} of them hold {:.6g}, {}", n, std::bit_cast<float>(bits), why);
+}
+
 // Values with the bits grade builds fill fresh memory with: never written.
 Clause fill_pattern(const Failing& f) {
-    const std::size_t unwritten = differing_with_bits(f, 0xbebebebeu);
-    if (unwritten == 0) return std::nullopt;
-    return fmt::format(
-        "{} of them hold {:.6g}, the pattern grade builds fill fresh memory with: elements read or returned before "
-        "they were ever written (uninitialised; from_shape does not fill)",
-        unwritten, std::bit_cast<float>(0xbebebebeu));
+    return fill_bits(f, 0xbebebebeu,
+                     "the pattern grade builds fill fresh memory with: elements read or returned before they were "
+                     "ever written (uninitialised; from_shape does not fill)");
 }
 
 // Values with the bits -ftrivial-auto-var-init=pattern gives every local of a grade build
 // (0xfe bytes, -1.69e38 as a float): a local variable read before it was ever set. A value added
 // to it is lost in its rounding, so the bits survive an accumulation.
 Clause local_fill_pattern(const Failing& f) {
-    const std::size_t unset = differing_with_bits(f, 0xfefefefeu);
-    if (unset == 0) return std::nullopt;
-    return fmt::format(
-        "{} of them hold {:.6g}, the pattern grade builds fill every local variable with: a local read before it "
-        "was ever set (a missing \"= 0\"?)",
-        unset, std::bit_cast<float>(0xfefefefeu));
+    return fill_bits(f, 0xfefefefeu,
+                     "the pattern grade builds fill every local variable with: a local read before it was ever set "
+                     "(a missing \"= 0\"?)");
 }
 
 constexpr std::string_view non_finite_where_finite = "where the expected value is finite";
