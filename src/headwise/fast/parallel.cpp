@@ -56,12 +56,15 @@ std::size_t worker_count() {
 }
 
 namespace {
-thread_local bool inside_parallel_for = false;  // this thread runs a parallel_for's task
+thread_local int serial_scopes = 0;  // SerialHere objects alive on this thread
 }  // namespace
+
+SerialHere::SerialHere() { ++serial_scopes; }
+SerialHere::~SerialHere() { --serial_scopes; }
 
 void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t)>& task) {
     const std::size_t workers = std::min(worker_count(), count);
-    if (workers <= 1 || inside_parallel_for) {
+    if (workers <= 1 || serial_scopes > 0) {
         for (std::size_t i = 0; i < count; ++i) task(i, 0);
         return;
     }
@@ -69,7 +72,6 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
     std::exception_ptr failure;
     std::mutex failure_mutex;
     auto work = [&](std::size_t worker) {
-        inside_parallel_for = true;
         try {
             for (std::size_t i = next++; i < count; i = next++) task(i, worker);
         } catch (...) {
@@ -77,7 +79,6 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
             if (!failure) failure = std::current_exception();
             next = count;  // the others stop at their next index
         }
-        inside_parallel_for = false;
     };
     {
         const SingleThreadedBlas single;

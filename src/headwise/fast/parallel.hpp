@@ -18,9 +18,20 @@ std::size_t worker_count();
 // Runs task(i, worker) for every i in [0, count), handing indices out in order to
 // worker_count() threads (the caller is one of them); `worker` in [0, worker_count()) names the
 // thread, so a task can keep per-thread scratch. The first exception thrown by a task stops the
-// hand-out and is rethrown here once every thread is done. A parallel_for inside a task runs on
-// the task's own thread: the cores are taken already.
+// hand-out and is rethrown here once every thread is done.
 void parallel_for(std::size_t count, const std::function<void(std::size_t index, std::size_t worker)>& task);
+
+// While one is alive on a thread, every parallel_for called on that thread runs its tasks there,
+// one after the other: for a caller whose own tasks already keep every core busy (the trainer's
+// shares of a batch, each a whole forward and backward). Elsewhere a parallel_for inside a task
+// still starts threads: the attention backward's uneven tasks gain from it (measured: 10-15%).
+class SerialHere {
+public:
+    SerialHere();
+    ~SerialHere();
+    SerialHere(const SerialHere&) = delete;
+    SerialHere& operator=(const SerialHere&) = delete;
+};
 
 // y (rows, out) = x (rows, in) . w^T + b, w stored (out, in) row-major and b optional: one BLAS
 // call, or one per core on panels of rows when the product is big enough to be worth it.

@@ -57,6 +57,7 @@ double Trainer::sharded_loss_and_grads(const Batch& batch) {
                            batch.tokens.begin() + std::ptrdiff_t(last * N));
     }
     detail::parallel_for(S, [&](std::size_t s, std::size_t) {
+        const detail::SerialHere serial;  // every core runs a share already
         Shard& shard = shards_[s];
         shard.loss = loss_and_grads(params_, shard.batch, shard.grads, shard.acts, shard.dlogits);
     });
