@@ -1006,13 +1006,11 @@ std::string translate(std::string message) {
                     "computed as 0), not at this line's index",
                     index, axis);
             }
-            // One past the end is a loop that runs one too far, or over a longer axis (a j < N_k
-            // indexing an axis of N_q): both read so, and the line shows which.
-            const std::string how =
-                index == size
-                    ? "just past the last: a loop bound one too far (<= instead of <), or an index that runs over "
-                      "another, longer axis?"
-                    : fmt::format("{} past the last: an index or size meant for another axis?", index - size + 1);
+            // Only where it is: one past the end comes from a loop run one too far, a loop over a
+            // longer axis, a computed index (h % g for h / g)... the line below shows which, and a
+            // guess printed here would be wrong as often as right.
+            const std::string how = index == size ? std::string("one past the last")
+                                                  : fmt::format("{} past the last", index - size + 1);
             return fmt::format(
                 "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}), {}", index,
                 axis, size, size - 1, how);
@@ -1035,8 +1033,8 @@ std::string translate(std::string message) {
                 index < 0
                     ? fmt::format("{} before its start: a negative index (a row or offset computed wrong?)", -index)
                 : std::size_t(index) == size
-                    ? std::string("just past its end: a loop bound one too far (<= instead of <)?")
-                    : fmt::format("{} past its end: a row, head or offset out of range?", std::size_t(index) - size);
+                    ? std::string("one past its end")
+                    : fmt::format("{} past its end", std::size_t(index) - size);
             return fmt::format("{} (valid: 0 to {}; the index is {})", message, size - 1, how);
         }
     }
