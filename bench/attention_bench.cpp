@@ -329,8 +329,10 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
         const blas::KernelReport k = blas::kernel_report();
         const char* env = std::getenv("OPENBLAS_CORETYPE");
-        const nlohmann::ordered_json report = {{"corename", k.corename}, {"source", k.source},
-                                               {"config", k.config},     {"warning", k.warning},
+        const nlohmann::ordered_json report = {{"corename", k.corename},
+                                               {"source", k.source},
+                                               {"config", k.config},
+                                               {"warning", k.warning},
                                                {"OPENBLAS_CORETYPE", env != nullptr ? env : ""},
                                                {"threads", threads}};
         fmt::print("{}\n", report.dump());

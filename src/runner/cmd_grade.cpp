@@ -34,8 +34,8 @@ void print_row(const Exercise& e, int number, const std::optional<GradeReport>& 
 void point_at_hint(const Exercise& e, int number, const GradeReport& r) {
     const State state = load_state();
     const auto shown = state.hints_shown.find(e.id);
-    const auto keyed = hint_for_failure(load_hints(e), r,
-                                        shown == state.hints_shown.end() ? std::set<int>{} : shown->second);
+    const auto keyed =
+        hint_for_failure(load_hints(e), r, shown == state.hints_shown.end() ? std::set<int>{} : shown->second);
     if (keyed)
         fmt::print("  stuck? `./headwise hint {}` shows hint {}, about \"{}\"\n", number, keyed->number,
                    keyed->failing_test);

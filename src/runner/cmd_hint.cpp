@@ -51,7 +51,8 @@ int hint(const std::string& which, bool all) {
     if (!failing_test.empty())
         fmt::print("(your last grade failed \"{}\": hint {} is about that)\n", failing_test, one);
     for (int k = all ? 1 : one; k <= (all ? n : one); ++k) {
-        fmt::print("{:-^72}\n{}\n", fmt::format(" exercise {:02}, hint {} of {} ", lesson.number, k, n), hints[k - 1].text);
+        fmt::print("{:-^72}\n{}\n", fmt::format(" exercise {:02}, hint {} of {} ", lesson.number, k, n),
+                   hints[k - 1].text);
         revealed.insert(k);
     }
     save_state(state);

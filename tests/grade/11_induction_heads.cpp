@@ -232,11 +232,10 @@ TEST_CASE("adamw_step: the first step moves each parameter by lr against its gra
 }
 
 TEST_CASE("adamw_step: five steps match the library's AdamW, params then m and v", "[ex11][part2]") {
-    const std::vector<Run> runs = {
-        {9, {}, 5},
-        {5, {0.05f, 0.8f, 0.99f, 1e-6f, 0.1f}, 5},
-        {3, {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f}, 5},
-        {4, {0.1f, 0.9f, 0.999f, 0.5f, 0.01f}, 5}};  // an eps large enough to count
+    const std::vector<Run> runs = {{9, {}, 5},
+                                   {5, {0.05f, 0.8f, 0.99f, 1e-6f, 0.1f}, 5},
+                                   {3, {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f}, 5},
+                                   {4, {0.1f, 0.9f, 0.999f, 0.5f, 0.01f}, 5}};  // an eps large enough to count
     for (const Run& r : runs) {
         grade::expect<Ex11>(
             {.what = fmt::format(

@@ -1009,8 +1009,8 @@ std::string translate(std::string message) {
             // Only where it is: one past the end comes from a loop run one too far, a loop over a
             // longer axis, a computed index (h % g for h / g)... the line below shows which, and a
             // guess printed here would be wrong as often as right.
-            const std::string how = index == size ? std::string("one past the last")
-                                                  : fmt::format("{} past the last", index - size + 1);
+            const std::string how =
+                index == size ? std::string("one past the last") : fmt::format("{} past the last", index - size + 1);
             return fmt::format(
                 "an index is outside its tensor: index {} on axis {}, whose size is {} (valid: 0 to {}), {}", index,
                 axis, size, size - 1, how);
@@ -1032,9 +1032,8 @@ std::string translate(std::string message) {
             const std::string how =
                 index < 0
                     ? fmt::format("{} before its start: a negative index (a row or offset computed wrong?)", -index)
-                : std::size_t(index) == size
-                    ? std::string("one past its end")
-                    : fmt::format("{} past its end", std::size_t(index) - size);
+                : std::size_t(index) == size ? std::string("one past its end")
+                                             : fmt::format("{} past its end", std::size_t(index) - size);
             return fmt::format("{} (valid: 0 to {}; the index is {})", message, size - 1, how);
         }
     }
