@@ -205,7 +205,7 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
 // All the text a grade can print from: the graders, their shared code, the grade tool, the emulator.
 std::string grader_texts() {
     std::string all;
-    for (const fs::path dir : {source_dir / "tests/grade", source_dir / "src/gradekit", source_dir / "src/emulator"})
+    for (const fs::path& dir : {source_dir / "tests/grade", source_dir / "src/gradekit", source_dir / "src/emulator"})
         for (const auto& e : fs::directory_iterator(dir))
             if (e.path().extension() == ".cpp" || e.path().extension() == ".hpp") all += read(e.path());
     std::ranges::transform(all, all.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

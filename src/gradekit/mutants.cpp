@@ -91,6 +91,7 @@ public:
         std::vector<std::string> loops;
         bool loop_condition = false;  // a for's condition: its counter is not swapped (an endless loop)
         std::string type;             // a declarator's initializer: the declared type
+        std::string function;         // the function it is in
     };
     std::vector<Found> found;
     const std::vector<Var>& vars() const { return vars_; }
@@ -131,11 +132,12 @@ private:
     }
 
     void region(std::size_t first, std::size_t last, bool statement, bool droppable) {
-        if (first < last) found.push_back({first, last, statement, droppable, loops_, false, {}});
+        if (first < last) found.push_back({first, last, statement, droppable, loops_, false, {}, function_});
     }
 
     std::size_t statement(std::size_t p) {
         if (p >= t_.size()) return p;
+        if (const std::size_t end = function_definition(p); end != 0) return end;
         if (is(p, "{")) {
             const std::size_t end = close(p);
             std::size_t q = p + 1;
@@ -158,6 +160,34 @@ private:
         }
         if (!declaration(p, semi)) region(p, semi + 1, true, true);
         return semi + 1;
+    }
+
+    // A whole function defined inside a solution block (`Tensor3 linear(const Tensor3& x, ...) {`):
+    // its parameters are variables of its body, its regions are "in linear". The token after its
+    // body, or 0 when `p` starts no function definition.
+    std::size_t function_definition(std::size_t p) {
+        std::size_t q = p;
+        while (q < t_.size() && (t_[q].kind == Tok::ident || t_[q].text == "::" || t_[q].text == "<" ||
+                                 t_[q].text == ">" || t_[q].text == "&" || t_[q].text == "*"))
+            ++q;
+        if (q < p + 2 || !is(q, "(") || t_[q - 1].kind != Tok::ident) return 0;
+        const std::size_t body = close(q);
+        if (!is(body, "{")) return 0;
+        const std::size_t end = close(body);
+        const std::string outer = function_;
+        function_ = t_[q - 1].text;
+        std::size_t first = q + 1;
+        for (std::size_t r = q + 1; r < body; ++r) {  // each parameter: its type, then its name
+            if (t_[r].text != "," && r + 1 != body) continue;
+            const std::size_t last = r + 1 == body ? r : r;  // the ',' or the ')'
+            if (last > first + 1 && t_[last - 1].kind == Tok::ident)
+                vars_.push_back({t_[last - 1].text, type_of(first, last - 1), body, end, false});
+            first = r + 1;
+        }
+        std::size_t s = body + 1;
+        while (s < end - 1) s = statement(s);
+        function_ = outer;
+        return end;
     }
 
     std::size_t for_statement(std::size_t p) {
@@ -623,7 +653,7 @@ Mutants generate_mutants(const std::string& solution) {
         parser.run();
         for (const auto& f : parser.found) {
             // The loops around the region, innermost first: "the loop over c".
-            std::string context = "in " + parser.function();
+            std::string context = "in " + f.function;
             for (auto l = f.loops.rbegin(); l != f.loops.rend(); ++l)
                 if (!l->empty()) {
                     context += ", the loop over " + *l;

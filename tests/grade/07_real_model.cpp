@@ -360,6 +360,8 @@ TEST_CASE("previous_token_score: hand-worked matrices", "[ex07]") {
     expect_score(w, 3, (0.5 + 0.25) / 2.0, "(4, 4) with 3 real tokens");
     // Two real tokens: one query with a predecessor, the smallest n that has a score.
     expect_score(w, 2, 0.5, "(4, 4) with 2 real tokens");
+    // One real token has no predecessor: no score, 0 by the header's rule.
+    expect_score(w, 1, 0.0, "(4, 4) with 1 real token");
 }
 
 TEST_CASE("previous_token_score: transformers' layer 0 attention of all-MiniLM-L6-v2, every head", "[ex07]") {
