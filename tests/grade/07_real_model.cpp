@@ -288,31 +288,36 @@ TEST_CASE("encoder_layer: one sentence alone, no padding (its first 4 tokens)", 
     expect_layer(w, x, padding, expected, expected_weights, "BertLayer d32 h4, 4 tokens");
 }
 
-TEST_CASE("encoder_layer: LayerNorm's epsilon is w.eps (a layer with eps = 0.5, on the padded batch)", "[ex07]") {
-    // BERT's eps is 1e-12, too small to change a float: a large one shows whether the layer uses
-    // it, inside the square root, as (v - mean) / sqrt(variance + eps). Oracle: the library's layer.
+namespace {
+
+// The small layer `w` (changed by a test) on the fixture's padded batch, against the library's
+// layer with the same weights.
+void expect_as_library_on_padded_batch(const ex07::LayerWeights& w, const std::string& label) {
     const fs::path dir = fixtures / "layer_d32_h4";
-    ex07::LayerWeights w = small_layer();
-    w.eps = 0.5f;
     const Tensor3 x = load<3>(dir / "x.npy");
     const Mask2 padding = npy::to_mask(npy::read(dir / "key_padding_mask.npy"), "key_padding_mask");
     Tensor4 expected_weights;
     const Tensor3 expected = library_layer(w, x, padding, &expected_weights);
-    expect_layer(w, x, padding, expected, expected_weights, "BertLayer d32 h4, eps = 0.5");
+    expect_layer(w, x, padding, expected, expected_weights, label);
+}
+
+}  // namespace
+
+TEST_CASE("encoder_layer: LayerNorm's epsilon is w.eps (a layer with eps = 0.5, on the padded batch)", "[ex07]") {
+    // BERT's eps is 1e-12, too small to change a float: a large one shows whether the layer uses
+    // it, inside the square root, as (v - mean) / sqrt(variance + eps). Oracle: the library's layer.
+    ex07::LayerWeights w = small_layer();
+    w.eps = 0.5f;
+    expect_as_library_on_padded_batch(w, "BertLayer d32 h4, eps = 0.5");
 }
 
 TEST_CASE("encoder_layer: scores in the hundreds stay finite (w_q and w_k x 12, on the padded batch)", "[ex07]") {
     // exp of a score over 88 overflows a float: the softmax must subtract each row's maximum
     // first. Oracle: the library's layer (a stable softmax).
-    const fs::path dir = fixtures / "layer_d32_h4";
     ex07::LayerWeights w = small_layer();
     w.w_q *= 12.0f;
     w.w_k *= 12.0f;
-    const Tensor3 x = load<3>(dir / "x.npy");
-    const Mask2 padding = npy::to_mask(npy::read(dir / "key_padding_mask.npy"), "key_padding_mask");
-    Tensor4 expected_weights;
-    const Tensor3 expected = library_layer(w, x, padding, &expected_weights);
-    expect_layer(w, x, padding, expected, expected_weights, "BertLayer d32 h4, w_q and w_k x 12");
+    expect_as_library_on_padded_batch(w, "BertLayer d32 h4, w_q and w_k x 12");
 }
 
 TEST_CASE("encoder_layer: all-MiniLM-L6-v2's real last layer on a padded sentence (when the model is cached)",
