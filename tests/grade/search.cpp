@@ -106,10 +106,6 @@ void observe(std::string_view what, char status, const std::function<std::string
         s.off = true;
         return;
     }
-    // A check the learner passed: a candidate recorded as passing it passes it now (the data is
-    // up to date with this grader, and a run is deterministic), and passing is all there is to
-    // match. Only a failure's values and an exception's text need the candidates run again.
-    if (status == 'P') return;
     // The probe: the solution's run, marking the sites it reaches. The marks are kept from check
     // to check: a grader that caches a run per selector (one run serving several checks) reaches
     // its sites only in the check that made the run, and a site once reached is run for real.

@@ -7,10 +7,9 @@
 // As the learner's code goes through the checks, every check is observed here:
 //   - the candidates are the variants whose recorded result on every check so far is the
 //     learner's;
-//   - where the learner failed or threw, each candidate is then run on this very check
-//     (in-process, no compile) and kept only when it gives the learner's result within the
-//     check's tolerance: the same values where they fail, the same exception where they throw
-//     (where they pass, the recorded pass is the candidate's: nothing is run). A variant whose edited
+//   - each candidate is then run on this very check (in-process, no compile) and kept only when
+//     it gives the learner's result within the check's tolerance: passing where they pass, the
+//     same values where they fail, the same exception where they throw. A variant whose edited
 //     site no check so far has reached (the probe: the solution run with the selector at -1 marks
 //     every site it passes) behaves exactly like the solution here, so the probe's run is its run.
 // At the end (finish), a candidate that survived every check of a run that failed somewhere is the
