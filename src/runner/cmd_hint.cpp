@@ -47,10 +47,10 @@ int hint(const std::string& which, bool all) {
     std::set<int>& revealed = state.hints_shown[e.id];
     const bool all_seen = static_cast<int>(revealed.size()) >= n;
     std::string failing_test;
-    const int one = all ? 0 : next_hint(hints, e, revealed, failing_test);
+    const int first = all ? 1 : next_hint(hints, e, revealed, failing_test), last = all ? n : first;
     if (!failing_test.empty())
-        fmt::print("(your last grade failed \"{}\": hint {} is about that)\n", failing_test, one);
-    for (int k = all ? 1 : one; k <= (all ? n : one); ++k) {
+        fmt::print("(your last grade failed \"{}\": hint {} is about that)\n", failing_test, first);
+    for (int k = first; k <= last; ++k) {
         fmt::print("{:-^72}\n{}\n", fmt::format(" exercise {:02}, hint {} of {} ", lesson.number, k, n),
                    hints[k - 1].text);
         revealed.insert(k);
