@@ -253,6 +253,21 @@ TEST_CASE("npy pending files leave nothing behind unless committed", "[npy]") {
     CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
 
+TEST_CASE("npy committing over an existing file replaces its bytes and leaves no temporary file", "[npy]") {
+    TempDir dir;
+    Tensor1 old_values = Tensor1::from_shape({3}), new_values = Tensor1::from_shape({5});
+    old_values.fill(1.0f);
+    new_values.fill(2.0f);
+    npy::save(dir.path / "y.npy", old_values);
+    {
+        npy::PendingFile pending(dir.path / "y.npy", npy::encode(new_values));
+        CHECK(slurp(dir.path / "y.npy") == npy::encode(old_values));  // untouched until commit
+        pending.commit();
+    }
+    CHECK(slurp(dir.path / "y.npy") == npy::encode(new_values));
+    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+}
+
 TEST_CASE("npy read_tensor gives what read() then to_tensor() give, in every layout numpy writes", "[npy]") {
     for (const char* name : {"arange_2x3_float32.npy", "arange_2x3_float64.npy", "arange_2x3_big_endian.npy",
                              "arange_2x3_fortran.npy", "arange_2x3_version2.npy"}) {

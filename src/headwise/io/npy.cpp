@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>  // renameat2
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -579,11 +580,19 @@ PendingFile::~PendingFile() {
     }
 }
 
+// Over an existing file, the two names are exchanged (one atomic step: the target holds the old
+// bytes or the new, never neither) and the old bytes, now under the temporary name, removed. A
+// plain rename over an existing file makes ext4 write the new file's data out at once
+// (auto_da_alloc): 15 ms of a 250 ms `attend --grads` at (8, 512, 512, 8) went there.
 void PendingFile::commit() {
     if (temp_.empty()) return;
     std::error_code ec;
-    fs::rename(temp_, target_, ec);
-    if (ec) fail(target_, fmt::format("cannot write: {}", ec.message()));
+    if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) == 0) {
+        fs::remove(temp_, ec);  // the old bytes; a failure leaves a stray temporary file, not a wrong target
+    } else {
+        fs::rename(temp_, target_, ec);  // no file there yet, or a file system without exchange
+        if (ec) fail(target_, fmt::format("cannot write: {}", ec.message()));
+    }
     temp_.clear();
 }
 
