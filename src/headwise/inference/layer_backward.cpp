@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <type_traits>
+#include <utility>
 
 namespace headwise {
 
@@ -56,32 +58,90 @@ float scale_of(const AttentionOptions& o, std::size_t d_head) {
     return o.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
 }
 
-// y (B, N, width) = x (B, N, d_model) . W[r0 .. r0 + width)^T + b[r0 .. r0 + width)
-Tensor3 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0, std::size_t width) {
+// Where q, k and v live (in the tape, and their gradients in the backward): self-attention keeps
+// them side by side in one (B, N, H d_head + 2 H_kv d_head) tensor, so x goes through all of W_in
+// in one GEMM and its gradient comes back through one; cross-attention keeps three tensors, one per
+// input. A Path is one input's projection: rows [r0, r0 + width) of W_in, into slot `slot`.
+struct Path {
+    const Tensor3* x;
+    std::size_t r0, width, slot;
+};
+
+std::vector<Path> paths_of(const Sizes& s, const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                           bool self_attention) {
+    if (self_attention) return {{&query, 0, s.d_model + 2 * s.kv_width(), 0}};
+    return {{&query, 0, s.d_model, 0},
+            {&key, s.d_model, s.kv_width(), 1},
+            {&value, s.d_model + s.kv_width(), s.kv_width(), 2}};
+}
+
+// q, k or v: `width` columns from `col` of a (B, N, ld) tensor.
+template <class T>
+struct Columns {
+    T* data;  // the first row's first column
+    std::size_t batch, n, width, ld;
+    Strided<T> heads(std::size_t d_head) const { return {data, n * ld, d_head, ld}; }
+};
+
+// The three blocks of `store` (laid out by paths_of): 0 = q, 1 = k, 2 = v.
+template <class Store>
+auto block(Store& store, const Sizes& s, std::size_t which) {
+    const bool shared = store.size() == 1;
+    auto& t = store[shared ? 0 : which];
+    const std::size_t col = shared ? (which == 0 ? 0 : s.d_model + (which - 1) * s.kv_width()) : 0;
+    const std::size_t width = which == 0 ? s.d_model : s.kv_width();
+    return Columns<std::remove_reference_t<decltype(*t.data())>>{t.data() + col, t.shape()[0], t.shape()[1], width,
+                                                                 t.shape()[2]};
+}
+
+// The block as a tensor of its own (B, N, width): for the reference paths (ALiBi), which take tensors.
+Tensor3 copy_of(Columns<const float> c) {
+    Tensor3 out = Tensor3::from_shape({c.batch, c.n, c.width});
+    for (std::size_t r = 0; r < c.batch * c.n; ++r)
+        std::copy(c.data + r * c.ld, c.data + r * c.ld + c.width, out.data() + r * c.width);
+    return out;
+}
+
+// dst (+)= src, a (B, N, width) tensor into a block of the same shape.
+void copy_into(const Tensor3& src, Columns<float> dst, bool accumulate) {
+    for (std::size_t r = 0; r < dst.batch * dst.n; ++r) {
+        const float* from = src.data() + r * dst.width;
+        float* to = dst.data + r * dst.ld;
+        for (std::size_t c = 0; c < dst.width; ++c) to[c] = accumulate ? to[c] + from[c] : from[c];
+    }
+}
+
+// The projections of every path: store[slot] (B, N, width) = x . W[r0 .. r0 + width)^T + b[r0 ..).
+std::vector<Tensor3> project(const GroupedQueryAttention& m, const std::vector<Path>& paths) {
     const std::size_t d = m.d_model();
-    Tensor3 y = fresh(x.shape()[0], x.shape()[1], width);
-    detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + r0 * d, width,
-                        m.in_proj_bias.size() ? m.in_proj_bias.data() + r0 : nullptr, y.data());
-    return y;
+    std::vector<Tensor3> store(paths.size());
+    for (const Path& p : paths) {
+        const Tensor3& x = *p.x;
+        store[p.slot] = fresh(x.shape()[0], x.shape()[1], p.width);
+        detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + p.r0 * d, p.width,
+                            m.in_proj_bias.size() ? m.in_proj_bias.data() + p.r0 : nullptr, store[p.slot].data());
+    }
+    return store;
 }
 
-// x (B, N, heads * d_head) rotated in place (or back, `inverse`), token t at position first + t.
-void rope(Tensor3& x, std::size_t heads, std::size_t d_head, const PositionEncoding& p, bool inverse) {
-    const std::size_t batch = x.shape()[0], n = x.shape()[1], width = x.shape()[2];
-    std::vector<double> positions(n);
-    for (std::size_t t = 0; t < n; ++t) positions[t] = double(p.first_position + t);
-    rotate_in_place({x.data(), n * width, d_head, width}, {batch, heads, n, d_head}, *p.rope, positions, inverse);
+// A block of heads * d_head columns rotated in place (or back, `inverse`), token t at position first + t.
+void rope(Columns<float> x, std::size_t heads, std::size_t d_head, const PositionEncoding& p, bool inverse) {
+    std::vector<double> positions(x.n);
+    for (std::size_t t = 0; t < x.n; ++t) positions[t] = double(p.first_position + t);
+    rotate_in_place(x.heads(d_head), {x.batch, heads, x.n, d_head}, *p.rope, positions, inverse);
 }
 
-// Query heads r, r + g, r + 2g, ... of x (B, N_q, H * d_head): the r-th member of every group, so
-// head j of the view reads K/V head j (the view has H_kv heads).
+// Query heads r, r + g, r + 2g, ... of a (B, N_q, H * d_head) block: the r-th member of every
+// group, so head j of the view reads K/V head j (the view has H_kv heads).
 template <class T>
-Strided<T> member_heads(T* x, const Sizes& s, std::size_t r) {
-    return {x + r * s.d_head, s.nq * s.heads * s.d_head, s.group() * s.d_head, s.heads * s.d_head};
+Strided<T> member_heads(Columns<T> x, const Sizes& s, std::size_t r) {
+    return {x.data + r * s.d_head, x.n * x.ld, s.group() * s.d_head, x.ld};
 }
+
+// A whole (B, N, width) tensor as a block.
 template <class T>
-Strided<T> kv_heads_of(T* x, const Sizes& s) {
-    return {x, s.nk * s.kv_width(), s.d_head, s.kv_width()};
+Columns<T> all_of(T* data, const Tensor3& t) {
+    return {data, t.shape()[0], t.shape()[1], t.shape()[2], t.shape()[2]};
 }
 
 // Sum over the rows of x (rows, n), in double.
@@ -105,62 +165,67 @@ Tensor4 sum_groups(const Tensor4& x, std::size_t g) {
     return out;
 }
 
-struct AttentionGradsRows {
-    Tensor3 dq, dk, dv;  // (B, N_q, H * d_head), (B, N_k, H_kv * d_head) twice
-};
-
-// ALiBi: the bias is not in the fused path; the double-precision reference runs, on copies.
-AttentionGradsRows alibi_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_heads,
-                                  const AttentionOptions& options) {
-    const Tensor3 bias = alibi_bias(s.heads, s.nq, s.nk);                     // (H, N_q, N_k)
-    const Tensor4 q = split_heads(tape.q, s.heads);                           // (B, H, N_q, d_head)
-    const Tensor4 k = repeat_kv(split_heads(tape.k, s.kv_heads), s.group());  // (B, H, N_k, d_head)
-    const Tensor4 v = repeat_kv(split_heads(tape.v, s.kv_heads), s.group());  // (B, H, N_k, d_head)
+// ALiBi: the bias is not in the fused path; the double-precision reference runs, on copies, and its
+// dq, dk, dv are written into `grads` (laid out as the tape's q, k, v).
+void alibi_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_heads, const AttentionOptions& options,
+                    std::vector<Tensor3>& grads) {
+    const Tensor3 bias = alibi_bias(s.heads, s.nq, s.nk);                          // (H, N_q, N_k)
+    const Tensor4 q = split_heads(copy_of(block(tape.projected, s, 0)), s.heads);  // (B, H, N_q, d_head)
+    const Tensor4 k = repeat_kv(split_heads(copy_of(block(tape.projected, s, 1)), s.kv_heads), s.group());
+    const Tensor4 v = repeat_kv(split_heads(copy_of(block(tape.projected, s, 2)), s.kv_heads), s.group());
     const AttentionGrads g = attention_backward_reference(q, k, v, split_heads(d_heads, s.heads), options, &bias);
-    return {merge_heads(g.dq), merge_heads(sum_groups(g.dk, s.group())), merge_heads(sum_groups(g.dv, s.group()))};
+    copy_into(merge_heads(g.dq), block(grads, s, 0), false);
+    copy_into(merge_heads(sum_groups(g.dk, s.group())), block(grads, s, 1), false);
+    copy_into(merge_heads(sum_groups(g.dv, s.group())), block(grads, s, 2), false);
 }
 
-AttentionGradsRows fused_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_heads,
-                                  const AttentionOptions& options) {
-    AttentionGradsRows g{fresh(s.batch, s.nq, s.heads * s.d_head), fresh(s.batch, s.nk, s.kv_width()),
-                         fresh(s.batch, s.nk, s.kv_width())};
-    Tensor3 dk_member, dv_member;  // the later members' dk, dv, added to the first's
+// The fused backward, once per member of each query group; the later members' dk, dv are added to
+// the first's.
+void fused_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_heads, const AttentionOptions& options,
+                    std::vector<Tensor3>& grads) {
+    const Columns<const float> q = block(tape.projected, s, 0), k = block(tape.projected, s, 1),
+                               v = block(tape.projected, s, 2);
+    const Columns<float> dq = block(grads, s, 0), dk = block(grads, s, 1), dv = block(grads, s, 2);
+    Tensor3 dk_member, dv_member;  // (B, N_k, H_kv * d_head): a later member's dk, dv
     if (s.group() > 1) dk_member = dv_member = Tensor3::from_shape({s.batch, s.nk, s.kv_width()});
     const float scale = scale_of(options, s.d_head);
     const std::size_t lse_size = s.batch * s.kv_heads * s.nq;
     for (std::size_t r = 0; r < s.group(); ++r) {
-        float* dk = r == 0 ? g.dk.data() : dk_member.data();
-        float* dv = r == 0 ? g.dv.data() : dv_member.data();
-        detail::fused_attention_backward(s.per_member(), member_heads(tape.q.data(), s, r),
-                                         kv_heads_of(tape.k.data(), s), kv_heads_of(tape.v.data(), s),
-                                         member_heads(tape.heads.data(), s, r), member_heads(d_heads.data(), s, r),
-                                         tape.lse.data() + r * lse_size, member_heads(g.dq.data(), s, r),
-                                         kv_heads_of(dk, s), kv_heads_of(dv, s), scale, options);
+        const Columns<float> dk_r = r == 0 ? dk : all_of(dk_member.data(), dk_member);
+        const Columns<float> dv_r = r == 0 ? dv : all_of(dv_member.data(), dv_member);
+        detail::fused_attention_backward(s.per_member(), member_heads(q, s, r), k.heads(s.d_head), v.heads(s.d_head),
+                                         member_heads(all_of(tape.heads.data(), tape.heads), s, r),
+                                         member_heads(all_of(d_heads.data(), d_heads), s, r),
+                                         tape.lse.data() + r * lse_size, member_heads(dq, s, r), dk_r.heads(s.d_head),
+                                         dv_r.heads(s.d_head), scale, options);
         if (r > 0) {
-            g.dk += dk_member;
-            g.dv += dv_member;
+            copy_into(dk_member, dk, true);
+            copy_into(dv_member, dv, true);
         }
     }
-    return g;
 }
 
-// dW[rows r0 ..) (width, d_model) = dy^T . x, and db[r0 ..) = the column sums of dy (rows of B * N).
-void weight_grads(const Tensor3& dy, const Tensor3& x, std::size_t r0, LayerGrads& g) {
-    const std::size_t rows = x.shape()[0] * x.shape()[1], d = x.shape()[2], width = dy.shape()[2];
-    detail::gemm_rows(true, false, width, d, rows, dy.data(), width, x.data(), d, 0.0f,
-                      g.in_proj_weight.data() + r0 * d, d);
-    if (g.in_proj_bias.size() != 0) {
-        const Tensor1 db = column_sums(dy.data(), rows, width);
-        std::copy(db.begin(), db.end(), g.in_proj_bias.begin() + r0);
+// Through the projections, one path at a time: dW[r0 .. r0 + width) = dy^T . x, db = the column
+// sums of dy, and d_x = dy . W[r0 .. r0 + width) (each input has one path).
+void projection_grads(const GroupedQueryAttention& m, const std::vector<Path>& paths, const std::vector<Tensor3>& dy,
+                      LayerGrads& g) {
+    const std::size_t d = m.d_model();
+    Tensor3* dx[] = {&g.query, &g.key, &g.value};
+    for (const Path& p : paths) {
+        const Tensor3& x = *p.x;
+        const float* dy_p = dy[p.slot].data();  // (B, N, width)
+        const std::size_t rows = x.shape()[0] * x.shape()[1];
+        detail::gemm_rows(true, false, p.width, d, rows, dy_p, p.width, x.data(), d, 0.0f,
+                          g.in_proj_weight.data() + p.r0 * d, d);
+        if (g.in_proj_bias.size() != 0) {
+            const Tensor1 db = column_sums(dy_p, rows, p.width);
+            std::copy(db.begin(), db.end(), g.in_proj_bias.begin() + p.r0);
+        }
+        Tensor3& d_input = *dx[p.slot];
+        d_input = fresh(x.shape()[0], x.shape()[1], d);
+        detail::gemm_rows(false, false, rows, d, p.width, dy_p, p.width, m.in_proj_weight.data() + p.r0 * d, d, 0.0f,
+                          d_input.data(), d);
     }
-}
-
-// dx (B, N, d_model) (+)= dy (B, N, width) . W[r0 .. r0 + width)
-void input_grad(const GroupedQueryAttention& m, const Tensor3& dy, std::size_t r0, bool accumulate, Tensor3& dx) {
-    const std::size_t rows = dy.shape()[0] * dy.shape()[1], width = dy.shape()[2], d = m.d_model();
-    if (dx.size() == 0) dx = fresh(dy.shape()[0], dy.shape()[1], d);
-    detail::gemm_rows(false, false, rows, d, width, dy.data(), width, m.in_proj_weight.data() + r0 * d, d,
-                      accumulate ? 1.0f : 0.0f, dx.data(), d);
 }
 
 }  // namespace
@@ -174,26 +239,28 @@ Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, cons
                             double(s.batch * s.heads) * double(s.nq * s.nk) * (4.0 * double(s.d_head) + 25.0),
                         "attention layer forward");
     tape.self_attention = same_tensor(query, key) && same_tensor(key, value);
-    tape.q = project(m, query, 0, d);          // (B, N_q, H * d_head)
-    tape.k = project(m, key, d, kvw);          // (B, N_k, H_kv * d_head)
-    tape.v = project(m, value, d + kvw, kvw);  // (B, N_k, H_kv * d_head)
+    tape.projected = project(m, paths_of(s, query, key, value, tape.self_attention));  // q, k, v
+    const Columns<float> q = block(tape.projected, s, 0), k = block(tape.projected, s, 1);
     if (positions.rope) {
         validate(*positions.rope, s.d_head);
-        rope(tape.q, s.heads, s.d_head, positions, false);
-        rope(tape.k, s.kv_heads, s.d_head, positions, false);
+        rope(q, s.heads, s.d_head, positions, false);
+        rope(k, s.kv_heads, s.d_head, positions, false);
     }
     if (positions.alibi) {
         tape.lse.clear();
         const Tensor3 bias = alibi_bias(s.heads, s.nq, s.nk);  // (H, N_q, N_k)
-        tape.heads = merge_heads(attention_with_bias(split_heads(tape.q, s.heads), split_heads(tape.k, s.kv_heads),
-                                                     split_heads(tape.v, s.kv_heads), &bias, options));
+        const auto copy = [&](std::size_t which) { return copy_of(block(std::as_const(tape.projected), s, which)); };
+        tape.heads = merge_heads(attention_with_bias(split_heads(copy(0), s.heads), split_heads(copy(1), s.kv_heads),
+                                                     split_heads(copy(2), s.kv_heads), &bias, options));
     } else {
+        const Columns<const float> cq = block(std::as_const(tape.projected), s, 0),
+                                   ck = block(std::as_const(tape.projected), s, 1),
+                                   cv = block(std::as_const(tape.projected), s, 2);
         tape.heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
         tape.lse.resize(s.group() * s.batch * s.kv_heads * s.nq);
         for (std::size_t r = 0; r < s.group(); ++r)
-            detail::fused_attention(s.per_member(), member_heads(std::as_const(tape.q).data(), s, r),
-                                    kv_heads_of(std::as_const(tape.k).data(), s),
-                                    kv_heads_of(std::as_const(tape.v).data(), s), member_heads(tape.heads.data(), s, r),
+            detail::fused_attention(s.per_member(), member_heads(cq, s, r), ck.heads(s.d_head), cv.heads(s.d_head),
+                                    member_heads(all_of(tape.heads.data(), tape.heads), s, r),
                                     scale_of(options, s.d_head), options, {},
                                     tape.lse.data() + r * s.batch * s.kv_heads * s.nq);
     }
@@ -226,27 +293,26 @@ LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, 
     detail::gemm_rows(true, false, d, d, rows_q, d_y.data(), d, tape.heads.data(), d, 0.0f, g.out_proj_weight.data(),
                       d);
     if (m.out_proj_bias.size() != 0) g.out_proj_bias = column_sums(d_y.data(), rows_q, d);
-    Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
-    detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
-    // Through the attention, then RoPE back.
-    AttentionGradsRows a =
-        positions.alibi ? alibi_backward(s, tape, d_heads, options) : fused_backward(s, tape, d_heads, options);
+    // Through the attention into dq, dk, dv (laid out as the tape's q, k, v), then RoPE back.
+    const std::vector<Path> paths = paths_of(s, query, key, value, tape.self_attention);
+    std::vector<Tensor3> d_projected(paths.size());
+    for (const Path& p : paths) d_projected[p.slot] = fresh(p.x->shape()[0], p.x->shape()[1], p.width);
+    {
+        Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
+        detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(),
+                          d);
+        if (positions.alibi)
+            alibi_backward(s, tape, d_heads, options, d_projected);
+        else
+            fused_backward(s, tape, d_heads, options, d_projected);
+    }
     if (positions.rope) {
-        rope(a.dq, s.heads, s.d_head, positions, true);
-        rope(a.dk, s.kv_heads, s.d_head, positions, true);
+        rope(block(d_projected, s, 0), s.heads, s.d_head, positions, true);
+        rope(block(d_projected, s, 1), s.kv_heads, s.d_head, positions, true);
     }
-    // Through the projections: W_q, W_k, W_v's rows, their biases, and the inputs.
-    weight_grads(a.dq, query, 0, g);
-    weight_grads(a.dk, key, d, g);
-    weight_grads(a.dv, value, d + kvw, g);
-    input_grad(m, a.dq, 0, false, g.query);
-    if (tape.self_attention) {  // x took all three paths: d_x is their sum
-        input_grad(m, a.dk, d, true, g.query);
-        input_grad(m, a.dv, d + kvw, true, g.query);
-    } else {
-        input_grad(m, a.dk, d, false, g.key);
-        input_grad(m, a.dv, d + kvw, false, g.value);
-    }
+    // Through the projections: W_in's rows, its bias, and the inputs (self-attention: one path, so
+    // d_x is the three paths' sum by construction).
+    projection_grads(m, paths, d_projected, g);
     return g;
 }
 

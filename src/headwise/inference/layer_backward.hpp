@@ -26,9 +26,10 @@ namespace headwise {
 // What the forward keeps for the backward (4 (B, N, d_model)-sized tensors and one float per query
 // per head); nothing of size N_q x N_k unless ALiBi is on (its bias is (H, N_q, N_k)).
 struct LayerTape {
-    Tensor3 q;               // (B, N_q, H * d_head), after RoPE
-    Tensor3 k;               // (B, N_k, H_kv * d_head), after RoPE
-    Tensor3 v;               // (B, N_k, H_kv * d_head)
+    // q (B, N_q, H * d_head) and k (B, N_k, H_kv * d_head) after RoPE, v (B, N_k, H_kv * d_head):
+    // self-attention keeps them side by side, one (B, N, H * d_head + 2 * H_kv * d_head) tensor
+    // (one GEMM through W_in each way); cross-attention as three tensors.
+    std::vector<Tensor3> projected;
     Tensor3 heads;           // (B, N_q, H * d_head): the heads' outputs side by side, before W_o
     std::vector<float> lse;  // (H / H_kv, B, H_kv, N_q): each query row's log-sum-exp
     bool self_attention = false;
