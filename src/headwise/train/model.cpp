@@ -1,8 +1,9 @@
 #include "headwise/train/model.hpp"
 
 #include "headwise/fast/blas.hpp"
+#include "headwise/fast/fused_attention.hpp"
+#include "headwise/fast/fused_backward.hpp"
 #include "headwise/reference/attention.hpp"
-#include "headwise/reference/attention_backward.hpp"
 
 #include <fmt/format.h>
 
@@ -84,13 +85,15 @@ void split_qkv(const float* qkv, std::size_t B, std::size_t N, std::size_t H, st
     }
 }
 
-// (B, H, N, d_head) -> (B, N, d) at column `col` of rows `ld` wide: the heads side by side again.
-void merge(const Tensor4& t, float* out, std::size_t ld, std::size_t col) {
-    const std::size_t B = t.shape(0), H = t.shape(1), N = t.shape(2), dh = t.shape(3);
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-            for (std::size_t n = 0; n < N; ++n)
-                std::copy_n(t.data() + ((b * H + h) * N + n) * dh, dh, out + (b * N + n) * ld + col + h * dh);
+// The fused kernels' views (fused_attention.hpp): a (B, H, N, d_head) tensor as it is, and the
+// heads of a (B, N, ld) tensor from column `col` as they lie (no copy into (B, H, N, d_head)).
+template <class T>
+detail::Strided<T> heads_of(T* t, std::size_t H, std::size_t N, std::size_t dh) {
+    return {t, H * N * dh, N * dh, dh};
+}
+template <class T>
+detail::Strided<T> heads_in_rows(T* x, std::size_t N, std::size_t ld, std::size_t col, std::size_t dh) {
+    return {x + col, N * ld, dh, ld};
 }
 
 void zero_head(float* z, std::size_t rows, std::size_t d, std::size_t dh, std::size_t h) {
@@ -186,6 +189,7 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     }
     AttentionOptions causal;
     causal.causal = true;
+    const float scale = 1.0f / std::sqrt(float(dh));
     std::vector<float>& qkv = acts.scratch.qkv;
     std::vector<float>& out = acts.scratch.out;
     qkv.resize(M * 3 * d);
@@ -201,15 +205,19 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
         linear(lc.y.data(), M, d, params.at(o.in_proj), 3 * d, qkv.data());  // (B, N, 3d)
         Tensor4* parts[3] = {&lc.q, &lc.k, &lc.v};
         split_qkv(qkv.data(), B, N, H, dh, parts);  // each (B, H, N, d_head)
-        Tensor4 weights;
-        const Tensor4 attn =
-            scaled_dot_product_attention(lc.q, lc.k, lc.v, causal, options.keep_weights ? &weights : nullptr);
-        if (options.keep_weights)
-            lc.weights = std::move(weights);
-        else
-            lc.weights.reset();
+        // The heads' outputs straight into z (B, N, d), and each row's log-sum-exp for the backward.
         lc.z.resize(M * d);
-        merge(attn, lc.z.data(), d, 0);  // (B, N, d)
+        lc.lse.resize(B * H * N);
+        detail::fused_attention({B, H, N, N, dh}, heads_of(std::as_const(lc.q).data(), H, N, dh),
+                                heads_of(std::as_const(lc.k).data(), H, N, dh),
+                                heads_of(std::as_const(lc.v).data(), H, N, dh), heads_in_rows(lc.z.data(), N, d, 0, dh),
+                                scale, causal, {}, lc.lse.data());
+        lc.weights.reset();
+        if (options.keep_weights) {  // (B, H, N, N), for the lesson's figures
+            Tensor4 weights;
+            scaled_dot_product_attention(lc.q, lc.k, lc.v, causal, &weights);
+            lc.weights = std::move(weights);
+        }
         if (ablates(options, l)) zero_head(lc.z.data(), M, d, dh, *options.ablate_head);
         linear(lc.z.data(), M, d, params.at(o.out_proj), d, out.data());
         for (std::size_t i = 0; i < M * d; ++i) x[i] += out[i];
@@ -239,9 +247,9 @@ void backward(const Params& params, std::span<const std::int32_t> tokens, Activa
                         grads.at(L.ln_f_weight), grads.at(L.ln_f_bias), dx.data());
     AttentionOptions causal;
     causal.causal = true;
+    const float scale = 1.0f / std::sqrt(float(dh));
     std::vector<float>& dz = s.dz;
     std::vector<float>& dqkv = s.dqkv;
-    Tensor4& d_attn = s.d_attn;
     dz.resize(M * d);
     dqkv.resize(M * 3 * d);
     for (std::size_t l = c.layers; l-- > 0;) {
@@ -249,15 +257,15 @@ void backward(const Params& params, std::span<const std::int32_t> tokens, Activa
         LayerCache& lc = acts.layers[l];
         // x_out = x + z . W_o^T: the residual passes dx through unchanged; the branch gets it too.
         linear_backward(lc.z.data(), M, d, params.at(o.out_proj), d, dx.data(), dz.data(), grads.at(o.out_proj));
-        resize(d_attn, {B, H, N, dh});
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t h = 0; h < H; ++h)
-                for (std::size_t n = 0; n < N; ++n)
-                    std::copy_n(dz.data() + (b * N + n) * d + h * dh, dh, d_attn.data() + ((b * H + h) * N + n) * dh);
-        const AttentionGrads g = scaled_dot_product_attention_backward(lc.q, lc.k, lc.v, d_attn, causal);
-        merge(g.dq, dqkv.data(), 3 * d, 0);
-        merge(g.dk, dqkv.data(), 3 * d, d);
-        merge(g.dv, dqkv.data(), 3 * d, 2 * d);
+        // The attention's backward from dz, read where it lies, into dq | dk | dv (B, N, 3d) directly,
+        // with P recomputed from the forward's log-sum-exp.
+        detail::fused_attention_backward(
+            {B, H, N, N, dh}, heads_of(std::as_const(lc.q).data(), H, N, dh),
+            heads_of(std::as_const(lc.k).data(), H, N, dh), heads_of(std::as_const(lc.v).data(), H, N, dh),
+            heads_in_rows(std::as_const(lc.z).data(), N, d, 0, dh),
+            heads_in_rows(std::as_const(dz).data(), N, d, 0, dh), lc.lse.data(),
+            heads_in_rows(dqkv.data(), N, 3 * d, 0, dh), heads_in_rows(dqkv.data(), N, 3 * d, d, dh),
+            heads_in_rows(dqkv.data(), N, 3 * d, 2 * d, dh), scale, causal);
         linear_backward(lc.y.data(), M, d, params.at(o.in_proj), 3 * d, dqkv.data(), dy.data(), grads.at(o.in_proj));
         layer_norm_backward(dy.data(), lc.xhat.data(), lc.rstd.data(), M, d, params.at(o.ln_weight),
                             grads.at(o.ln_weight), grads.at(o.ln_bias), dx.data());

@@ -83,6 +83,7 @@ struct LayerCache {
     std::vector<float> y;            // (B, N, d) LN(x)
     Tensor4 q, k, v;                 // (B, H, N, d_head)
     std::vector<float> z;            // (B, N, d) the heads merged, before W_o
+    std::vector<float> lse;          // (B, H, N) each query row's log-sum-exp, for the backward
     std::optional<Tensor4> weights;  // (B, H, N, N) when asked for
 };
 
@@ -96,7 +97,6 @@ struct Activations {
     struct Scratch {
         std::vector<float> qkv, out;          // forward: (B, N, 3d), (B, N, d)
         std::vector<float> dy, dx, dz, dqkv;  // backward: (B, N, d) x 3, (B, N, 3d)
-        Tensor4 d_attn;                       // (B, H, N, d_head)
     } scratch;
 };
 
