@@ -110,3 +110,20 @@ TEST_CASE("exp_shifted_sum: float-accurate exp over the softmax range, 0 below i
     CHECK(std::isnan(edge[3]));
     CHECK(edge[4] == 1.0f);
 }
+
+TEST_CASE("exp_shifted_rows: each row shifted by its own value, a row shifted by -inf all 0", "[softmax]") {
+    const float inf = std::numeric_limits<float>::infinity();
+    constexpr std::size_t n = 19;  // one full vector and a tail
+    const std::vector<float> shifts = {0.5f, -inf, -3.0f};
+    std::vector<float> x(shifts.size() * n);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = -4.0f + 0.37f * float(i % n);
+    x[2 * n + 5] = -inf;  // a masked key
+    std::vector<float> y = x;
+    detail::exp_shifted_rows(y.data(), shifts.size(), n, shifts.data());
+    for (std::size_t r = 0; r < shifts.size(); ++r)
+        for (std::size_t i = 0; i < n; ++i) {
+            INFO("row " << r << ", column " << i);
+            const double want = r == 1 ? 0.0 : std::exp(double(x[r * n + i] - shifts[r]));
+            CHECK(std::abs(double(y[r * n + i]) - want) <= 3e-7 * want);
+        }
+}

@@ -42,17 +42,9 @@ public:
         // S (n, len) = scale q (n, d_head) . k^T (d_head, len)
         blas::gemm(false, true, n, len, dh, scale_, h.q + i0 * h.q_row, h.q_row, h.k + j0 * h.k_row, h.k_row, 0.0f, p,
                    len);
-        // P = exp(S - L), masked keys 0
-        for (std::size_t r = 0; r < n; ++r) {
-            const std::size_t i = i0 + r;
-            float* row = p + r * len;
-            mask_scores(o_, b_, i, j0, j1, row);
-            if (h.lse[i] == neg_inf) {
-                std::fill(row, row + len, 0.0f);
-                continue;
-            }
-            exp_shifted_sum(row, len, h.lse[i]);
-        }
+        // P = exp(S - L), masked keys 0 (and a row that saw no key, L = -inf, all 0)
+        for (std::size_t r = 0; r < n; ++r) mask_scores(o_, b_, i0 + r, j0, j1, p + r * len);
+        exp_shifted_rows(p, n, len, h.lse + i0);
         // dv (len, d_head) += P^T (len, n) . d_out (n, d_head)
         if (wants & want_dkv)
             blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.d_out + i0 * h.o_row, h.o_row, 1.0f,

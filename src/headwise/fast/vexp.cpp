@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace headwise::detail {
 
@@ -56,26 +57,38 @@ namespace {
 //    true for NaN, which then flows through the arithmetic and comes out NaN.
 // (GCC 12's unmasked intrinsics for vroundscaleps and vscalefps warn about their undefined
 // pass-through operand; the masked forms are the same instructions.)
-__attribute__((target("avx512f"))) float exp_shifted_sum_avx512(float* x, std::size_t n, float shift) {
+namespace {
+
+// e^y on the lanes in `lanes` (0 elsewhere, and where y < -87, -inf included; NaN stays NaN).
+__attribute__((target("avx512f"), always_inline)) inline __m512 exp16(__m512 y, __mmask16 lanes) {
     constexpr float c1 = 9.999997020e-01f, c2 = 4.999914467e-01f, c3 = 1.666764021e-01f, c4 = 4.189839214e-02f,
                     c5 = 8.290229365e-03f;
     const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
-                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f), lowest = _mm512_set1_ps(-87.0f),
-                 shift_v = _mm512_set1_ps(shift);
+                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f), lowest = _mm512_set1_ps(-87.0f);
+    const __mmask16 kept = _mm512_cmp_ps_mask(y, lowest, _CMP_NLT_UQ) & lanes;  // y >= -87, or NaN
+    const __m512 nf =
+        _mm512_maskz_roundscale_ps(0xffff, _mm512_mul_ps(y, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fnmadd_ps(nf, ln2_lo, _mm512_fnmadd_ps(nf, ln2_hi, y));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(c5), r, _mm512_set1_ps(c4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(kept, p, nf);  // e^r * 2^n; 0 where not kept
+}
+
+__attribute__((target("avx512f"), always_inline)) inline __mmask16 first_lanes(std::size_t left) {
+    return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
+}
+
+}  // namespace
+
+__attribute__((target("avx512f"))) float exp_shifted_sum_avx512(float* x, std::size_t n, float shift) {
+    const __m512 shift_v = _mm512_set1_ps(shift);
     __m512 sum = _mm512_setzero_ps();
     for (std::size_t i = 0; i < n; i += 16) {
-        const __mmask16 lanes = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
-        const __m512 y = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + i), shift_v);
-        const __mmask16 kept = _mm512_cmp_ps_mask(y, lowest, _CMP_NLT_UQ) & lanes;  // y >= -87, or NaN
-        const __m512 nf =
-            _mm512_maskz_roundscale_ps(0xffff, _mm512_mul_ps(y, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m512 r = _mm512_fnmadd_ps(nf, ln2_lo, _mm512_fnmadd_ps(nf, ln2_hi, y));
-        __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(c5), r, _mm512_set1_ps(c4));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c3));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c2));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c1));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-        const __m512 out = _mm512_maskz_scalef_ps(kept, p, nf);  // e^r * 2^n; 0 where not kept
+        const __mmask16 lanes = first_lanes(n - i);
+        const __m512 out = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, x + i), shift_v), lanes);
         _mm512_mask_storeu_ps(x + i, lanes, out);
         sum = _mm512_add_ps(sum, out);
     }
@@ -84,6 +97,25 @@ __attribute__((target("avx512f"))) float exp_shifted_sum_avx512(float* x, std::s
     float total = 0.0f;
     for (float l : lanes_sum) total += l;
     return total;
+}
+
+// No sums, so nothing ties one row's exponentials to the next's: short rows (32 keys in lesson
+// 11's training) no longer wait on a horizontal sum each.
+__attribute__((target("avx512f"))) void exp_shifted_rows_avx512(float* x, std::size_t rows, std::size_t n,
+                                                                const float* shifts) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* row = x + r * n;
+        if (shifts[r] == -std::numeric_limits<float>::infinity()) {
+            std::fill(row, row + n, 0.0f);
+            continue;
+        }
+        const __m512 shift_v = _mm512_set1_ps(shifts[r]);
+        for (std::size_t i = 0; i < n; i += 16) {
+            const __mmask16 lanes = first_lanes(n - i);
+            _mm512_mask_storeu_ps(row + i, lanes,
+                                  exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, row + i), shift_v), lanes));
+        }
+    }
 }
 
 __attribute__((target_clones("arch=x86-64-v3", "default"))) float exp_shifted_sum_portable(float* x, std::size_t n,
@@ -100,9 +132,36 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) float exp_shifted_su
     return sum;
 }
 
+namespace {
+bool has_avx512() {
+    static const bool yes = __builtin_cpu_supports("avx512f");
+    return yes;
+}
+}  // namespace
+
 float exp_shifted_sum(float* x, std::size_t n, float shift) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    return avx512 ? exp_shifted_sum_avx512(x, n, shift) : exp_shifted_sum_portable(x, n, shift);
+    return has_avx512() ? exp_shifted_sum_avx512(x, n, shift) : exp_shifted_sum_portable(x, n, shift);
+}
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void exp_shifted_rows_portable(float* x, std::size_t rows,
+                                                                                           std::size_t n,
+                                                                                           const float* shifts) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* row = x + r * n;
+        const float shift = shifts[r];
+        if (shift == -std::numeric_limits<float>::infinity()) {
+            std::fill(row, row + n, 0.0f);
+            continue;
+        }
+        for (std::size_t i = 0; i < n; ++i) row[i] = exp_one(row[i] - shift);
+    }
+}
+
+void exp_shifted_rows(float* x, std::size_t rows, std::size_t n, const float* shifts) {
+    if (has_avx512())
+        exp_shifted_rows_avx512(x, rows, n, shifts);
+    else
+        exp_shifted_rows_portable(x, rows, n, shifts);
 }
 
 __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) float row_max(const float* x, std::size_t n) {

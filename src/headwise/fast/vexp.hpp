@@ -15,6 +15,10 @@ namespace headwise::detail {
 // Inputs below about -87 (including -inf, a masked position) give exactly 0.
 float exp_shifted_sum(float* x, std::size_t n, float shift);
 
+// Each row r of x (rows, n) becomes exp(x[r][i] - shifts[r]), without sums; a shift of -inf (a
+// row that saw no key: its log-sum-exp) makes the row 0.
+void exp_shifted_rows(float* x, std::size_t rows, std::size_t n, const float* shifts);
+
 // The largest of x[0..n), n > 0 (NaNs are passed over, as std::max_element does, and -inf when
 // every entry is -inf). Sixteen lanes at a time; std::max_element goes one float at a time.
 float row_max(const float* x, std::size_t n);
