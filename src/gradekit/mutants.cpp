@@ -696,28 +696,37 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
     Schemata s;
     std::size_t copied = 0;
     int line = 1;
-    auto emit = [&](const std::string& text, int variant) {
+    // The solution's line at an offset of its text.
+    const auto line_at = [&](std::size_t offset) {
+        return 1 + static_cast<int>(std::count(solution.begin(), solution.begin() + std::ptrdiff_t(offset), '\n'));
+    };
+    // `text` on the schemata's lines from `line` on; its first line comes from the solution's line
+    // `source`, each later one from the next (a line shared with the next text is the next's).
+    auto emit = [&](const std::string& text, int variant, int source) {
         if (variant > 0) s.line_to_variant[line] = variant;
+        const int newlines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+        for (int i = 0; i <= newlines; ++i) s.line_to_source[line + i] = source + i;
         s.text += text;
-        line += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+        line += newlines;
     };
     for (const auto& [r, variants] : by_region) {
         const Region& region = m.regions[r];
-        emit(solution.substr(copied, region.begin - copied), 0);
+        const int region_line = line_at(region.begin);
+        emit(solution.substr(copied, region.begin - copied), 0, line_at(copied));
         const std::string original = code.substr(region.begin, region.end - region.begin);
-        emit(region.statement ? "\n" : "(\n", 0);
+        emit(region.statement ? "\n" : "(\n", 0, region_line);
         for (const Variant* v : variants) {
             std::string edited = original;
             edited.replace(v->begin - region.begin, v->end - v->begin, v->replacement);
             std::replace(edited.begin(), edited.end(), '\n', ' ');
             emit(region.statement ? fmt::format("if (HW_M({})) {{ {} }} else\n", v->id, edited)
                                   : fmt::format("HW_M({}) ? ({}) :\n", v->id, edited),
-                 v->id);
+                 v->id, region_line);
         }
-        emit(region.statement ? "{ " + original + " }" : "(" + original + "))", 0);
+        emit(region.statement ? "{ " + original + " }" : "(" + original + "))", 0, region_line);
         copied = region.end;
     }
-    emit(solution.substr(copied), 0);
+    emit(solution.substr(copied), 0, line_at(copied));
     return s;
 }
 

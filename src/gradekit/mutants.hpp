@@ -62,7 +62,8 @@ Mutants generate_mutants(const std::string& solution);
 // and `lines`: for each line of the result that holds an alternative, the variant's id.
 struct Schemata {
     std::string text;
-    std::map<int, int> line_to_variant;
+    std::map<int, int> line_to_variant;  // a variant's line of the text -> its id
+    std::map<int, int> line_to_source;   // every line of the text -> the solution's line it comes from
 };
 Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep);
 

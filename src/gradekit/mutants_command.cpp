@@ -77,7 +77,22 @@ std::string embedded(const MutantData& d, const std::vector<int>& ids) {
     for (const auto& c : d.checks) out += "check\t" + c + "\n";
     for (const auto& v : d.variants)
         if (v.status == "ok" && std::find(ids.begin(), ids.end(), v.id) != ids.end())
-            out += fmt::format("variant\t{}\t{}\t{}\t{}\n", v.id, v.fingerprint, v.kind, describe_edit(v));
+            out += fmt::format("variant\t{}\t{}\t{}\t{}\t{}\n", v.id, v.fingerprint, v.kind, v.line, describe_edit(v));
+    return out;
+}
+
+// The schemata's text with a #line before each line: the solution's line it comes from, in the
+// file "headwise-solution/<the solution's name>" (what search.hpp looks for in a throw's stack).
+std::string with_source_lines(const Schemata& s, const std::string& solution_path) {
+    const std::string file = "headwise-solution/" + std::filesystem::path(solution_path).filename().string();
+    std::string out;
+    std::istringstream in(s.text);
+    int line = 1;
+    for (std::string text; std::getline(in, text); ++line) {
+        const auto source = s.line_to_source.find(line);
+        if (source != s.line_to_source.end()) out += fmt::format("#line {} \"{}\"\n", source->second, file);
+        out += text + "\n";
+    }
     return out;
 }
 
@@ -106,7 +121,11 @@ int schemata(const std::vector<std::string>& a) {
         a[1], a[3], id, id);
     const std::string data = embedded(d, keep);
     if (data.find(")hw\"") != std::string::npos) throw std::runtime_error("the data holds the raw string's end");
-    std::string text = preamble + s.text;
+    // The graders' schemata says, line by line, which line of the solution each came from: a
+    // variant's exception is then reported at the solution's line, comparable with the line the
+    // learner's code threw at (tests/grade/search.hpp). The --all build keeps its own lines: its
+    // compiler errors are read by line to find the variants that do not compile.
+    std::string text = preamble + (all ? s.text : with_source_lines(s, a[1]));
     text += fmt::format(
         "\n#include \"{}\"\nnamespace {{\n[[maybe_unused]] const bool registered_mutants = "
         "headwise::grade::add_mutants(bind_{}(), R\"hw({})hw\");\n}}  // namespace\n",

@@ -341,33 +341,24 @@ CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
 const std::string bounds_doc = "docs/xtensor-for-pytorch-users.md, \"Indices, shapes and loop bounds\"";
 const std::string views_doc = "docs/xtensor-for-pytorch-users.md, \"Views, references and lazy expressions\"";
 
-// An access outside a buffer, said as what the numbers show: one element past a non-empty
-// buffer's end reads as a loop bound; a buffer of 0 bytes points at the size it was made with,
-// not at the line that used it.
+// An access outside a buffer, said as what the numbers show and nothing more: which side, how
+// far, how large the buffer (a guess at the cause -- a loop bound, a size -- is wrong as often as
+// right; the line the report names shows which).
 std::string outside_a_buffer(const CrashFacts& c) {
     const std::string verb = c.rw != "WRITE" ? "read" : "wrote";
     const long bytes = std::atol(c.bytes.c_str());
     const std::string floats = bytes % 4 == 0 && bytes > 0 ? fmt::format(" ({} floats)", bytes / 4) : std::string();
     if (c.side == "to the right of" && bytes == 0)
-        return fmt::format(
-            "{} {} bytes of a buffer that holds nothing (0 bytes): the index is not the fault, the size the "
-            "tensor or array was made with is (a shape computed as 0?)",
-            verb, c.size);
+        return fmt::format("{} {} bytes of a buffer that holds nothing (0 bytes)", verb, c.size);
     if (c.side == "to the right of" && c.offset == "0")
-        return fmt::format(
-            "{} {} bytes just past the end of a {}-byte buffer{}: an index one past the last element (a loop bound "
-            "<= n instead of < n?)",
-            verb, c.size, c.bytes, floats);
+        return fmt::format("{} {} bytes just past the end of a {}-byte buffer{}: one element past the last", verb,
+                           c.size, c.bytes, floats);
     if (c.side == "to the right of")
-        return fmt::format(
-            "{} {} bytes {} bytes past the end of a {}-byte buffer{}: an index or size meant for another axis, or a "
-            "buffer made too small",
-            verb, c.size, c.offset, c.bytes, floats);
+        return fmt::format("{} {} bytes {} bytes past the end of a {}-byte buffer{}", verb, c.size, c.offset, c.bytes,
+                           floats);
     if (c.side == "to the left of")
-        return fmt::format(
-            "{} {} bytes {} bytes before the start of a {}-byte buffer{}: an index below 0 (an unsigned index that "
-            "wrapped around?)",
-            verb, c.size, c.offset, c.bytes, floats);
+        return fmt::format("{} {} bytes {} bytes before the start of a {}-byte buffer{}", verb, c.size, c.offset,
+                           c.bytes, floats);
     return fmt::format("{} {} bytes outside a buffer ({})", verb, c.size, c.kind);
 }
 

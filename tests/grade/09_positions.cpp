@@ -108,7 +108,7 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
                         const double want = wrapped(double(p) * theta);
                         std::string why;
                         if (std::abs(wrapped(got + want)) < 1e-3 && std::abs(want) > 1e-3)
-                            why = ": the opposite direction (the sign of sin)";
+                            why = ": the opposite direction";
                         else if (std::abs(wrapped(got - double(p + 1) * theta)) < 1e-3)
                             why = fmt::format(": the angle of position {}, one too far", p + 1);
                         else if (std::abs(wrapped(got - double(t) * theta)) < 1e-3 && first != 0)

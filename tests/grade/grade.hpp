@@ -264,7 +264,7 @@ bool expect(const std::type_identity_t<Check<Result>>& check, const Call& call, 
         if (std::string_view(e.what()).starts_with("not implemented yet")) throw;
         Diagnosis d = describe_exception(what, e);  // first: it reads where this throw came from
         search::check<Api>(
-            what, call, static_cast<const Result*>(nullptr), &e, false, expected,
+            what, call, static_cast<const Result*>(nullptr), &e, search::line_of_where(d.where), false, expected,
             [&](const Result& a, const Result& b) { return compare(a, b, dims, tol).same; });  // search.hpp
         d.large = is_large(expected);
         d.matching = diagnose_throw<Api>(call, e);
@@ -272,7 +272,7 @@ bool expect(const std::type_identity_t<Check<Result>>& check, const Call& call, 
         return false;
     }
     Outcome o = compare(*actual, expected, dims, tol);
-    search::check<Api>(what, call, &*actual, nullptr, o.same, expected,
+    search::check<Api>(what, call, &*actual, nullptr, 0, o.same, expected,
                        [&](const Result& a, const Result& b) { return compare(a, b, dims, tol).same; });  // search.hpp
     if (o.same) {
         rule_out_by_passing_check<Api>(what, [&](const Api& api) { return agree(*actual, call(api), dims, tol); });
@@ -302,9 +302,9 @@ void expect_usage_error(const std::string& what, const Call& call) {
     try {
         call(subject<Api>());
         problem = "should throw headwise::usage_error (bad input), but returned normally";
-        search::check_refusal<Api>(what, call, 'F', nullptr);  // search.hpp
+        search::check_refusal<Api>(what, call, 'F', nullptr, 0);  // search.hpp
     } catch (const usage_error&) {
-        search::check_refusal<Api>(what, call, 'P', nullptr);  // search.hpp
+        search::check_refusal<Api>(what, call, 'P', nullptr, 0);  // search.hpp
         // A mistake that accepts this bad input is not the subject.
         rule_out_by_passing_check<Api>(what, [&](const Api& api) {
             try {
@@ -321,7 +321,7 @@ void expect_usage_error(const std::string& what, const Call& call) {
         // Another exception: where it was thrown and what it says, translated (an index out of
         // bounds while writing into a full buffer reads as such).
         Diagnosis thrown = describe_exception(what, e);
-        search::check_refusal<Api>(what, call, 'T', &e);  // search.hpp
+        search::check_refusal<Api>(what, call, 'T', &e, search::line_of_where(thrown.where));  // search.hpp
         problem = "should throw headwise::usage_error, but " +
                   thrown.message.substr(thrown.message.find(what) + what.size() + 2);
         d.where = std::move(thrown.where);

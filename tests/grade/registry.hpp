@@ -47,6 +47,13 @@ inline std::set<std::string>& subject_keys() {
     return keys;
 }
 
+// This grader's command line as main() got it: the search (search.hpp) runs the grader again
+// with a candidate edit as its subject.
+inline std::vector<std::string>& own_command() {
+    static std::vector<std::string> command;
+    return command;
+}
+
 // The key of the subject under grade: empty (the one subject of a learner's grader) unless
 // --grade-subject names another.
 inline std::string& chosen_subject() {

@@ -5,10 +5,19 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 // The schemata's selector: 0 the solution, > 0 one variant, -1 the probe (marks every site reached).
@@ -28,15 +37,19 @@ struct Candidate {
     std::string fingerprint;  // one letter per check
     std::string kind;         // "a constant changed", "index swap", ...
     std::string message;
+    long line = 0;  // the solution's line the edit is on
     bool alive = true;
+    bool inexact = false;  // matched some failing check only within its tolerance
 };
 
 struct State {
     bool loaded = false, recording = false, off = false;
     std::vector<std::string> checks;
     std::vector<Candidate> candidates;
-    std::vector<char> reached;  // by variant id, during the probe
-    std::size_t next = 0;       // the index of the next check
+    std::vector<char> reached;   // by variant id, during the probe
+    std::size_t next = 0;        // the index of the next check
+    std::string learner;         // the learner's status on each check so far
+    std::set<long> throw_lines;  // the lines of their file the learner's code threw from
 };
 
 State& state() {
@@ -55,9 +68,11 @@ bool register_mutants(const char* data) {
         if (line.starts_with("check\t")) {
             s.checks.push_back(line.substr(t1 + 1));
         } else if (line.starts_with("variant\t")) {
-            const auto t2 = line.find('\t', t1 + 1), t3 = line.find('\t', t2 + 1), t4 = line.find('\t', t3 + 1);
+            const auto t2 = line.find('\t', t1 + 1), t3 = line.find('\t', t2 + 1), t4 = line.find('\t', t3 + 1),
+                       t5 = line.find('\t', t4 + 1);
             s.candidates.push_back({std::atoi(line.c_str() + t1 + 1), line.substr(t2 + 1, t3 - t2 - 1),
-                                    line.substr(t3 + 1, t4 - t3 - 1), line.substr(t4 + 1)});
+                                    line.substr(t3 + 1, t4 - t3 - 1), line.substr(t5 + 1),
+                                    std::atol(line.c_str() + t4 + 1)});
         }
     }
     int largest = 0;
@@ -75,8 +90,8 @@ bool register_mutants(const char* data) {
 
 namespace search {
 
-void observe(std::string_view what, char status, const std::function<std::string()>& digest,
-             const std::function<bool()>& same) {
+void observe(std::string_view what, char status, long error_line, const std::function<std::string()>& digest,
+             const std::function<Match()>& same) {
     State& s = state();
     std::string name;
     if (auto* capture = Catch::getCurrentContext().getResultCapture()) name = capture->getCurrentTestName();
@@ -95,6 +110,8 @@ void observe(std::string_view what, char status, const std::function<std::string
         s.off = true;
         return;
     }
+    s.learner.push_back(status);
+    if (status == 'T') s.throw_lines.insert(error_line);
     bool any = false;
     for (auto& c : s.candidates) {
         c.alive = c.alive && c.fingerprint.size() > k && c.fingerprint[k] == status;
@@ -106,23 +123,98 @@ void observe(std::string_view what, char status, const std::function<std::string
         s.off = true;
         return;
     }
+    // A check the learner passed is run for the candidates only if the run fails somewhere: at
+    // the end, by the grader again with the candidate as its subject (finish). A learner who
+    // passes everything waits on no variant.
+    if (status == 'P') return;
     // The probe: the solution's run, marking the sites it reaches. The marks are kept from check
     // to check: a grader that caches a run per selector (one run serving several checks) reaches
     // its sites only in the check that made the run, and a site once reached is run for real.
     headwise_mutant = -1;
-    const bool solution_same = same();
+    const Match solution_same = same();
     headwise_mutant = 0;
     for (auto& c : s.candidates) {
         if (!c.alive) continue;
-        if (!s.reached[static_cast<std::size_t>(c.id)]) {
-            c.alive = solution_same;
-            continue;
+        Match m = solution_same;
+        if (s.reached[static_cast<std::size_t>(c.id)]) {
+            headwise_mutant = c.id;
+            m = same();
+            headwise_mutant = 0;
         }
-        headwise_mutant = c.id;
-        c.alive = same();
-        headwise_mutant = 0;
+        c.alive = m != Match::differs;
+        c.inexact = c.inexact || m == Match::within_tolerance;
     }
 }
+
+namespace {
+
+// Everything a child process writes to its stdout until it ends, or until `seconds` have passed
+// (then it is killed). Its stderr goes nowhere.
+std::string output_of(const std::vector<std::string>& command, const std::vector<std::string>& env_set, int seconds) {
+    int pipe_fds[2];
+    if (command.empty() || ::pipe2(pipe_fds, O_CLOEXEC) != 0) return {};
+    std::fflush(stdout);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(pipe_fds[0]);
+        ::close(pipe_fds[1]);
+        return {};
+    }
+    if (pid == 0) {  // the child: only async-signal-safe calls until exec, but for setenv
+        ::dup2(pipe_fds[1], STDOUT_FILENO);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) ::dup2(null, STDERR_FILENO);
+        ::unsetenv("HEADWISE_GRADE_REPORT");  // the parent's report is the learner's
+        for (const std::string& kv : env_set) ::putenv(const_cast<char*>(kv.c_str()));
+        std::vector<char*> argv;
+        for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv("/proc/self/exe", argv.data());
+        ::_exit(127);
+    }
+    ::close(pipe_fds[1]);
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    for (char buffer[4096];;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{pipe_fds[0], POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+            ::kill(pid, SIGKILL);
+            out.clear();
+            break;
+        }
+        const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+        if (n <= 0) break;
+        out.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return out;
+}
+
+// Variant `id` run live on every check: this grader again with the variant as its subject (the
+// recorder's mode, HEADWISE_MUTANT). Confirmed when it gives the learner's status on every check
+// -- the failing ones were compared value by value in this run already -- and passes every check
+// the learner passed.
+bool confirmed_live(const State& s, int id) {
+    const std::string out = output_of(own_command(), {"HEADWISE_MUTANT=" + std::to_string(id)}, 60);
+    constexpr std::string_view prefix = "[headwise-mutant] ";
+    std::string statuses;
+    bool ended = false;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        if (!line.starts_with(prefix)) continue;
+        if (line.substr(prefix.size()) == "end")
+            ended = true;
+        else
+            statuses.push_back(line[prefix.size()]);
+    }
+    return ended && statuses == s.learner;
+}
+
+}  // namespace
 
 std::string finish(bool run_failed) {
     State& s = state();
@@ -132,27 +224,37 @@ std::string finish(bool run_failed) {
         return {};
     }
     if (!s.loaded || s.off || !run_failed || s.next != s.checks.size()) return {};
-    std::vector<const Candidate*> confirmed;
+    // A run whose every failure is an exception says only where the code stopped: an edit on
+    // another line that stops there the same way cannot be told from it, so only an edit on a line
+    // the learner's code threw from is named then.
+    const bool only_throws = s.learner.find('F') == std::string::npos;
+    std::vector<const Candidate*> alive;
     for (const auto& c : s.candidates)
-        if (c.alive) confirmed.push_back(&c);
-    if (confirmed.empty()) return {};
+        if (c.alive && (!only_throws || s.throw_lines.contains(c.line))) alive.push_back(&c);
     // Several edits that behave alike on every check: the likeliest slip first (a constant or a
     // bound before a swapped variable, which may read a tensor the code has not written yet).
+    // An edit that gives the learner's very values comes before one that is only as close.
     const auto rank = [](const Candidate* c) {
         static const std::vector<std::string> order = {"a constant changed", "< for <=",   "<= for <", "bound +1",
                                                        "bound -1",           "index swap", "index +1", "index -1"};
         const auto at = std::find(order.begin(), order.end(), c->kind);
-        return std::pair(at - order.begin(), c->id);
+        return std::tuple(c->inexact, at - order.begin(), c->id);
     };
-    std::stable_sort(confirmed.begin(), confirmed.end(),
+    std::stable_sort(alive.begin(), alive.end(),
                      [&](const Candidate* a, const Candidate* b) { return rank(a) < rank(b); });
+    // The passing checks, run live: the first two that hold are named (a few tries at most).
+    std::vector<const Candidate*> confirmed;
+    // A second one only as exact as the first.
+    for (std::size_t i = 0; i < alive.size() && i < 4 && confirmed.size() < 2; ++i)
+        if ((confirmed.empty() || alive[i]->inexact == confirmed[0]->inexact) && confirmed_live(s, alive[i]->id))
+            confirmed.push_back(alive[i]);
+    if (confirmed.empty()) return {};
     std::string text = confirmed.front()->message;
     if (confirmed.size() > 1) {
         const std::string prefix = "your code behaves exactly like the solution ";
         std::string other = confirmed[1]->message;
         if (other.starts_with(prefix)) other = other.substr(prefix.size());
         text += "; just as exactly like it " + other;
-        if (confirmed.size() > 2) text += fmt::format(" (and {} more single edits)", confirmed.size() - 2);
     }
     return text;
 }

@@ -7,14 +7,18 @@
 // As the learner's code goes through the checks, every check is observed here:
 //   - the candidates are the variants whose recorded result on every check so far is the
 //     learner's;
-//   - each candidate is then run on this very check (in-process, no compile) and kept only when
-//     it gives the learner's result within the check's tolerance: passing where they pass, the
-//     same values where they fail, the same exception where they throw. A variant whose edited
-//     site no check so far has reached (the probe: the solution run with the selector at -1 marks
-//     every site it passes) behaves exactly like the solution here, so the probe's run is its run.
-// At the end (finish), a candidate that survived every check of a run that failed somewhere is the
-// learner's edit, confirmed: "your code behaves exactly like the solution with `...` in place of
-// `...`". No candidate, a check the data does not know, a crash: nothing is said.
+//   - on a check the learner fails, each candidate is run on this very check (in-process, no
+//     compile) and kept only when it gives the learner's result within the check's tolerance:
+//     the same values where they fail, the same exception where they throw. A variant whose
+//     edited site no check so far has reached (the probe: the solution run with the selector at
+//     -1 marks every site it passes) behaves exactly like the solution here, so the probe's run
+//     is its run;
+//   - the checks the learner passes are run for the candidates only when the run fails somewhere,
+//     at the end (finish): the grader runs itself again with the likeliest candidate as its
+//     subject (the recorder's mode below), and the candidate must pass every one of them.
+// A candidate that survived both is the learner's edit, confirmed: "your code behaves exactly
+// like the solution with `...` in place of `...`". No candidate, a check the data does not know, a
+// crash: nothing is said. A learner who passes everything waits on no variant.
 //
 // HEADWISE_MUTANT=<id> turns a grader into the recorder of variant <id>'s fingerprint (0: the
 // solution): the variant is the subject, and every check prints "[headwise-mutant] S\tdigest\tname".
@@ -36,18 +40,38 @@
 
 namespace headwise::grade::search {
 
-// Observes one check: `status` is the learner's ('P', 'F', 'T'); `digest` (called only when
+// How a variant's result on a check compares with the learner's.
+enum class Match { differs, within_tolerance, exactly };
+
+// Observes one check: `status` is the learner's ('P', 'F', 'T', thrown from `error_line` of their
+// file, 0 if unknown); `digest` (called only when
 // recording) sums up their result; `same` runs the check on the mutants at the selector this
-// sets and says whether it gives the learner's result.
-void observe(std::string_view what, char status, const std::function<std::string()>& digest,
-             const std::function<bool()>& same);
+// sets and says how its result compares with the learner's. Candidates that match exactly (the
+// same digest, or the same exception from the same line) are named before those that match only
+// within the tolerance.
+void observe(std::string_view what, char status, long error_line, const std::function<std::string()>& digest,
+             const std::function<Match()>& same);
+
+// The solution's line the last exception came from, when the mutant schemata threw it (its
+// #line directives name "headwise-solution/..."); 0 when unknown. And the line of a report's
+// "file:line[:column]".
+long solution_throw_line();
+long line_of_where(std::string_view where);
+
+// The same exception: the same type and message (locations blanked), and thrown from the line the
+// learner's threw from (the schemata keeps the solution's lines), when that is known.
+inline bool same_throw(const std::string& theirs, const std::string& learners, long learner_line) {
+    return theirs == learners && learner_line != 0 && solution_throw_line() == learner_line;
+}
 
 // Which of the solution's variants the functions under grade run as now (0: the solution itself).
 // A grader that keeps a run per function pointer keys it by this too: every variant shares the
 // schemata's pointers, and a run cached for one must not stand for another.
 int selected_variant();
 
-// After the last check: the confirmed edit, as the sentence to print, or empty.
+// After the last check: the confirmed edit, as the sentence to print, or empty. The checks the
+// learner passed are confirmed here, by running this grader again as the candidate
+// (registry.hpp's own_command).
 std::string finish(bool run_failed);
 
 // A result's values, at 4 significant digits, hashed: equal digests, equal results.
@@ -70,43 +94,49 @@ std::string digest_of(const T& result) {
 inline std::string thrown_text(const std::exception& e);
 
 // grade::expect's hook: the check `what` gave the learner `actual` (passed: equal to `expected`)
-// or threw `error`; `same_values` compares two results at the check's tolerance.
+// or threw `error` (from line `error_line` of their file, 0 if unknown); `same_values` compares
+// two results at the check's tolerance.
 template <class Api, class Call, class Result, class Same>
-void check(std::string_view what, const Call& call, const Result* actual, const std::exception* error, bool passed,
-           const Result& expected, const Same& same_values) {
+void check(std::string_view what, const Call& call, const Result* actual, const std::exception* error, long error_line,
+           bool passed, const Result& expected, const Same& same_values) {
     if (!mutants_slot<Api>()) return;
     const char status = error != nullptr ? 'T' : passed ? 'P' : 'F';
     const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
     observe(
-        what, status,
+        what, status, error_line,
         [&] { return error != nullptr ? digest_of(std::hash<std::string>{}(thrown)) : digest_of(*actual); },
         [&] {
             try {
                 const Result theirs = call(*mutants_slot<Api>());
-                return status == 'P' ? same_values(theirs, expected) : status == 'F' && same_values(*actual, theirs);
+                if (status == 'P') return same_values(theirs, expected) ? Match::within_tolerance : Match::differs;
+                if (status != 'F' || !same_values(*actual, theirs)) return Match::differs;
+                return digest_of(theirs) == digest_of(*actual) ? Match::exactly : Match::within_tolerance;
             } catch (const std::exception& e) {
-                return status == 'T' && thrown_text(e) == thrown;
+                return status == 'T' && same_throw(thrown_text(e), thrown, error_line) ? Match::exactly
+                                                                                       : Match::differs;
             } catch (...) {
-                return false;
+                return Match::differs;
             }
         });
 }
 
-// grade::expect_usage_error's hook: the learner refused (P), returned (F) or threw another `error` (T).
+// grade::expect_usage_error's hook: the learner refused (P), returned (F) or threw another `error`
+// (T, from line `error_line` of their file).
 template <class Api, class Call>
-void check_refusal(std::string_view what, const Call& call, char status, const std::exception* error) {
+void check_refusal(std::string_view what, const Call& call, char status, const std::exception* error, long error_line) {
     if (!mutants_slot<Api>()) return;
     const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
     observe(
-        what, status, [&] { return digest_of(std::hash<std::string>{}(thrown)); },
+        what, status, error_line, [&] { return digest_of(std::hash<std::string>{}(thrown)); },
         [&] {
             try {
                 call(*mutants_slot<Api>());
-                return status == 'F';
+                return status == 'F' ? Match::exactly : Match::differs;
             } catch (const usage_error&) {
-                return status == 'P';
+                return status == 'P' ? Match::exactly : Match::differs;
             } catch (const std::exception& e) {
-                return status == 'T' && thrown_text(e) == thrown;
+                return status == 'T' && same_throw(thrown_text(e), thrown, error_line) ? Match::exactly
+                                                                                       : Match::differs;
             }
         });
 }
