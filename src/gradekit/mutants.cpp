@@ -407,19 +407,22 @@ private:
             add(k - 7, k + 3, "1e9f", "a constant changed");
         const Var* v = var_at(k);
         if (v == nullptr || !scalar_type(v->type) || (v->loop && f_.loop_condition)) return;
+        // An index argument: t(b, kv, i, c), w[j].
+        const bool argument = k > 0 && k + 1 < t_.size() &&
+                              (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
+                              (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
         for (const Var& other : vars_) {
             if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
-            // Swaps among loop counters, or of a size for another size (d for d_head), or tensors.
-            if (v->loop != other.loop && v->type == "std::size_t") continue;
+            // Swaps among loop counters, or of a size for another size (d for d_head), or tensors;
+            // and a computed index for a loop's counter where it indexes (cache.v(b, h, ...) for
+            // cache.v(b, kv, ...), kv = h / group).
+            if (v->loop != other.loop && v->type == "std::size_t" && !(argument && !v->loop && other.loop)) continue;
             if (std::ranges::any_of(out_,
                                     [&](const Edit& e) { return e.begin == t_[k].begin && e.with == other.name; }))
                 continue;
             add(k, other.name, v->loop ? "index swap" : "variable swap");
         }
         // An index one off: t(b, i + 1, c).
-        const bool argument = k > 0 && k + 1 < t_.size() &&
-                              (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
-                              (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
         // A size one off where it is passed on: std::sqrt(static_cast<float>(d + 1)).
         if (argument && v->type == "std::size_t") {
             add(k, s + " + 1", v->loop ? "index +1" : "bound +1");

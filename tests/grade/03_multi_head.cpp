@@ -161,7 +161,8 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
          .explain = [&](const Tensor4& w) { return block_reading(p, query, key, value, w, "B, H, N_q, N_k"); },
          .exp_of_finite_inputs = true},
         [&](const Ex03& ex) { return weights_of(ex, p, query, key, value); }, expected_w);
-    const std::string after = weights_ok ? "the per-head weights (projections, scores, softmax)" : "";
+    // The weights are made of the query and key projections only: the value projection comes after.
+    const std::string after = weights_ok ? "the per-head weights (the query and key projections, scores, softmax)" : "";
     grade::expect<Ex03>(
         {.what = call + ", output",
          .dims = "B, N_q, d_model",

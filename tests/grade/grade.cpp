@@ -486,8 +486,8 @@ Clause scale(const Failing& f) {
     return fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c));
 }
 
-// A factor per row (every axis but the last): each row right up to its own scale, as when a
-// softmax's normaliser is wrong. Each row must be wide enough (3) and not constant.
+// A factor per row (every axis but the last): each row right up to its own scale (what a wrong
+// softmax normaliser does, among others: the message says only the factors). Each row must be wide enough (3) and not constant.
 Clause row_factors(const Failing& f) {
     if (f.rank() < 2 || f.shape.back() < 3 || scale(f)) return std::nullopt;
     const std::size_t width = f.shape.back(), rows = f.size() / width;
@@ -511,7 +511,7 @@ Clause row_factors(const Failing& f) {
     if (high - low <= 1e-3 || smallest <= 1e-3) return std::nullopt;
     return fmt::format(
         "each row along {} is the expected row times its own factor (from {:.4g} to {:.4g}): the rows are right up "
-        "to a scale, as when a softmax's normaliser is wrong (weights that do not sum to 1)",
+        "to a scale",
         f.names.back(), low, high);
 }
 

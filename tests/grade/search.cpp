@@ -50,6 +50,7 @@ struct State {
     std::size_t next = 0;        // the index of the next check
     std::string learner;         // the learner's status on each check so far
     std::set<long> throw_lines;  // the lines of their file the learner's code threw from
+    bool evidence = false;       // a failing check whose result holds a finite value, or a throw
 };
 
 State& state() {
@@ -90,8 +91,8 @@ bool register_mutants(const char* data) {
 
 namespace search {
 
-void observe(std::string_view what, char status, long error_line, const std::function<std::string()>& digest,
-             const std::function<Match()>& same) {
+void observe(std::string_view what, char status, long error_line, bool informative,
+             const std::function<std::string()>& digest, const std::function<Match()>& same) {
     State& s = state();
     std::string name;
     if (auto* capture = Catch::getCurrentContext().getResultCapture()) name = capture->getCurrentTestName();
@@ -112,6 +113,7 @@ void observe(std::string_view what, char status, long error_line, const std::fun
     }
     s.learner.push_back(status);
     if (status == 'T') s.throw_lines.insert(error_line);
+    if (status != 'P' && informative) s.evidence = true;
     bool any = false;
     for (auto& c : s.candidates) {
         c.alive = c.alive && c.fingerprint.size() > k && c.fingerprint[k] == status;
@@ -231,6 +233,9 @@ std::string finish(bool run_failed) {
     std::vector<const Candidate*> alive;
     for (const auto& c : s.candidates)
         if (c.alive && (!only_throws || s.throw_lines.contains(c.line))) alive.push_back(&c);
+    // Failures that differ only where they are NaN (no finite value differs): many edits make a
+    // NaN, and the same NaNs tell them apart only when a single edit is left.
+    if (!s.evidence && alive.size() != 1) return {};
     // Several edits that behave alike on every check: the likeliest slip first (a constant or a
     // bound before a swapped variable, which may read a tensor the code has not written yet).
     // An edit that gives the learner's very values comes before one that is only as close.

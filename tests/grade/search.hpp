@@ -44,13 +44,14 @@ namespace headwise::grade::search {
 enum class Match { differs, within_tolerance, exactly };
 
 // Observes one check: `status` is the learner's ('P', 'F', 'T', thrown from `error_line` of their
-// file, 0 if unknown); `digest` (called only when
+// file, 0 if unknown); `informative`: a failure that is not NaN alone (see informative());
+// `digest` (called only when
 // recording) sums up their result; `same` runs the check on the mutants at the selector this
 // sets and says how its result compares with the learner's. Candidates that match exactly (the
 // same digest, or the same exception from the same line) are named before those that match only
 // within the tolerance.
-void observe(std::string_view what, char status, long error_line, const std::function<std::string()>& digest,
-             const std::function<Match()>& same);
+void observe(std::string_view what, char status, long error_line, bool informative,
+             const std::function<std::string()>& digest, const std::function<Match()>& same);
 
 // The solution's line the last exception came from, when the mutant schemata threw it (its
 // #line directives name "headwise-solution/..."); 0 when unknown. And the line of a report's
@@ -73,6 +74,25 @@ int selected_variant();
 // learner passed are confirmed here, by running this grader again as the candidate
 // (registry.hpp's own_command).
 std::string finish(bool run_failed);
+
+// Whether a failing result says more than "NaN": a finite value of it differs from the expected
+// one (by more than rounding), or its shape does. Results that differ only where they are NaN are
+// what many edits give, so they name none.
+template <class T>
+bool informative(const T& actual, const T& expected) {
+    const auto differs = [](double a, double e) {
+        return std::isfinite(a) && std::abs(a - e) > 1e-4 * (1 + std::abs(e));
+    };
+    if constexpr (std::is_arithmetic_v<T>) {
+        return differs(double(actual), double(expected));
+    } else {
+        if (actual.shape() != expected.shape()) return true;
+        auto e = expected.begin();
+        for (auto a = actual.begin(); a != actual.end(); ++a, ++e)
+            if (differs(double(*a), double(*e))) return true;
+        return false;
+    }
+}
 
 // A result's values, at 4 significant digits, hashed: equal digests, equal results.
 template <class T>
@@ -103,7 +123,7 @@ void check(std::string_view what, const Call& call, const Result* actual, const 
     const char status = error != nullptr ? 'T' : passed ? 'P' : 'F';
     const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
     observe(
-        what, status, error_line,
+        what, status, error_line, status != 'F' || informative(*actual, expected),
         [&] { return error != nullptr ? digest_of(std::hash<std::string>{}(thrown)) : digest_of(*actual); },
         [&] {
             try {
@@ -127,7 +147,7 @@ void check_refusal(std::string_view what, const Call& call, char status, const s
     if (!mutants_slot<Api>()) return;
     const std::string thrown = error != nullptr ? thrown_text(*error) : std::string();
     observe(
-        what, status, error_line, [&] { return digest_of(std::hash<std::string>{}(thrown)); },
+        what, status, error_line, true, [&] { return digest_of(std::hash<std::string>{}(thrown)); },
         [&] {
             try {
                 call(*mutants_slot<Api>());
