@@ -151,6 +151,13 @@ namespace {
   # --- The learner's grader: `ctest --preset grade [-L <id>]`.
   list(TRANSFORM sources PREPEND "${exercise_dir}/" OUTPUT_VARIABLE learner_sources)
   _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} "${gen}/subject.cpp" INCLUDES ${exercise_includes})
+  # Built with the lessons (the first `./headwise run`): the grader's own parts -- its cases, the
+  # catalogue, the search's variants, the sanitized library -- take most of a minute per exercise
+  # on 2 cores, and a learner's first grade should wait only on their own file.
+  if(NOT TARGET headwise_graders)
+    add_custom_target(headwise_graders ALL)
+  endif()
+  add_dependencies(headwise_graders headwise_grade_${id})
   set(subject_args "")
   foreach(file IN LISTS learner_sources)
     list(APPEND subject_args --subject "${file}")
