@@ -772,9 +772,10 @@ std::string count_difference(std::size_t actual, std::size_t expected, std::span
     for (const auto& [t, c] : fit) {
         const Term& term = terms[t];
         const int n = std::abs(c);
-        const std::string what = n == 1
-                                     ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
-                                     : fmt::format("{} {}s ({} x {} = {})", n, term.name, n, term.unit, n * term.value);
+        const std::string plural =
+            term.name.ends_with("matrix") ? term.name.substr(0, term.name.size() - 1) + "ces" : term.name + "s";
+        const std::string what = n == 1 ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
+                                        : fmt::format("{} {} ({} x {} = {})", n, plural, n, term.unit, n * term.value);
         text += (text.empty() ? "" : " and ") + (c > 0 ? "short by " + what : what + " too many");
     }
     return text;
