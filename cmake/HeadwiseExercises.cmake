@@ -153,11 +153,21 @@ namespace {
   _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} "${gen}/subject.cpp" INCLUDES ${exercise_includes})
   # Built with the lessons (the first `./headwise run`): the grader's own parts -- its cases, the
   # catalogue, the search's variants, the sanitized library -- take most of a minute per exercise
-  # on 2 cores, and a learner's first grade should wait only on their own file.
+  # on 2 cores, and a learner's first grade should wait only on their own file. Not the learner's
+  # file itself: one that does not compile yet must not stop the lessons from building.
   if(NOT TARGET headwise_graders)
     add_custom_target(headwise_graders ALL)
   endif()
-  add_dependencies(headwise_graders headwise_grade_${id})
+  foreach(part headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_${id}_mutants
+               headwise_grade_support headwise_grade_main headwise_grade_pch headwise_grade_core_sanitized
+               headwise_grade_emulator_sanitized)
+    if(TARGET ${part})
+      get_target_property(type ${part} TYPE)
+      if(NOT type STREQUAL "INTERFACE_LIBRARY")
+        add_dependencies(headwise_graders ${part})
+      endif()
+    endif()
+  endforeach()
   set(subject_args "")
   foreach(file IN LISTS learner_sources)
     list(APPEND subject_args --subject "${file}")
