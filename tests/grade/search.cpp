@@ -3,16 +3,11 @@
 
 #include "registry.hpp"
 
+#include "gradekit/steps.hpp"
+
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -150,69 +145,35 @@ void observe(std::string_view what, char status, long error_line, bool informati
 
 namespace {
 
-// Everything a child process writes to its stdout until it ends, or until `seconds` have passed
-// (then it is killed). Its stderr goes nowhere.
-std::string output_of(const std::vector<std::string>& command, const std::vector<std::string>& env_set, int seconds) {
-    int pipe_fds[2];
-    if (command.empty() || ::pipe2(pipe_fds, O_CLOEXEC) != 0) return {};
-    std::fflush(stdout);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(pipe_fds[0]);
-        ::close(pipe_fds[1]);
-        return {};
-    }
-    if (pid == 0) {  // the child: only async-signal-safe calls until exec, but for setenv
-        ::dup2(pipe_fds[1], STDOUT_FILENO);
-        const int null = ::open("/dev/null", O_WRONLY);
-        if (null >= 0) ::dup2(null, STDERR_FILENO);
-        ::unsetenv("HEADWISE_GRADE_REPORT");  // the parent's report is the learner's
-        for (const std::string& kv : env_set) ::putenv(const_cast<char*>(kv.c_str()));
-        std::vector<char*> argv;
-        for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        ::execv("/proc/self/exe", argv.data());
-        ::_exit(127);
-    }
-    ::close(pipe_fds[1]);
-    std::string out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    for (char buffer[4096];;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        pollfd p{pipe_fds[0], POLLIN, 0};
-        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-            ::kill(pid, SIGKILL);
-            out.clear();
-            break;
-        }
-        const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
-        if (n <= 0) break;
-        out.append(buffer, static_cast<std::size_t>(n));
-    }
-    ::close(pipe_fds[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return out;
-}
-
 // Variant `id` run live on every check: this grader again with the variant as its subject (the
 // recorder's mode, HEADWISE_MUTANT). Confirmed when it gives the learner's status on every check
 // -- the failing ones were compared value by value in this run already -- and passes every check
 // the learner passed.
 bool confirmed_live(const State& s, int id) {
-    const std::string out = output_of(own_command(), {"HEADWISE_MUTANT=" + std::to_string(id)}, 60);
+    // This very binary, with its arguments but Catch's output file and reporter (the child's
+    // output is read here, and must not land in the learner's files), and no report of its own.
+    std::vector<std::string> args{"/proc/self/exe"};
+    const std::vector<std::string>& own = own_command();
+    for (std::size_t i = 1; i < own.size(); ++i) {
+        if (own[i] == "-o" || own[i] == "--out" || own[i] == "-r" || own[i] == "--reporter") {
+            ++i;  // and its value
+            continue;
+        }
+        if (!own[i].starts_with("--out=") && !own[i].starts_with("--reporter=")) args.push_back(own[i]);
+    }
     constexpr std::string_view prefix = "[headwise-mutant] ";
     std::string statuses;
     bool ended = false;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);) {
-        if (!line.starts_with(prefix)) continue;
-        if (line.substr(prefix.size()) == "end")
-            ended = true;
-        else
-            statuses.push_back(line[prefix.size()]);
-    }
+    gradekit::run_captured(
+        args, {"HEADWISE_MUTANT=" + std::to_string(id), "HEADWISE_GRADE_REPORT="},
+        [&](const std::string& line) {
+            if (line == std::string(prefix) + "end")
+                ended = true;
+            else if (line.starts_with(prefix) && line.size() > prefix.size())
+                statuses.push_back(line[prefix.size()]);
+            return false;
+        },
+        60);
     return ended && statuses == s.learner;
 }
 
