@@ -28,7 +28,7 @@
 // global-memory load and store. This lesson checks every version against the CPU reference
 // (headwise::attention_reference, double precision) before it times anything; without a GPU it
 // says so and runs the kernels on the emulator. Its last steps show what a real GPU measured
-// (docs/data/gpu-h100-2026-11-24.csv, from scripts/gpu-check) next to what the compiler reports
+// (docs/data/gpu-h200-2026-11-26.csv, from scripts/gpu-check) next to what the compiler reports
 // for each kernel (docs/data/kernel_resources_sm90.txt, from scripts/kernel-resources): registers,
 // stack and shared memory, and the occupancy they allow -- the reasons one version beats another.
 //
@@ -563,7 +563,7 @@ void step_gpu_ladder(const Tracer& trace, const std::string& gpu_results, const 
     kernels::Problem bench;  // the size gpu-check times: B=8, H=16, d_head=64
     bench.batch = 8, bench.heads = 16, bench.seq = n_ref > 0 ? n_ref : 4096, bench.d_head = 64;
     fmt::print(
-        "  N={}, B=8, H=16, d_head=64, non-causal. Occupancy: warps an H100 SM holds / 64, from registers and\n"
+        "  N={}, B=8, H=16, d_head=64, non-causal. Occupancy: warps a Hopper SM holds / 64, from registers and\n"
         "  shared memory per block (65536 registers, 228 KiB; the smallest limit is named).\n",
         bench.seq);
     fmt::print("    {:<12} {:<5} {:>9} {:>8} {:>7} | {:^31} | {:^37}\n", "version", "dtype", "median ms", "TFLOP/s",
@@ -636,11 +636,11 @@ int main(int argc, char** argv) {
     std::string schedule_name = "fibers";
     int warmup = 3, repeats = 20;
     std::string figures_dir;
-    std::string gpu_results = HEADWISE_SOURCE_DIR "/docs/data/gpu-h100-2026-11-24.csv";
+    std::string gpu_results = HEADWISE_SOURCE_DIR "/docs/data/gpu-h200-2026-11-26.csv";
     std::string resources_file = HEADWISE_SOURCE_DIR "/docs/data/kernel_resources_sm90.txt";
     cli::add_lesson_options(app, opt, "batch,seq,heads,seed");
     app.add_option("--gpu-results", gpu_results,
-                   "the CSV scripts/gpu-check wrote on a GPU machine (default: the committed H100 run); shown in "
+                   "the CSV scripts/gpu-check wrote on a GPU machine (default: the committed H200 run); shown in "
                    "the last steps when the file exists")
         ->type_name("CSV")
         ->capture_default_str();
