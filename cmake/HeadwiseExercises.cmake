@@ -240,6 +240,7 @@ namespace {
     _headwise_meta_test(${id} learner_${key} "grader ${id} diagnoses the learner's mistake '${key}'" "${patched}"
       -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${learner_timeout})
   endforeach()
+  _headwise_transplant_tests(${id} ${dir} ${first_source} "${gen}" ${solution_includes})
   headwise_add_search_meta_tests(${id} meta_sources)  # the search's hand-written edits (HeadwiseMutants.cmake)
   _headwise_grader(headwise_meta_${id} ${id} SOURCES ${meta_sources} INCLUDES ${solution_includes})
   add_dependencies(headwise_tests headwise_meta_${id})
@@ -251,6 +252,34 @@ namespace {
     file(COPY "${solution_dir}/${first_source}" DESTINATION "${PROJECT_BINARY_DIR}/mutants/${dir}")
   endif()
   _headwise_grader(headwise_mutant_${id} ${id} SOURCES "${mutant}" "${gen}/subject.cpp" INCLUDES ${solution_includes})
+endfunction()
+
+# The transplant step's tests (tests/grade/transplant/<id>_<what>.mistake, gradekit/transplant.hpp):
+# each a learner-style mistake compiled as the learner's own grader is (its file alone, so that the
+# step can compile copies of it in its place), graded, then located by grading those copies.
+function(_headwise_transplant_tests id dir first_source gen)  # ARGN: the solution's include directories
+  file(GLOB specs CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/transplant/${id}_*.mistake")
+  set(solution "${PROJECT_SOURCE_DIR}/solutions/${dir}/${first_source}")
+  foreach(spec IN LISTS specs)
+    get_filename_component(stem "${spec}" NAME_WE)
+    set(patched "${gen}/transplant/${stem}/${first_source}")
+    add_custom_command(OUTPUT "${patched}"
+      COMMAND ${CMAKE_COMMAND} -E make_directory "${gen}/transplant/${stem}"
+      COMMAND headwise_gradetool patch ${spec} ${solution} ${patched}
+      DEPENDS "${spec}" "${solution}" headwise_gradetool
+      COMMENT "Making the transplant test's mistake ${stem}")
+    _headwise_grader(headwise_transplant_${stem} ${id} SOURCES "${patched}" "${gen}/subject.cpp"
+      INCLUDES ${ARGN})
+    add_dependencies(headwise_tests headwise_transplant_${stem})
+    add_test(NAME "grade: '${stem}' is located by grading copies of the file with one piece put back"
+      COMMAND ${CMAKE_COMMAND} -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DID=${id}
+        -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DTARGET=headwise_transplant_${stem}
+        -DGRADER=$<TARGET_FILE:headwise_transplant_${stem}> -DSUBJECT=${patched} -DSOLUTION=${solution}
+        -DSPEC=${spec} -DREPORT=${PROJECT_BINARY_DIR}/grade/transplant_${stem}.json
+        -P ${HEADWISE_GRADE_DIR}/check_transplant.cmake)
+    set_tests_properties("grade: '${stem}' is located by grading copies of the file with one piece put back"
+      PROPERTIES LABELS "meta" TIMEOUT 300)
+  endforeach()
 endfunction()
 
 # A catalogued mistake's name and explanation: its lines "mistake: <name>" (without ; " or \),

@@ -6,6 +6,10 @@
 //       builds one grader; a compile error becomes the report (exit 1)
 //   headwise-gradetool run --id ex01 --source-dir DIR --report FILE --subject FILE... -- GRADER [ARGS...]
 //       runs a grader under the sanitizers and completes its report (exit 0: every test passed)
+//   headwise-gradetool transplant --id ex01 --source-dir DIR --report FILE --subject FILE --build-dir DIR --target T
+//                      [--solution FILE]
+//       after a failed run: grades copies of the subject with one differing piece put back as the
+//       solution has it (gradekit/transplant.hpp); prints what it found (exit 0) or nothing (exit 1)
 //   headwise-gradetool patch SPEC SOLUTION OUT
 //       a catalogued or learner-style mistake (tests/grade/mistakes/*.mistake,
 //       tests/grade/learner_mistakes/<id>/*.mistake): SOLUTION with each "replace: <text>" of SPEC
@@ -25,6 +29,7 @@
 #include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
 #include "gradekit/stub.hpp"
+#include "gradekit/transplant.hpp"
 
 #include <fmt/format.h>
 
@@ -127,6 +132,7 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
     fs::path build_dir;
     std::string target;
     std::vector<std::string> grader;
+    fs::path solution;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> const std::string& {
@@ -145,6 +151,8 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
             target = value();
         else if (a == "--subject")
             s.files.emplace_back(value());
+        else if (a == "--solution")
+            solution = value();
         else if (a == "--") {
             grader.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
             break;
@@ -167,6 +175,14 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
         }
         return 1;
     }
+    if (command == "transplant") {
+        if (build_dir.empty() || target.empty()) throw usage("transplant needs --build-dir and --target");
+        TransplantSetup t;
+        t.build_dir = build_dir, t.target = target, t.solution = solution;
+        const std::string found = transplant_step(s, t, {});
+        if (!found.empty()) std::puts(found.c_str());
+        return found.empty() ? 1 : 0;
+    }
     if (grader.empty()) throw usage("run needs -- GRADER [ARGS...]");
     const std::vector<std::string> extra(grader.begin() + 1, grader.end());
     const int rc = run_step(s, grader[0], extra, echo, timeout);
@@ -186,7 +202,7 @@ int main(int argc, char** argv) {
         if (all[0] == "stub") return stub(rest);
         if (all[0] == "patch") return patch(rest);
         if (all[0] == "show") return show(rest);
-        if (all[0] == "build" || all[0] == "run") return steps(all[0], rest);
+        if (all[0] == "build" || all[0] == "run" || all[0] == "transplant") return steps(all[0], rest);
         if (all[0] == "mutants") {  // the search's variants (gradekit/mutants_command.cpp)
             try {
                 return mutants_command(rest);

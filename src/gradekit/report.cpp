@@ -42,7 +42,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                     {"failures", failures},
                     {"warnings", r.warnings},
                     {"parts", parts},
-                    {"edit", r.edit}};
+                    {"edit", r.edit},
+                    {"located", r.located}};
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     const std::filesystem::path temporary = path.string() + ".tmp";
@@ -68,6 +69,7 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         r.total = j.at("total").get<int>();
         r.running = text(j, "running");
         r.edit = text(j, "edit");
+        r.located = text(j, "located");
         for (const auto& f : j.value("failures", json::array())) {
             Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
                       text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};

@@ -13,7 +13,8 @@
 //                  "details": ["verbose lines: every failing check, shapes, elements, tolerance"]}],
 //    "warnings": ["exercises/...cpp:12:9: warning: ... [-Wsign-compare]\n  source\n  caret"],
 //    "parts": [{"name": "part 1", "passed": 3, "total": 3, "ran": 3}],
-//    "edit": "your code behaves exactly like the solution with `...` in place of `...` (...)" | ""}
+//    "edit": "your code behaves exactly like the solution with `...` in place of `...` (...)" | "",
+//    "located": "found by trying: with your line 23 (`...`) as the solution has it, ..." | ""}
 #pragma once
 
 #include <filesystem>
@@ -55,6 +56,9 @@ struct Report {
     // The learner's own edit, found by the grader's search and confirmed on every check
     // (tests/grade/search.hpp): "your code behaves exactly like the solution with ...", or empty.
     std::string edit;
+    // The learner's lines that make the difference, found by grading copies of their file with
+    // one differing piece put back as the solution has it (gradekit/transplant.hpp), or empty.
+    std::string located;
 
     bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
 };

@@ -121,6 +121,8 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         for (const auto& f : r->failures) diagnosable = diagnosable || f.message.rfind("not implemented yet", 0) != 0;
         // The learner's own edit, confirmed by the grader's search on every check.
         if (!r->edit.empty()) wrapped(out, indent, r->edit + ".");
+        // Or the learner's lines that make the difference, found by grading copies of their file.
+        if (!r->located.empty()) wrapped(out, indent, r->located + ".");
         if (diagnosable) {
             const auto& f = r->failures[0];
             if (!f.mistake.empty()) {
@@ -128,7 +130,7 @@ std::string show_report(const Report* r, const ShowOptions& o) {
                                    f.mistake);
                 std::istringstream lines(f.explanation);
                 for (std::string line; std::getline(lines, line);) wrapped(out, indent + "  ", line);
-            } else {
+            } else if (r->located.empty()) {
                 out +=
                     indent + "no known mistake matches every failing check: the differences above say where to look.\n";
             }

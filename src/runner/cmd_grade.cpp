@@ -15,6 +15,7 @@
 
 #include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
+#include "gradekit/transplant.hpp"
 
 #include <fmt/format.h>
 
@@ -65,6 +66,15 @@ void grade_one(const Exercise& e) {
         std::fflush(stdout);
     }
     gradekit::run_step(s, binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id), {}, {});
+    // A failed run whose search named no edit: the learner's own lines, tried one piece at a time.
+    gradekit::TransplantSetup t;
+    t.build_dir = binary_dir();
+    t.target = "headwise_grade_" + e.id;
+    gradekit::transplant_step(s, t, [&](const std::string& line) {
+        if (!tty) return;
+        fmt::print("\r\033[K  {} {}...", e.id, line);
+        std::fflush(stdout);
+    });
     if (tty) fmt::print("\r\033[K");
 }
 

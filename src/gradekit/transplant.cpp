@@ -1,0 +1,310 @@
+// gradekit/transplant.cpp -- see transplant.hpp.
+#include "gradekit/transplant.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace headwise::gradekit {
+
+namespace {
+
+// A line as compared: no // comment, no whitespace (formatting is not a difference).
+std::string normalized(const std::string& line) {
+    std::string out;
+    char quote = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quote == 0 && c == '/' && i + 1 < line.size() && line[i + 1] == '/') break;
+        if (quote != 0 && c == '\\' && i + 1 < line.size()) {
+            out += c;
+            out += line[++i];
+            continue;
+        }
+        if (c == '"' || c == '\'') quote = quote == 0 ? c : (quote == c ? 0 : quote);
+        if (quote != 0 || (c != ' ' && c != '\t' && c != '\r')) out += c;
+    }
+    return out;
+}
+
+// The lines that say something, with their 0-based index in the file.
+struct Significant {
+    std::vector<std::string> text;
+    std::vector<int> index;
+};
+Significant significant(const std::vector<std::string>& lines) {
+    Significant s;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        if (std::string n = normalized(lines[i]); !n.empty()) {
+            s.text.push_back(std::move(n));
+            s.index.push_back(static_cast<int>(i));
+        }
+    return s;
+}
+
+// Longest common subsequence table: lcs[i][j] for a's suffix from i and b's from j.
+std::vector<std::vector<int>> lcs_table(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::vector<std::vector<int>> t(a.size() + 1, std::vector<int>(b.size() + 1, 0));
+    for (std::size_t i = a.size(); i-- > 0;)
+        for (std::size_t j = b.size(); j-- > 0;)
+            t[i][j] = a[i] == b[j] ? t[i + 1][j + 1] + 1 : std::max(t[i + 1][j], t[i][j + 1]);
+    return t;
+}
+
+std::vector<std::string> lines_of_file(const fs::path& path) {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+bool write_lines(const fs::path& path, const std::vector<std::string>& lines) {
+    std::ofstream out(path, std::ios::trunc);
+    for (const auto& line : lines) out << line << '\n';
+    return static_cast<bool>(out);
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+    for (std::size_t at = 0; !from.empty() && (at = text.find(from, at)) != std::string::npos; at += to.size())
+        text.replace(at, from.size(), to);
+    return text;
+}
+
+// The word after " -o " in a command line.
+std::string output_of(const std::string& command) {
+    const auto at = command.find(" -o ");
+    if (at == std::string::npos) return {};
+    const auto begin = at + 4, end = command.find(' ', begin);
+    return command.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// How ninja builds the grader: the compile command of the learner's file and the final link.
+struct Recipe {
+    std::string compile, link, object, executable;
+};
+std::optional<Recipe> recipe_of(const fs::path& build_dir, const std::string& target, const fs::path& source) {
+    std::vector<std::string> commands;
+    const int rc =
+        run_captured({"ninja", "-C", build_dir.string(), "-t", "commands", target}, {}, [&](const std::string& line) {
+            commands.push_back(line);
+            return false;
+        });
+    if (rc != 0 || commands.empty()) return std::nullopt;
+    Recipe r;
+    for (const auto& c : commands)
+        if (c.find(" -c " + source.string()) != std::string::npos) r.compile = c;
+    r.link = commands.back();
+    r.object = output_of(r.compile);
+    r.executable = output_of(r.link);
+    if (r.compile.empty() || r.object.empty() || r.executable.empty() || r.link.find(r.object) == std::string::npos)
+        return std::nullopt;
+    return r;
+}
+
+// Compiles `variant` in place of `source` and links it as `executable`, in the build directory.
+bool build_variant(const fs::path& build_dir, const Recipe& r, const fs::path& source, const fs::path& variant,
+                   const fs::path& executable) {
+    const std::string object = variant.string() + ".o";
+    std::string compile = replace_all(r.compile, r.object, object);
+    compile = replace_all(compile, " -c " + source.string(),
+                          " -iquote " + source.parent_path().string() + " -c " + variant.string());
+    std::string link = replace_all(r.link, r.object, object);
+    link = replace_all(link, " -o " + r.executable + " ", " -o " + executable.string() + " ");
+    const std::string script = "cd \"$1\" && " + compile + " && " + link;
+    return run_captured({"sh", "-c", script, "sh", build_dir.string()}, {}, [](const std::string&) { return false; }) ==
+           0;
+}
+
+// One try: what the grader says of the learner's file with `h` put back.
+struct Try {
+    std::vector<Hunk> hunks;  // one, or two (a statement moved: taken out here, put in there)
+    int passed = -1;          // -1: did not build or run
+    int total = 0;
+    bool all_passed = false;
+    std::set<std::string> failing;  // the tests that failed
+};
+
+std::set<std::string> failing_tests(const Report& r) {
+    std::set<std::string> tests;
+    for (const auto& f : r.failures) tests.insert(f.test);
+    return tests;
+}
+
+Try try_hunks(const Subject& s, const fs::path& dir, const Recipe& recipe, const fs::path& build_dir,
+              const std::vector<std::string>& learner, const std::vector<Hunk>& hunks, int n) {
+    Try t;
+    t.hunks = hunks;
+    std::vector<std::string> text = learner;  // the later hunk first: the earlier one's lines stay put
+    for (auto h = hunks.rbegin(); h != hunks.rend(); ++h) text = with_hunk_replaced(text, *h);
+    const fs::path source = s.files.front();
+    const fs::path variant = dir / fmt::format("try{}_{}", n, source.filename().string());
+    const fs::path executable = dir / fmt::format("try{}_grader", n);
+    if (!write_lines(variant, text) || !build_variant(build_dir, recipe, source, variant, executable)) return t;
+    Subject v = s;
+    v.files.front() = variant;
+    v.report = dir / fmt::format("try{}.json", n);
+    run_step(v, executable, {}, {}, 20);
+    if (const auto r = read_report(v.report); r && r->compiled && r->finished) {
+        t.passed = r->passed;
+        t.total = r->total;
+        t.all_passed = r->all_passed();
+        t.failing = failing_tests(*r);
+    }
+    return t;
+}
+
+bool deletion(const Hunk& h) { return h.learner_last < h.learner_first; }
+
+std::string first_line(const std::vector<std::string>& learner, int line) {
+    std::string text = learner[static_cast<std::size_t>(line - 1)];
+    text.erase(0, text.find_first_not_of(" \t"));
+    return text.size() > 70 ? text.substr(0, 67) + "..." : text;
+}
+
+// "your line 23 (`...`)" or "your lines 23-25 (from `...`)".
+std::string learner_lines(const std::vector<std::string>& learner, const Hunk& h) {
+    if (h.learner_first == h.learner_last)
+        return fmt::format("your line {} (`{}`)", h.learner_first, first_line(learner, h.learner_first));
+    return fmt::format("your lines {}-{} (from `{}`)", h.learner_first, h.learner_last,
+                       first_line(learner, h.learner_first));
+}
+
+std::string place(const Hunk& h) {
+    return h.learner_first <= 1 ? "at the top of your file" : fmt::format("after your line {}", h.learner_first - 1);
+}
+
+// What was tried, as the start of the sentence.
+std::string what_was_tried(const std::vector<std::string>& learner, const std::vector<Hunk>& hunks) {
+    if (hunks.size() == 2) {
+        const Hunk& taken = deletion(hunks[0]) ? hunks[1] : hunks[0];
+        const Hunk& missing = deletion(hunks[0]) ? hunks[0] : hunks[1];
+        if (deletion(missing) && !deletion(taken) && missing.solution_text.size() == 1 &&
+            normalized(missing.solution_text[0]) ==
+                normalized(learner[static_cast<std::size_t>(taken.learner_first - 1)]))
+            return fmt::format("with {} moved to where the solution has it, {}", learner_lines(learner, taken),
+                               place(missing));
+        return fmt::format("with {} and the line {} as the solution has them", learner_lines(learner, hunks[0]),
+                           deletion(hunks[1]) ? place(hunks[1]) : learner_lines(learner, hunks[1]));
+    }
+    const Hunk& h = hunks.front();
+    if (deletion(h)) return fmt::format("with the solution's line put in {}, where yours has none", place(h));
+    return fmt::format("with {} as the solution has it", learner_lines(learner, h));
+}
+
+std::string sentence(const std::vector<std::string>& learner, const Try& best, int learner_passed) {
+    const std::string tried = what_was_tried(learner, best.hunks);
+    const std::string mistake = best.hunks.size() == 2         ? "there"
+                                : deletion(best.hunks.front()) ? "a line left out there"
+                                                               : "on that line";
+    if (best.all_passed)
+        return fmt::format("found by trying: {}, and nothing else changed, every test passes -- the mistake is {}",
+                           tried, mistake);
+    return fmt::format(
+        "found by trying: {}, and nothing else changed, {} of the {} tests pass instead of {} -- "
+        "one mistake is {}",
+        tried, best.passed, best.total, learner_passed, mistake);
+}
+
+fs::path solution_of(const Subject& s, const TransplantSetup& t) {
+    if (!t.solution.empty()) return t.solution;
+    const fs::path f = s.files.front();
+    return s.source_dir / "solutions" / f.parent_path().filename() / f.filename();
+}
+
+}  // namespace
+
+std::vector<Hunk> differing_hunks(const std::vector<std::string>& learner, const std::vector<std::string>& solution) {
+    const Significant a = significant(learner), b = significant(solution);
+    const auto t = lcs_table(a.text, b.text);
+    std::vector<Hunk> hunks;
+    std::size_t i = 0, j = 0;
+    while (i < a.text.size() || j < b.text.size()) {
+        if (i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j]) {
+            ++i, ++j;
+            continue;
+        }
+        const std::size_t i0 = i, j0 = j;
+        while ((i < a.text.size() || j < b.text.size()) &&
+               !(i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j])) {
+            if (j >= b.text.size() || (i < a.text.size() && t[i + 1][j] >= t[i][j + 1]))
+                ++i;
+            else
+                ++j;
+        }
+        Hunk h;
+        h.learner_first = i > i0 ? a.index[i0] + 1 : (i0 > 0 ? a.index[i0 - 1] + 2 : 1);
+        h.learner_last = i > i0 ? a.index[i - 1] + 1 : h.learner_first - 1;
+        if (j > j0)
+            for (int k = b.index[j0]; k <= b.index[j - 1]; ++k) h.solution_text.push_back(solution[k]);
+        hunks.push_back(std::move(h));
+    }
+    return hunks;
+}
+
+std::vector<std::string> with_hunk_replaced(const std::vector<std::string>& learner, const Hunk& h) {
+    std::vector<std::string> out(learner.begin(), learner.begin() + (h.learner_first - 1));
+    out.insert(out.end(), h.solution_text.begin(), h.solution_text.end());
+    const int resume = std::max(h.learner_last, h.learner_first - 1);
+    out.insert(out.end(), learner.begin() + resume, learner.end());
+    return out;
+}
+
+std::string transplant_step(const Subject& s, const TransplantSetup& t,
+                            const std::function<void(const std::string&)>& progress) {
+    auto report = read_report(s.report);
+    if (!report || !report->compiled || !report->finished || report->all_passed() || !report->edit.empty() ||
+        s.files.empty())
+        return {};
+    for (const auto& f : report->failures)
+        if (f.message.rfind("not implemented yet", 0) == 0) return {};  // a stub left: nothing to locate
+    const std::vector<std::string> learner = lines_of_file(s.files.front());
+    const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
+    std::vector<Hunk> hunks;
+    for (const Hunk& h : differing_hunks(learner, solution))
+        if (h.learner_last - h.learner_first + 1 <= t.max_hunk_lines &&
+            static_cast<int>(h.solution_text.size()) <= t.max_hunk_lines)
+            hunks.push_back(h);
+    if (solution.empty() || hunks.empty() || static_cast<int>(hunks.size()) > t.max_hunks) return {};
+    const auto recipe = recipe_of(t.build_dir, t.target, s.files.front());
+    if (!recipe) return {};
+    const fs::path dir = t.build_dir / "grade" / "transplant" / t.target;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fs::create_directories(dir, ec);
+    ::setenv("HEADWISE_GRADE_SEARCH", "off", 1);  // the copies' runs need no search of their own
+    const std::set<std::string> learner_failing = failing_tests(*report);
+    // Each piece alone, then (a statement moved, two slips) each pair of them, until one passes.
+    std::vector<std::vector<Hunk>> tries;
+    for (const Hunk& h : hunks) tries.push_back({h});
+    if (hunks.size() <= 3)
+        for (std::size_t a = 0; a < hunks.size(); ++a)
+            for (std::size_t b = a + 1; b < hunks.size(); ++b) tries.push_back({hunks[a], hunks[b]});
+    Try best;
+    for (std::size_t n = 0; n < tries.size() && !best.all_passed; ++n) {
+        if (n == hunks.size() && best.passed >= 0) break;  // a single piece helped: name it, not a pair
+        if (progress)
+            progress(
+                fmt::format("trying your code with pieces that differ from the solution put back ({} of at most {})",
+                            n + 1, tries.size()));
+        Try tried = try_hunks(s, dir, *recipe, t.build_dir, learner, tries[n], static_cast<int>(n));
+        // Better than the learner's run and breaking nothing it passed: its failing tests are some of theirs.
+        const bool subset =
+            std::includes(learner_failing.begin(), learner_failing.end(), tried.failing.begin(), tried.failing.end());
+        if (tried.total == report->total && subset && tried.passed > std::max(best.passed, report->passed))
+            best = tried;
+    }
+    ::unsetenv("HEADWISE_GRADE_SEARCH");
+    if (best.passed < 0) return {};
+    report = read_report(s.report);
+    if (!report) return {};
+    report->located = sentence(learner, best, report->passed);
+    write_report(s.report, *report);
+    return report->located;
+}
+
+}  // namespace headwise::gradekit

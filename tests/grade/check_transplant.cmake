@@ -1,0 +1,34 @@
+# cmake -DGRADETOOL=<headwise-gradetool> -DID=ex05 -DSOURCE_DIR=<repo> -DBUILD_DIR=<build> -DTARGET=<grader target>
+#       -DGRADER=<its binary> -DSUBJECT=<the patched file> -DSOLUTION=<the solution file> -DSPEC=<.mistake>
+#       -DREPORT=<json> -P tests/grade/check_transplant.cmake
+#
+# The transplant step's test (gradekit/transplant.hpp): the subject, a learner-style mistake that
+# no single edit of the solution reproduces, is graded as `headwise grade` grades (gradetool run),
+# must fail with no edit named by the search, and the transplant step must then find its lines:
+# its sentence matches every "expect-located: <regex>" line of SPEC.
+cmake_minimum_required(VERSION 3.25)
+
+file(REMOVE "${REPORT}")
+set(common --id ${ID} --source-dir ${SOURCE_DIR} --report ${REPORT} --subject ${SUBJECT})
+execute_process(COMMAND ${GRADETOOL} run ${common} -- ${GRADER} OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the mistake passed every test: it is no mistake\n${out}")
+endif()
+file(READ "${REPORT}" report)
+string(JSON edit GET "${report}" edit)
+if(NOT edit STREQUAL "")
+  message(FATAL_ERROR "the search named an edit, so the transplant step would not run: ${edit}")
+endif()
+execute_process(COMMAND ${GRADETOOL} transplant ${common} --build-dir ${BUILD_DIR} --target ${TARGET} --solution ${SOLUTION}
+  OUTPUT_VARIABLE found ERROR_VARIABLE found RESULT_VARIABLE rc)
+string(STRIP "${found}" found)
+file(STRINGS "${SPEC}" expects REGEX "^expect-located: ")
+if(NOT expects)
+  message(FATAL_ERROR "${SPEC} has no expect-located: line")
+endif()
+foreach(line IN LISTS expects)
+  string(REGEX REPLACE "^expect-located: " "" pattern "${line}")
+  if(NOT found MATCHES "${pattern}")
+    message(FATAL_ERROR "the transplant step (exit ${rc}) said:\n${found}\nwhich does not match:\n${pattern}")
+  endif()
+endforeach()

@@ -1,0 +1,54 @@
+// tests/transplant_test.cpp -- gradekit/transplant.hpp: where a learner's lines differ from the
+// solution's, and what a copy with one difference put back reads.
+#include "gradekit/transplant.hpp"
+
+#include <catch2/catch.hpp>
+
+using headwise::gradekit::differing_hunks;
+using headwise::gradekit::Hunk;
+using headwise::gradekit::with_hunk_replaced;
+
+TEST_CASE("transplant: formatting and // comments are not differences") {
+    const std::vector<std::string> solution = {"int f(int a) {", "    return a + 1;  // one more", "}"};
+    const std::vector<std::string> learner = {"int f(int a) {", "", "  return a+1;", "}  // done"};
+    CHECK(differing_hunks(learner, solution).empty());
+}
+
+TEST_CASE("transplant: a changed line is one hunk, numbered as the learner's file is") {
+    const std::vector<std::string> solution = {"a();", "b();", "c();"};
+    const std::vector<std::string> learner = {"// mine", "a();", "B();", "c();"};
+    const auto hunks = differing_hunks(learner, solution);
+    REQUIRE(hunks.size() == 1);
+    CHECK(hunks[0].learner_first == 3);
+    CHECK(hunks[0].learner_last == 3);
+    CHECK(hunks[0].solution_text == std::vector<std::string>{"b();"});
+    CHECK(with_hunk_replaced(learner, hunks[0]) == std::vector<std::string>{"// mine", "a();", "b();", "c();"});
+}
+
+TEST_CASE("transplant: a line the learner left out is an empty range after their previous line") {
+    const std::vector<std::string> solution = {"a();", "b();", "c();"};
+    const std::vector<std::string> learner = {"a();", "c();"};
+    const auto hunks = differing_hunks(learner, solution);
+    REQUIRE(hunks.size() == 1);
+    CHECK(hunks[0].learner_first == 2);
+    CHECK(hunks[0].learner_last == 1);  // empty: after line 1
+    CHECK(with_hunk_replaced(learner, hunks[0]) == solution);
+}
+
+TEST_CASE("transplant: a moved statement is two hunks, each put back alone") {
+    const std::vector<std::string> solution = {"x = f();", "y = g(x);", "m = n;", "}"};
+    const std::vector<std::string> learner = {"x = f();", "m = n;", "y = g(x);", "}"};
+    const auto hunks = differing_hunks(learner, solution);
+    REQUIRE(hunks.size() == 2);
+    // Each hunk alone gives back a file with the statement twice or not at all.
+    CHECK(with_hunk_replaced(learner, hunks[0]) != solution);
+    CHECK(with_hunk_replaced(learner, hunks[1]) != solution);
+    // Both, the later first: the solution.
+    CHECK(with_hunk_replaced(with_hunk_replaced(learner, hunks[1]), hunks[0]) == solution);
+}
+
+TEST_CASE("transplant: a // inside a string literal is not a comment") {
+    const std::vector<std::string> solution = {R"(url = "http://a";)"};
+    const std::vector<std::string> learner = {R"(url = "http://b";)"};
+    CHECK(differing_hunks(learner, solution).size() == 1);
+}
