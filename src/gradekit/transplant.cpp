@@ -178,29 +178,44 @@ std::string place(const Hunk& h) {
     return h.learner_first <= 1 ? "at the top of your file" : fmt::format("after your line {}", h.learner_first - 1);
 }
 
+// "a line" or "3 lines": what the solution has where the learner has none.
+std::string lines_missing(const Hunk& h) {
+    return h.solution_text.size() == 1 ? "a line" : fmt::format("{} lines", h.solution_text.size());
+}
+
+// One piece, as the learner finds it in their file.
+std::string piece(const std::vector<std::string>& learner, const Hunk& h) {
+    return deletion(h) ? "the place " + place(h) : learner_lines(learner, h);
+}
+
 // What was tried, as the start of the sentence.
 std::string what_was_tried(const std::vector<std::string>& learner, const std::vector<Hunk>& hunks) {
     if (hunks.size() == 2) {
         const Hunk& taken = deletion(hunks[0]) ? hunks[1] : hunks[0];
         const Hunk& missing = deletion(hunks[0]) ? hunks[0] : hunks[1];
         if (deletion(missing) && !deletion(taken) && missing.solution_text.size() == 1 &&
+            taken.learner_first == taken.learner_last &&
             normalized(missing.solution_text[0]) ==
                 normalized(learner[static_cast<std::size_t>(taken.learner_first - 1)]))
             return fmt::format("with {} moved to where the solution has it, {}", learner_lines(learner, taken),
                                place(missing));
-        return fmt::format("with {} and the line {} as the solution has them", learner_lines(learner, hunks[0]),
-                           deletion(hunks[1]) ? place(hunks[1]) : learner_lines(learner, hunks[1]));
+        return fmt::format("with {} and {} as the solution has them", piece(learner, hunks[0]),
+                           piece(learner, hunks[1]));
     }
     const Hunk& h = hunks.front();
-    if (deletion(h)) return fmt::format("with the solution's line put in {}, where yours has none", place(h));
-    return fmt::format("with {} as the solution has it", learner_lines(learner, h));
+    if (deletion(h))
+        return fmt::format("with the solution's {} put in {}, where yours has none", lines_missing(h), place(h));
+    return fmt::format("with {} as the solution has {}", learner_lines(learner, h),
+                       h.learner_first == h.learner_last ? "it" : "them");
 }
 
 std::string sentence(const std::vector<std::string>& learner, const Try& best, int learner_passed) {
     const std::string tried = what_was_tried(learner, best.hunks);
-    const std::string mistake = best.hunks.size() == 2         ? "there"
-                                : deletion(best.hunks.front()) ? "a line left out there"
-                                                               : "on that line";
+    const Hunk& first = best.hunks.front();
+    const std::string mistake = best.hunks.size() == 2                      ? "there"
+                                : deletion(first)                           ? lines_missing(first) + " left out there"
+                                : first.learner_first == first.learner_last ? "on that line"
+                                                                            : "in those lines";
     if (best.all_passed)
         return fmt::format("found by trying: {}, and nothing else changed, every test passes -- the mistake is {}",
                            tried, mistake);
@@ -208,6 +223,14 @@ std::string sentence(const std::vector<std::string>& learner, const Try& best, i
         "found by trying: {}, and nothing else changed, {} of the {} tests pass instead of {} -- "
         "one mistake is {}",
         tried, best.passed, best.total, learner_passed, mistake);
+}
+
+// A function the learner has not written yet (the stub's not_implemented_yet() is still there):
+// putting its body back is not finding a mistake.
+bool unwritten(const std::vector<std::string>& learner, const Hunk& h) {
+    for (int line = h.learner_first; line <= h.learner_last; ++line)
+        if (learner[static_cast<std::size_t>(line - 1)].find("not_implemented_yet") != std::string::npos) return true;
+    return false;
 }
 
 fs::path solution_of(const Subject& s, const TransplantSetup& t) {
@@ -260,14 +283,15 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     if (!report || !report->compiled || !report->finished || report->all_passed() || !report->edit.empty() ||
         s.files.empty())
         return {};
-    for (const auto& f : report->failures)
-        if (f.message.rfind("not implemented yet", 0) == 0) return {};  // a stub left: nothing to locate
+    const bool all_stubs = std::all_of(report->failures.begin(), report->failures.end(),
+                                       [](const Failure& f) { return f.message.rfind("not implemented yet", 0) == 0; });
+    if (all_stubs) return {};  // nothing written yet: nothing to locate
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
     std::vector<Hunk> hunks;
     for (const Hunk& h : differing_hunks(learner, solution))
         if (h.learner_last - h.learner_first + 1 <= t.max_hunk_lines &&
-            static_cast<int>(h.solution_text.size()) <= t.max_hunk_lines)
+            static_cast<int>(h.solution_text.size()) <= t.max_hunk_lines && !unwritten(learner, h))
             hunks.push_back(h);
     if (solution.empty() || hunks.empty() || static_cast<int>(hunks.size()) > t.max_hunks) return {};
     const auto recipe = recipe_of(t.build_dir, t.target, s.files.front());

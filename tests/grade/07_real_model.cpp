@@ -238,13 +238,16 @@ void expect_layer(const ex07::LayerWeights& w, const Tensor3& x, const Mask2& pa
         expect_output(
             call + " with w_o, b_o, w_2, b_2 = 0 (only the two LayerNorms act: y = LayerNorm_2(LayerNorm_1(x)))",
             norms_only, x, padding, library_layer(norms_only, x, padding, nullptr), tol,
-            "with attention and feed-forward off, in LayerNorm_1 or the residual sums around it", residuals);
+            "in LayerNorm_1 or the residual sums around it, or in a part that is still on although its weights are 0 "
+            "here (another weight or bias read where W_O, b_O, W_2 or b_2 belong)",
+            residuals);
         ex07::LayerWeights no_ffn = w;  // the feed-forward output 0: y = LayerNorm_2(LayerNorm_1(x + attention))
         no_ffn.w_2.fill(0.0f);
         no_ffn.b_2.fill(0.0f);
         expect_output(call + " with w_2, b_2 = 0 (the feed-forward off: y = LayerNorm_2(LayerNorm_1(x + attention)))",
                       no_ffn, x, padding, library_layer(no_ffn, x, padding, nullptr), tol,
-                      "with the feed-forward off, in the attention output (W_O), LayerNorm_1 or the residual sums");
+                      "in the attention output (W_O), LayerNorm_1 or the residual sums, or in a feed-forward that is "
+                      "still on although W_2 and b_2 are 0 here (another weight or bias read in their place)");
     }
     grade::expect<Ex07>(
         {.what = call + ", output",

@@ -349,11 +349,18 @@ void expect_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size
         {.what = fmt::format("alibi_bias(H = {}, N_q = {}, N_k = {}, first_query = {})", heads, n_q, n_k, first_query),
          .dims = "head, query, key",
          .explain = [&](const Tensor3& got) -> std::string {
-             // The slope the subject used per head: bias(h, i, 0) / -(first_query + i) for the last query.
-             if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || first_query + n_q < 2) return "";
-             const double dist = double(first_query + n_q - 1);
+             // The slope the subject used per head, read from the last query's row: bias(h, i, j) /
+             // -(first_query + i - j). Only a row that is one slope times those distances at every
+             // visible key tells a slope; a row whose distances are not those tells none.
+             const std::size_t last = first_query + n_q - 1;  // the last query's position
+             if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || last < 1 || last >= n_k + 1) return "";
              for (std::size_t h = 0; h < heads; ++h) {
-                 const double slope = -double(got(h, n_q - 1, 0)) / dist;
+                 const double slope = -double(got(h, n_q - 1, 0)) / double(last);
+                 bool one_slope = std::isfinite(slope);
+                 for (std::size_t j = 1; one_slope && j < last && j < n_k; ++j)
+                     one_slope = std::abs(-double(got(h, n_q - 1, j)) / double(last - j) - slope) <=
+                                 1e-4 * std::max(std::abs(slope), 1e-6);
+                 if (!one_slope) return "";
                  if (std::abs(slope - slopes[h]) > 1e-4 * slopes[h])
                      return fmt::format("head {}'s slope reads {:.6g} (2^{:.3f}), expected {:.6g} (2^{:.3f})", h, slope,
                                         std::log2(std::abs(slope)), slopes[h], std::log2(slopes[h]));

@@ -566,7 +566,9 @@ Clause shifted(const Failing& f) {
                 if (from < 0 || from >= long(f.shape[a])) continue;
                 idx[a] = std::size_t(from);
                 all = agrees(f.actual[i], f.expected[ravel(idx, f.shape)], f.tol);
-                explained += f.differs[i] ? 1 : 0;
+                // Only a value the code wrote counts: zeros agree with every zero neighbour (a row
+                // of zeros is no shifted row).
+                explained += f.differs[i] && !agrees(f.actual[i], 0.0, f.tol) ? 1 : 0;
             }
             if (all && explained >= 2 && 2 * explained >= f.wrong)
                 return fmt::format("element {}=i holds the expected element {}=i{}1 (shifted by one, off by one)",
@@ -772,8 +774,12 @@ std::string count_difference(std::size_t actual, std::size_t expected, std::span
     for (const auto& [t, c] : fit) {
         const Term& term = terms[t];
         const int n = std::abs(c);
-        const std::string plural =
-            term.name.ends_with("matrix") ? term.name.substr(0, term.name.size() - 1) + "ces" : term.name + "s";
+        // The plural of the term's head noun: its first word ("products with the keys"), or its last.
+        const std::size_t space = term.name.find(' ');
+        const bool head_first = term.name.find(" with ") != std::string::npos;
+        const std::string plural = head_first ? term.name.substr(0, space) + "s" + term.name.substr(space)
+                                   : term.name.ends_with("matrix") ? term.name.substr(0, term.name.size() - 1) + "ces"
+                                                                   : term.name + "s";
         const std::string what = n == 1 ? fmt::format("one {} ({} = {})", term.name, term.unit, term.value)
                                         : fmt::format("{} {} ({} x {} = {})", n, plural, n, term.unit, n * term.value);
         text += (text.empty() ? "" : " and ") + (c > 0 ? "short by " + what : what + " too many");
