@@ -52,3 +52,14 @@ TEST_CASE("transplant: a // inside a string literal is not a comment") {
     const std::vector<std::string> learner = {R"(url = "http://b";)"};
     CHECK(differing_hunks(learner, solution).size() == 1);
 }
+
+TEST_CASE("transplant: a solution line is found where it stands in the learner's file") {
+    const std::vector<std::string> solution = {"a();", "b();", "c();", "d();"};
+    const std::vector<std::string> learner = {"// two lines of mine", "", "a();", "B();", "c();", "d();"};
+    CHECK(headwise::gradekit::learner_line_of(1, learner, solution) == 3);  // the same line, moved down
+    CHECK(headwise::gradekit::learner_line_of(2, learner, solution) == 4);  // a changed line: its hunk
+    CHECK(headwise::gradekit::learner_line_of(4, learner, solution) == 6);
+    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `c();` (line 3, in f); and (line 4, in f)",
+                                               learner, solution) ==
+          "with `x` in place of `c();` (line 5, in f); and (line 6, in f)");
+}

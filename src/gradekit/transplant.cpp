@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -225,6 +227,16 @@ std::string sentence(const std::vector<std::string>& learner, const Try& best, i
         tried, best.passed, best.total, learner_passed, mistake);
 }
 
+// Whether a search sentence's "(line N" (the solution's numbering) falls on a line the learner changed.
+bool names_a_changed_line(const std::string& sentence, const std::vector<Hunk>& hunks) {
+    for (std::size_t at = 0; (at = sentence.find("(line ", at)) != std::string::npos; ++at) {
+        const int line = std::atoi(sentence.c_str() + at + 6);
+        for (const Hunk& h : hunks)
+            if (line >= h.solution_first && line <= h.solution_last) return true;
+    }
+    return false;
+}
+
 // A function the learner has not written yet (the stub's not_implemented_yet() is still there):
 // putting its body back is not finding a mistake.
 bool unwritten(const std::vector<std::string>& learner, const Hunk& h) {
@@ -241,19 +253,28 @@ fs::path solution_of(const Subject& s, const TransplantSetup& t) {
 
 }  // namespace
 
-std::vector<Hunk> differing_hunks(const std::vector<std::string>& learner, const std::vector<std::string>& solution) {
+namespace {
+
+// The two files' lines aligned: the hunks, and each solution line's place in the learner's file.
+struct Alignment {
+    std::vector<Hunk> hunks;
+    std::map<int, int> learner_of;  // 1-based solution line -> 1-based learner line
+};
+
+Alignment align(const std::vector<std::string>& learner, const std::vector<std::string>& solution) {
     const Significant a = significant(learner), b = significant(solution);
     const auto t = lcs_table(a.text, b.text);
-    std::vector<Hunk> hunks;
+    Alignment al;
     std::size_t i = 0, j = 0;
+    const auto same = [&] { return i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j]; };
     while (i < a.text.size() || j < b.text.size()) {
-        if (i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j]) {
+        if (same()) {
+            al.learner_of[b.index[j] + 1] = a.index[i] + 1;
             ++i, ++j;
             continue;
         }
         const std::size_t i0 = i, j0 = j;
-        while ((i < a.text.size() || j < b.text.size()) &&
-               !(i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j])) {
+        while ((i < a.text.size() || j < b.text.size()) && !same()) {
             if (j >= b.text.size() || (i < a.text.size() && t[i + 1][j] >= t[i][j + 1]))
                 ++i;
             else
@@ -262,11 +283,45 @@ std::vector<Hunk> differing_hunks(const std::vector<std::string>& learner, const
         Hunk h;
         h.learner_first = i > i0 ? a.index[i0] + 1 : (i0 > 0 ? a.index[i0 - 1] + 2 : 1);
         h.learner_last = i > i0 ? a.index[i - 1] + 1 : h.learner_first - 1;
-        if (j > j0)
+        if (j > j0) {
+            h.solution_first = b.index[j0] + 1;
+            h.solution_last = b.index[j - 1] + 1;
             for (int k = b.index[j0]; k <= b.index[j - 1]; ++k) h.solution_text.push_back(solution[k]);
-        hunks.push_back(std::move(h));
+            for (int k = h.solution_first; k <= h.solution_last; ++k) al.learner_of[k] = h.learner_first;
+        }
+        al.hunks.push_back(std::move(h));
     }
-    return hunks;
+    return al;
+}
+
+}  // namespace
+
+std::vector<Hunk> differing_hunks(const std::vector<std::string>& learner, const std::vector<std::string>& solution) {
+    return align(learner, solution).hunks;
+}
+
+int learner_line_of(int solution_line, const std::vector<std::string>& learner,
+                    const std::vector<std::string>& solution) {
+    const Alignment al = align(learner, solution);
+    const auto at = al.learner_of.find(solution_line);
+    return at == al.learner_of.end() ? 0 : at->second;
+}
+
+std::string in_learner_lines(const std::string& sentence, const std::vector<std::string>& learner,
+                             const std::vector<std::string>& solution) {
+    std::string out;
+    std::size_t from = 0;
+    for (std::size_t at; (at = sentence.find("(line ", from)) != std::string::npos;) {
+        const std::size_t digits = at + 6;
+        std::size_t end = digits;
+        while (end < sentence.size() && std::isdigit(static_cast<unsigned char>(sentence[end]))) ++end;
+        out += sentence.substr(from, digits - from);
+        const int line = end > digits ? std::atoi(sentence.c_str() + digits) : 0;
+        const int mapped = line > 0 ? learner_line_of(line, learner, solution) : 0;
+        out += mapped > 0 ? std::to_string(mapped) : sentence.substr(digits, end - digits);
+        from = end;
+    }
+    return out + sentence.substr(from);
 }
 
 std::vector<std::string> with_hunk_replaced(const std::vector<std::string>& learner, const Hunk& h) {
@@ -277,55 +332,97 @@ std::vector<std::string> with_hunk_replaced(const std::vector<std::string>& lear
     return out;
 }
 
-std::string transplant_step(const Subject& s, const TransplantSetup& t,
-                            const std::function<void(const std::string&)>& progress) {
-    auto report = read_report(s.report);
-    if (!report || !report->compiled || !report->finished || report->all_passed() || !report->edit.empty() ||
-        s.files.empty())
-        return {};
-    const bool all_stubs = std::all_of(report->failures.begin(), report->failures.end(),
-                                       [](const Failure& f) { return f.message.rfind("not implemented yet", 0) == 0; });
-    if (all_stubs) return {};  // nothing written yet: nothing to locate
-    const std::vector<std::string> learner = lines_of_file(s.files.front());
-    const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
+namespace {
+
+// The search's edit, put in the learner's line numbers. True when it is all there is to say: it
+// stands on a line the learner changed. Otherwise (another edit with the same effect, or none)
+// the learner's own changed lines are tried.
+bool search_said_it(Report& report, const fs::path& path, const std::vector<std::string>& learner,
+                    const std::vector<std::string>& solution) {
+    if (report.edit.empty()) return false;
+    const bool on_a_changed_line = names_a_changed_line(report.edit, differing_hunks(learner, solution));
+    const std::string mapped = in_learner_lines(report.edit, learner, solution);
+    if (mapped != report.edit) {
+        report.edit = mapped;
+        write_report(path, report);
+    }
+    return on_a_changed_line;
+}
+
+// The small differing pieces that are worth a try; none when there are too many (a rewrite).
+std::vector<Hunk> pieces_to_try(const std::vector<std::string>& learner, const std::vector<std::string>& solution,
+                                const TransplantSetup& t) {
     std::vector<Hunk> hunks;
     for (const Hunk& h : differing_hunks(learner, solution))
         if (h.learner_last - h.learner_first + 1 <= t.max_hunk_lines &&
             static_cast<int>(h.solution_text.size()) <= t.max_hunk_lines && !unwritten(learner, h))
             hunks.push_back(h);
-    if (solution.empty() || hunks.empty() || static_cast<int>(hunks.size()) > t.max_hunks) return {};
-    const auto recipe = recipe_of(t.build_dir, t.target, s.files.front());
+    if (static_cast<int>(hunks.size()) > t.max_hunks) hunks.clear();
+    return hunks;
+}
+
+// Each piece alone, then (a statement moved, two slips) each pair of them.
+std::vector<std::vector<Hunk>> tries_of(const std::vector<Hunk>& hunks) {
+    std::vector<std::vector<Hunk>> tries;
+    for (const Hunk& h : hunks) tries.push_back({h});
+    if (hunks.size() <= 3)
+        for (std::size_t a = 0; a < hunks.size(); ++a)
+            for (std::size_t b = a + 1; b < hunks.size(); ++b) tries.push_back({hunks[a], hunks[b]});
+    return tries;
+}
+
+// The tries in order, until one passes everything: the best that beats the learner's run and breaks
+// nothing it passed (its failing tests are some of theirs). A pair counts only when it passes
+// everything: a part of two rewritten pieces explains little. A single piece that helped is named
+// before any pair is tried.
+Try best_try(const Subject& s, const TransplantSetup& t, const Recipe& recipe, const fs::path& dir,
+             const std::vector<std::string>& learner, const std::vector<std::vector<Hunk>>& tries, const Report& report,
+             const std::function<void(const std::string&)>& progress) {
+    const std::set<std::string> learner_failing = failing_tests(report);
+    Try best;
+    for (std::size_t n = 0; n < tries.size() && !best.all_passed; ++n) {
+        if (tries[n].size() == 2 && best.passed >= 0) break;
+        if (progress)
+            progress(
+                fmt::format("trying your code with pieces that differ from the solution put back ({} of at most {})",
+                            n + 1, tries.size()));
+        Try tried = try_hunks(s, dir, recipe, t.build_dir, learner, tries[n], static_cast<int>(n));
+        const bool subset =
+            std::includes(learner_failing.begin(), learner_failing.end(), tried.failing.begin(), tried.failing.end());
+        const bool counts = tried.hunks.size() == 1 || tried.all_passed;
+        if (counts && tried.total == report.total && subset && tried.passed > std::max(best.passed, report.passed))
+            best = tried;
+    }
+    return best;
+}
+
+bool only_stubs(const Report& r) {
+    return std::all_of(r.failures.begin(), r.failures.end(),
+                       [](const Failure& f) { return f.message.rfind("not implemented yet", 0) == 0; });
+}
+
+}  // namespace
+
+std::string transplant_step(const Subject& s, const TransplantSetup& t,
+                            const std::function<void(const std::string&)>& progress) {
+    auto report = read_report(s.report);
+    if (!report || !report->compiled || !report->finished || report->all_passed() || s.files.empty() ||
+        only_stubs(*report))
+        return {};  // nothing to locate: it passed, it did not run, or nothing is written yet
+    const std::vector<std::string> learner = lines_of_file(s.files.front());
+    const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
+    if (solution.empty() || search_said_it(*report, s.report, learner, solution)) return {};
+    const std::vector<Hunk> hunks = pieces_to_try(learner, solution, t);
+    const auto recipe = hunks.empty() ? std::nullopt : recipe_of(t.build_dir, t.target, s.files.front());
     if (!recipe) return {};
     const fs::path dir = t.build_dir / "grade" / "transplant" / t.target;
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
     ::setenv("HEADWISE_GRADE_SEARCH", "off", 1);  // the copies' runs need no search of their own
-    const std::set<std::string> learner_failing = failing_tests(*report);
-    // Each piece alone, then (a statement moved, two slips) each pair of them, until one passes.
-    std::vector<std::vector<Hunk>> tries;
-    for (const Hunk& h : hunks) tries.push_back({h});
-    if (hunks.size() <= 3)
-        for (std::size_t a = 0; a < hunks.size(); ++a)
-            for (std::size_t b = a + 1; b < hunks.size(); ++b) tries.push_back({hunks[a], hunks[b]});
-    Try best;
-    for (std::size_t n = 0; n < tries.size() && !best.all_passed; ++n) {
-        if (n == hunks.size() && best.passed >= 0) break;  // a single piece helped: name it, not a pair
-        if (progress)
-            progress(
-                fmt::format("trying your code with pieces that differ from the solution put back ({} of at most {})",
-                            n + 1, tries.size()));
-        Try tried = try_hunks(s, dir, *recipe, t.build_dir, learner, tries[n], static_cast<int>(n));
-        // Better than the learner's run and breaking nothing it passed: its failing tests are some of theirs.
-        const bool subset =
-            std::includes(learner_failing.begin(), learner_failing.end(), tried.failing.begin(), tried.failing.end());
-        if (tried.total == report->total && subset && tried.passed > std::max(best.passed, report->passed))
-            best = tried;
-    }
+    const Try best = best_try(s, t, *recipe, dir, learner, tries_of(hunks), *report, progress);
     ::unsetenv("HEADWISE_GRADE_SEARCH");
-    if (best.passed < 0) return {};
-    report = read_report(s.report);
-    if (!report) return {};
+    if (best.passed < 0 || !(report = read_report(s.report))) return {};
     report->located = sentence(learner, best, report->passed);
     write_report(s.report, *report);
     return report->located;

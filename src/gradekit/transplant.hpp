@@ -13,8 +13,11 @@
 //
 // A copy that passes some of the failing tests, and breaks none, is named as such. Nothing is
 // said when no copy improves on the learner's run: the step names only what it has reproduced.
-// It runs after a failed run whose search confirmed nothing, for at most `max_hunks` hunks of at
-// most `max_hunk_lines` lines each (a rewrite is not a slip), and never writes under exercises/.
+// It runs after a failed run whose search confirmed nothing, or confirmed an edit on a line the
+// learner did not change (another edit with the same effect: the search's sentence is then put in
+// the learner's line numbers, and their own changed lines are tried too), for at most `max_hunks`
+// hunks of at most `max_hunk_lines` lines each (a rewrite is not a slip), and never writes under
+// exercises/.
 #pragma once
 
 #include "gradekit/steps.hpp"
@@ -32,10 +35,21 @@ struct Hunk {
     int learner_first = 0;
     int learner_last = -1;
     std::vector<std::string> solution_text;
+    int solution_first = 0;  // the solution's lines it stands for (empty when solution_last < solution_first)
+    int solution_last = -1;
 };
 
 // The hunks between two files' lines, in order (exposed for tests).
 std::vector<Hunk> differing_hunks(const std::vector<std::string>& learner, const std::vector<std::string>& solution);
+
+// Where the solution's line `solution_line` (1-based) is in the learner's file: the same line where
+// the two agree, else the first learner line of the hunk that stands for it; 0 when unknown.
+int learner_line_of(int solution_line, const std::vector<std::string>& learner,
+                    const std::vector<std::string>& solution);
+
+// A search sentence's "(line N, ...)" (the solution's numbering) in the learner's numbering.
+std::string in_learner_lines(const std::string& sentence, const std::vector<std::string>& learner,
+                             const std::vector<std::string>& solution);
 
 // `learner` with `h` put back as the solution has it.
 std::vector<std::string> with_hunk_replaced(const std::vector<std::string>& learner, const Hunk& h);
@@ -45,7 +59,7 @@ struct TransplantSetup {
     std::string target;  // headwise_grade_ex05
     fs::path solution;   // the solution of the subject's first file (empty: found under solutions/)
     int max_hunks = 4;
-    int max_hunk_lines = 6;
+    int max_hunk_lines = 8;
 };
 
 // After a failed run (s.report written by run_step): tries each hunk, and writes what it found

@@ -144,6 +144,13 @@ std::string last_layer_norm_reading(const Tensor3& y, const ex07::LayerWeights& 
                     "last step must be LayerNorm_2 over d_model, with ln2_gamma and ln2_beta)",
                     b, i, mean, var);
             }
+            if (var < 1e-6) {
+                // A LayerNorm of a constant row is its beta: that says the input, not the LayerNorm.
+                return fmt::format(
+                    "at (B={}, N={}), its row is ln2_beta itself ((y - ln2_beta) / ln2_gamma is 0 in every column): "
+                    "what a LayerNorm gives when every entry of its input row is the same",
+                    b, i);
+            }
             if (tiny_eps && std::abs(var - 1.0) > 1e-3) {
                 return fmt::format(
                     "its rows are not LayerNorm_2's: at (B={}, N={}), (y - ln2_beta) / ln2_gamma has mean 0 but "
