@@ -25,6 +25,19 @@ struct Strided {
     std::size_t batch, head, row;
 };
 
+// A contiguous (B, H, N, d_head) tensor, as it lies.
+template <class T>
+Strided<T> contiguous_heads(T* data, std::size_t heads, std::size_t n, std::size_t d_head) {
+    return {data, heads * n * d_head, n * d_head, d_head};
+}
+
+// The heads of a row-major (B, N, ld) tensor where they lie, no copy into (B, H, N, d_head): head h
+// starts at column h * head_columns of `data` (which may point into a row).
+template <class T>
+Strided<T> heads_in_rows(T* data, std::size_t n, std::size_t ld, std::size_t head_columns) {
+    return {data, n * ld, head_columns, ld};
+}
+
 struct AttentionShape {
     std::size_t batch, heads, nq, nk, d_head;
 };

@@ -53,12 +53,6 @@ void grouped_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided
     }
 }
 
-// (B, H, N, d_head) contiguous, as a Strided view.
-template <class T>
-Strided<T> strided(T* data, std::size_t heads, std::size_t n, std::size_t d_head) {
-    return {data, heads * n * d_head, n * d_head, d_head};
-}
-
 // x (B, N, d_model) . W[rows r0 .. r0 + width)^T + b -> (B, heads, N, d_head)
 Tensor4 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0, std::size_t heads) {
     const std::size_t d = m.d_model(), width = heads * m.d_head();
@@ -122,10 +116,11 @@ Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor
     check_masks(options, batch, nq, nk);
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
-    grouped_into({batch, heads, nq, nk, d_head}, kv_heads, strided<const float>(q.data(), heads, nq, d_head),
-                 strided<const float>(k.data(), kv_heads, nk, d_head),
-                 strided<const float>(v.data(), kv_heads, nk, d_head), strided<float>(out.data(), heads, nq, d_head),
-                 scale, options);
+    grouped_into({batch, heads, nq, nk, d_head}, kv_heads,
+                 detail::contiguous_heads<const float>(q.data(), heads, nq, d_head),
+                 detail::contiguous_heads<const float>(k.data(), kv_heads, nk, d_head),
+                 detail::contiguous_heads<const float>(v.data(), kv_heads, nk, d_head),
+                 detail::contiguous_heads<float>(out.data(), heads, nq, d_head), scale, options);
     return out;
 }
 
@@ -322,11 +317,11 @@ Tensor3 attend_cached(const GroupedQueryAttention& m, KVCache& cache, const Tens
     } else {  // straight from the cache's storage, nothing copied
         heads_out = Tensor4::from_shape({batch, m.heads, n, dh});
         const std::size_t cap = cache.capacity(), kvh = m.kv_heads;
-        const Strided<const float> k{cache.key_storage().data(), kvh * cap * dh, cap * dh, dh};
-        const Strided<const float> v{cache.value_storage().data(), kvh * cap * dh, cap * dh, dh};
-        grouped_into({batch, m.heads, n, nk, dh}, kvh, strided<const float>(q.data(), m.heads, n, dh), k, v,
-                     strided<float>(heads_out.data(), m.heads, n, dh), 1.0f / std::sqrt(static_cast<float>(dh)),
-                     options);
+        const auto k = detail::contiguous_heads(cache.key_storage().data(), kvh, cap, dh);
+        const auto v = detail::contiguous_heads(cache.value_storage().data(), kvh, cap, dh);
+        grouped_into({batch, m.heads, n, nk, dh}, kvh, detail::contiguous_heads<const float>(q.data(), m.heads, n, dh),
+                     k, v, detail::contiguous_heads<float>(heads_out.data(), m.heads, n, dh),
+                     1.0f / std::sqrt(static_cast<float>(dh)), options);
     }
     return linear(merge_heads(heads_out), m.out_proj_weight, m.out_proj_bias);  // (B, n, d_model)
 }

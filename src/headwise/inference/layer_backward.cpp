@@ -80,7 +80,7 @@ template <class T>
 struct Columns {
     T* data;  // the first row's first column
     std::size_t batch, n, width, ld;
-    Strided<T> heads(std::size_t d_head) const { return {data, n * ld, d_head, ld}; }
+    Strided<T> heads(std::size_t d_head) const { return detail::heads_in_rows(data, n, ld, d_head); }
 };
 
 // The three blocks of `store` (laid out by paths_of): 0 = q, 1 = k, 2 = v.
@@ -135,7 +135,7 @@ void rope(Columns<float> x, std::size_t heads, std::size_t d_head, const Positio
 // group, so head j of the view reads K/V head j (the view has H_kv heads).
 template <class T>
 Strided<T> member_heads(Columns<T> x, const Sizes& s, std::size_t r) {
-    return {x.data + r * s.d_head, x.n * x.ld, s.group() * s.d_head, x.ld};
+    return detail::heads_in_rows(x.data + r * s.d_head, x.n, x.ld, s.group() * s.d_head);
 }
 
 // A whole (B, N, width) tensor as a block.

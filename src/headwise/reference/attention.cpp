@@ -119,9 +119,7 @@ Tensor4 scaled_dot_product_attention(const Tensor4& q, const Tensor4& k, const T
 
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     if (weights == nullptr) {  // nobody wants the (B, H, N_q, N_k) weights: never materialise them
-        auto view = [&](auto* data, std::size_t n) {
-            return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, heads * n * d_head, n * d_head, d_head};
-        };
+        auto view = [&](auto* data, std::size_t n) { return detail::contiguous_heads(data, heads, n, d_head); };
         detail::fused_attention({batch, heads, nq, nk, d_head}, view(q.data(), nq), view(k.data(), nk),
                                 view(v.data(), nk), view(out.data(), nq), scale, options);
         return out;

@@ -134,9 +134,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor4& q, const Ten
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     // The forward again (two products) for its output and log-sum-exp, then five products.
     limits::charge_work(double(batch * heads) * double(nq * nk) * (14.0 * double(d_head) + 50.0), "attention backward");
-    auto view = [&](auto* data, std::size_t n) {
-        return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, heads * n * d_head, n * d_head, d_head};
-    };
+    auto view = [&](auto* data, std::size_t n) { return detail::contiguous_heads(data, heads, n, d_head); };
     const detail::AttentionShape shape{batch, heads, nq, nk, d_head};
     Tensor4 out = Tensor4::from_shape(q.shape());  // (B, H, N_q, d_head)
     std::vector<float> lse(batch * heads * nq);    // (B, H, N_q)

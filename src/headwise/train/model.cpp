@@ -85,17 +85,6 @@ void split_qkv(const float* qkv, std::size_t B, std::size_t N, std::size_t H, st
     }
 }
 
-// The fused kernels' views (fused_attention.hpp): a (B, H, N, d_head) tensor as it is, and the
-// heads of a (B, N, ld) tensor from column `col` as they lie (no copy into (B, H, N, d_head)).
-template <class T>
-detail::Strided<T> heads_of(T* t, std::size_t H, std::size_t N, std::size_t dh) {
-    return {t, H * N * dh, N * dh, dh};
-}
-template <class T>
-detail::Strided<T> heads_in_rows(T* x, std::size_t N, std::size_t ld, std::size_t col, std::size_t dh) {
-    return {x + col, N * ld, dh, ld};
-}
-
 void zero_head(float* z, std::size_t rows, std::size_t d, std::size_t dh, std::size_t h) {
     for (std::size_t r = 0; r < rows; ++r) std::fill_n(z + r * d + h * dh, dh, 0.0f);
 }
@@ -208,10 +197,10 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
         // The heads' outputs straight into z (B, N, d), and each row's log-sum-exp for the backward.
         lc.z.resize(M * d);
         lc.lse.resize(B * H * N);
-        detail::fused_attention({B, H, N, N, dh}, heads_of(std::as_const(lc.q).data(), H, N, dh),
-                                heads_of(std::as_const(lc.k).data(), H, N, dh),
-                                heads_of(std::as_const(lc.v).data(), H, N, dh), heads_in_rows(lc.z.data(), N, d, 0, dh),
-                                scale, causal, {}, lc.lse.data());
+        detail::fused_attention({B, H, N, N, dh}, detail::contiguous_heads(std::as_const(lc.q).data(), H, N, dh),
+                                detail::contiguous_heads(std::as_const(lc.k).data(), H, N, dh),
+                                detail::contiguous_heads(std::as_const(lc.v).data(), H, N, dh),
+                                detail::heads_in_rows(lc.z.data(), N, d, dh), scale, causal, {}, lc.lse.data());
         lc.weights.reset();
         if (options.keep_weights) {  // (B, H, N, N), for the lesson's figures
             Tensor4 weights;
@@ -260,12 +249,13 @@ void backward(const Params& params, std::span<const std::int32_t> tokens, Activa
         // The attention's backward from dz, read where it lies, into dq | dk | dv (B, N, 3d) directly,
         // with P recomputed from the forward's log-sum-exp.
         detail::fused_attention_backward(
-            {B, H, N, N, dh}, heads_of(std::as_const(lc.q).data(), H, N, dh),
-            heads_of(std::as_const(lc.k).data(), H, N, dh), heads_of(std::as_const(lc.v).data(), H, N, dh),
-            heads_in_rows(std::as_const(lc.z).data(), N, d, 0, dh),
-            heads_in_rows(std::as_const(dz).data(), N, d, 0, dh), lc.lse.data(),
-            heads_in_rows(dqkv.data(), N, 3 * d, 0, dh), heads_in_rows(dqkv.data(), N, 3 * d, d, dh),
-            heads_in_rows(dqkv.data(), N, 3 * d, 2 * d, dh), scale, causal);
+            {B, H, N, N, dh}, detail::contiguous_heads(std::as_const(lc.q).data(), H, N, dh),
+            detail::contiguous_heads(std::as_const(lc.k).data(), H, N, dh),
+            detail::contiguous_heads(std::as_const(lc.v).data(), H, N, dh),
+            detail::heads_in_rows(std::as_const(lc.z).data(), N, d, dh),
+            detail::heads_in_rows(std::as_const(dz).data(), N, d, dh), lc.lse.data(),
+            detail::heads_in_rows(dqkv.data(), N, 3 * d, dh), detail::heads_in_rows(dqkv.data() + d, N, 3 * d, dh),
+            detail::heads_in_rows(dqkv.data() + 2 * d, N, 3 * d, dh), scale, causal);
         linear_backward(lc.y.data(), M, d, params.at(o.in_proj), 3 * d, dqkv.data(), dy.data(), grads.at(o.in_proj));
         layer_norm_backward(dy.data(), lc.xhat.data(), lc.rstd.data(), M, d, params.at(o.ln_weight),
                             grads.at(o.ln_weight), grads.at(o.ln_bias), dx.data());
