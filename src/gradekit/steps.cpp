@@ -37,14 +37,6 @@ std::string relative(const std::string& path, const fs::path& source_dir) {
     return path;
 }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-    if (from.empty()) return text;
-    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-        text.replace(at, from.size(), to);
-    }
-    return text;
-}
-
 // The subject's file that `path` (as a compiler, sanitizer or symboliser printed it) names, or
 // empty. A relative path may be relative to the build directory (ccache's base_dir rewrites the
 // compiler's paths so): it names a subject file that ends with it, "../" and "./" aside.
@@ -100,6 +92,14 @@ std::string as_written(const std::string& text) {
 fs::path sidecar_of(const fs::path& report) { return report.string() + ".warnings"; }
 
 }  // namespace
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+    if (from.empty()) return text;
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+    }
+    return text;
+}
 
 void exec_or_exit(const std::vector<std::string>& args, const char* prefix) {
     std::vector<char*> argv;

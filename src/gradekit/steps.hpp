@@ -56,6 +56,9 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
 int run_step(const Subject& s, const fs::path& grader, const std::vector<std::string>& extra_args,
              const std::function<void(const std::string&)>& echo, int timeout_s = 90);
 
+// `text` with every `from` replaced by `to` (an empty `from` replaces nothing).
+std::string replace_all(std::string text, const std::string& from, const std::string& to);
+
 // What a compiler's output says about the subject's files (exposed for tests).
 struct CompilerOutput {
     std::string first_error;            // whole: location, message, source line, caret

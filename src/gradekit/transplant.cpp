@@ -71,12 +71,6 @@ bool write_lines(const fs::path& path, const std::vector<std::string>& lines) {
     return static_cast<bool>(out);
 }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-    for (std::size_t at = 0; !from.empty() && (at = text.find(from, at)) != std::string::npos; at += to.size())
-        text.replace(at, from.size(), to);
-    return text;
-}
-
 // The word after " -o " in a command line.
 std::string output_of(const std::string& command) {
     const auto at = command.find(" -o ");
