@@ -477,12 +477,13 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
 }
 
 int run_step(const Subject& s, const fs::path& grader, const std::vector<std::string>& extra_args,
-             const std::function<void(const std::string&)>& echo, int timeout_s) {
+             const std::function<void(const std::string&)>& echo, int timeout_s,
+             const std::vector<std::string>& extra_env) {
     std::error_code ec;
     fs::remove(s.report, ec);
     std::string subject_files;
     for (const fs::path& f : s.files) subject_files += (subject_files.empty() ? "" : ";") + f.string();
-    const std::vector<std::string> env = {
+    std::vector<std::string> env = {
         "HEADWISE_GRADE_ID=" + s.id,
         "HEADWISE_GRADE_REPORT=" + s.report.string(),
         "HEADWISE_GRADE_SOURCE_DIR=" + s.source_dir.string(),
@@ -493,6 +494,7 @@ int run_step(const Subject& s, const fs::path& grader, const std::vector<std::st
         "allocator_may_return_null=1:print_summary=1",
         "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1",
     };
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<std::string> args{grader.string()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     // AddressSanitizer runs in recover mode (grade builds compile with -fsanitize-recover=address):

@@ -52,9 +52,11 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
 
 // Runs the grader; `echo` (may be empty) receives its output lines. A grader still running after
 // `timeout_s` seconds is stopped and reported as an endless loop at the learner's line where it
-// was. Returns its exit code (0: every test passed).
+// was. `extra_env` ("NAME=value") is added to its environment. Returns its exit code (0: every
+// test passed).
 int run_step(const Subject& s, const fs::path& grader, const std::vector<std::string>& extra_args,
-             const std::function<void(const std::string&)>& echo, int timeout_s = 90);
+             const std::function<void(const std::string&)>& echo, int timeout_s = 90,
+             const std::vector<std::string>& extra_env = {});
 
 // `text` with every `from` replaced by `to` (an empty `from` replaces nothing).
 std::string replace_all(std::string text, const std::string& from, const std::string& to);

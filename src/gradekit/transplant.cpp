@@ -144,7 +144,7 @@ Try try_hunks(const Subject& s, const fs::path& dir, const Recipe& recipe, const
     Subject v = s;
     v.files.front() = variant;
     v.report = dir / fmt::format("try{}.json", n);
-    run_step(v, executable, {}, {}, 20);
+    run_step(v, executable, {}, {}, 20, {"HEADWISE_GRADE_SEARCH=off"});  // the copy needs no search of its own
     if (const auto r = read_report(v.report); r && r->compiled && r->finished) {
         t.passed = r->passed;
         t.total = r->total;
@@ -413,9 +413,7 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
-    ::setenv("HEADWISE_GRADE_SEARCH", "off", 1);  // the copies' runs need no search of their own
     const Try best = best_try(s, t, *recipe, dir, learner, tries_of(hunks), *report, progress);
-    ::unsetenv("HEADWISE_GRADE_SEARCH");
     if (best.passed < 0 || !(report = read_report(s.report))) return {};
     report->located = sentence(learner, best, report->passed);
     write_report(s.report, *report);
