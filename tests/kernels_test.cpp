@@ -39,6 +39,7 @@ Tensor4 run(Version version, const Case& c, Schedule schedule = emulator::defaul
 Tensor4 reference(const Case& c) {
     AttentionOptions o;
     o.causal = c.p.causal;
+    if (c.p.scale != 0.0f) o.scale = c.p.scale;
     Mask2 padding = Mask2::from_shape({std::size_t(c.p.batch), std::size_t(c.p.seq)});  // (B, N), true = padding
     for (int b = 0; b < c.p.batch; ++b)
         for (int j = 0; j < c.p.seq; ++j) padding(b, j) = j >= c.key_len[std::size_t(b)];
@@ -459,14 +460,77 @@ TEST_CASE("kernels: version 7's swizzled tiles give ldmatrix 0 bank conflicts, c
     run(Version::pipelined, c, emulator::default_schedule(), &s);
     CHECK(s.shared.conflicts() == 0);
     // 4 query blocks, 8 key tiles each; causal, block b loads tiles 0 .. 2b + 1: 2 + 4 + 6 + 8 = 20.
-    // Two barriers per tile.
-    CHECK(s.barriers == (causal ? 2u * 20 : 2u * 32));
+    // One barrier per tile: after it, tile t has landed and tile t - 1's stage is free.
+    CHECK(s.barriers == (causal ? 20u : 32u));
     std::uint64_t requests = 4 * 4 * 16;  // Q: blocks x warps x 16
     for (int block = 0; block < 4; ++block)
         for (int tile = 0; tile < (causal ? 2 * block + 2 : 8); ++tile)
             for (int warp = 0; warp < 4; ++warp)  // causal: a warp skips tiles entirely above its rows
                 if (!causal || 32 * tile <= 64 * block + 16 * warp + 15) requests += 64;
     CHECK(s.shared.requests == requests);
+}
+
+TEST_CASE("kernels: version 7 matches the reference in every tile shape, causal, padded, d_head 64 and 128",
+          "[kernels][mma][tiles]") {
+    // Each shape (kernels/flash_tiles.hpp) walks the same keys in other blocks, warps, tiles and
+    // stages: N = 1, 17 (a partial row tile and key tile), 100 (two query blocks of 64, one of
+    // 128), with a second sequence padded after half its keys; and N = 1000, one sequence and
+    // head (many key tiles, a partial last one: every stage reused many times).
+    const int seq = GENERATE(1, 17, 100, 1000);
+    const int d_head = GENERATE(64, 128);
+    const bool causal = GENERATE(false, true);
+    if (seq == 1000 && d_head == 128) return;  // d_head 128 keeps 16 rows and 16 keys in every shape
+    if (sanitized && seq > 100) return;
+    const int batch = seq <= 100 ? 2 : 1;
+    Case c = make_case(batch, batch, seq, d_head, causal, std::uint64_t(seq * 13 + d_head));
+    if (batch == 2) c.key_len = {seq, (seq + 1) / 2};
+    for (kernels::FlashTiles tiles : kernels::flash_tiles) {
+        c.p.tiles = tiles;
+        INFO(describe(Version::pipelined, c.p) << " tiles " << kernels::name(tiles));
+        emulator::LaunchStats s;
+        const Tensor4 out = run(Version::pipelined, c, emulator::default_schedule(), &s);
+        CHECK(excess(Version::pipelined, c, out) == 0.0);
+        CHECK(s.shared.conflicts() == 0);  // the swizzle holds for every shape's ldmatrix
+    }
+}
+
+TEST_CASE("kernels: version 7 takes a negative scale in every tile shape (the row max is its smallest score)",
+          "[kernels][mma][tiles]") {
+    // scale < 0: the largest scaled score of a row is scale times its smallest raw one, and a
+    // masked key's raw score is +inf (its weight still 0).
+    const bool causal = GENERATE(false, true);
+    Case c = make_case(2, 2, 70, 64, causal, 71);
+    c.key_len = {70, 33};
+    c.p.scale = -0.3f;
+    for (kernels::FlashTiles tiles : kernels::flash_tiles) {
+        c.p.tiles = tiles;
+        INFO(describe(Version::pipelined, c.p) << " tiles " << kernels::name(tiles));
+        CHECK(excess(Version::pipelined, c, run(Version::pipelined, c)) == 0.0);
+    }
+}
+
+TEST_CASE("kernels: version 7's tile shapes launch their warps and rows within 48 KiB, names round-trip",
+          "[kernels][mma][tiles]") {
+    Problem p;
+    p.batch = 2, p.heads = 3, p.seq = 300;
+    for (int d_head : {64, 128}) {
+        p.d_head = d_head;
+        for (kernels::FlashTiles tiles : kernels::flash_tiles) {
+            p.tiles = tiles;
+            const kernels::FlashTileShape shape = kernels::flash_tile_shape(tiles, d_head);
+            const auto cfg = kernels::launch_config(Version::pipelined, p);
+            const unsigned rows = 16u * unsigned(shape.warps * shape.row_tiles);
+            INFO(kernels::name(tiles) << " d_head " << d_head);
+            CHECK(cfg.block == std::array<unsigned, 3>{32u * unsigned(shape.warps), 1, 1});
+            CHECK(cfg.rows_per_block == rows);
+            CHECK(cfg.grid == std::array<unsigned, 3>{(300 + rows - 1) / rows, 3, 2});
+            CHECK(cfg.shared_bytes == 2u * (rows + 2u * unsigned(shape.stages * shape.cols)) * unsigned(d_head));
+            CHECK(cfg.shared_bytes <= 48u * 1024);
+            CHECK(kernels::flash_tiles_named(kernels::name(tiles)) == tiles);
+        }
+    }
+    CHECK(kernels::flash_tile_shape(kernels::default_flash_tiles, 64).cols == 32);  // version 6's shape
+    CHECK_THROWS_WITH(kernels::flash_tiles_named("w4_r64_k32"), Catch::Contains("no tile shape named 'w4_r64_k32'"));
 }
 
 TEST_CASE("kernels: versions 6 and 7 refuse other d_heads and fit 48 KiB of shared memory", "[kernels][mma]") {

@@ -96,7 +96,9 @@ emulator::LaunchStats emulate_16_bit(Version version, const Problem& p, const In
             if (version == Version::tensor_core) kernel = attention_tensor_core<D, T>;
         if constexpr (D % 64 == 0) {
             if (version == Version::mma) kernel = attention_mma<D, T>;
-            if (version == Version::pipelined) kernel = attention_pipelined<D, T>;
+            if (version == Version::pipelined)
+                kernel = with_flash_tiles(
+                    p.tiles, [](auto tiles) -> Kernel { return attention_pipelined<D, T, decltype(tiles)::value>; });
         }
         if (kernel == nullptr) return emulator::LaunchStats{};  // validate() refused this d_head already
         return emulator::launch(schedule, grid, block, kernel, global_ptr<const T>(q.data(), n),
@@ -150,9 +152,12 @@ LaunchConfig launch_config(Version v, const Problem& p) {
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 constexpr int D = decltype(d)::value;
                 if constexpr (D % 64 == 0) {
-                    using Shape = FlashShape<D>;
-                    return blocks(Shape::rows, Shape::threads,
-                                  v == Version::mma ? Shape::mma_shared_bytes : Shape::pipelined_shared_bytes);
+                    if (v == Version::mma)
+                        return blocks(FlashShape<D>::rows, FlashShape<D>::threads, FlashShape<D>::mma_shared_bytes);
+                    return with_flash_tiles(p.tiles, [&](auto tiles) {
+                        using Shape = FlashShape<D, decltype(tiles)::value>;
+                        return blocks(Shape::rows, Shape::threads, Shape::pipelined_shared_bytes);
+                    });
                 } else {
                     throw std::logic_error("mma, pipelined: validate() lets only d_head 64 and 128 through");
                 }
@@ -209,17 +214,19 @@ emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, 
 
 emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inputs& in, float* out) {
     validate(Version::pipelined, p, in.key_len);
-    const LaunchConfig cfg = launch_config(Version::pipelined, p);
+    Problem shape = p;  // the default tile shape, whatever p asks for
+    shape.tiles = default_flash_tiles;
+    const LaunchConfig cfg = launch_config(Version::pipelined, shape);
     const std::size_t n = qkv_elements(p);
     const std::vector<__half> q(in.q, in.q + n), k(in.k, in.k + n), v(in.v, in.v + n);
     return with_d_head(p.d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
         if constexpr (D % 64 == 0) {
-            return emulator::launch(dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0]),
-                                    attention_pipelined<D, __half, false>, global_ptr<const __half>(q.data(), n),
-                                    global_ptr<const __half>(k.data(), n), global_ptr<const __half>(v.data(), n),
-                                    global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n),
-                                    attention_args(p));
+            return emulator::launch(
+                dim3(cfg.grid[0], cfg.grid[1], cfg.grid[2]), dim3(cfg.block[0]),
+                attention_pipelined<D, __half, default_flash_tiles, false>, global_ptr<const __half>(q.data(), n),
+                global_ptr<const __half>(k.data(), n), global_ptr<const __half>(v.data(), n),
+                global_ptr<const int>(in.key_len, std::size_t(p.batch)), global_ptr<float>(out, n), attention_args(p));
         } else {
             return emulator::LaunchStats{};  // validate() refused this d_head already
         }

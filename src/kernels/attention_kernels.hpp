@@ -6,7 +6,8 @@
 //   warp         warp.cuh         register tiling: a thread owns 4 rows x 4 keys of S and 4 rows of O
 //   tensor_core  tensor_core.cuh  wmma 16x16x16 tiles, fp16 (or bf16) inputs, fp32 softmax and output
 //   mma          flash.cuh        mma.sync m16n8k16 + ldmatrix: Q, S, P and O in registers (FlashAttention-2)
-//   pipelined    flash.cuh        mma's math, K/V tiles double-buffered by cp.async into swizzled tiles
+//   pipelined    flash.cuh        mma's math, K/V tiles double-buffered by cp.async into swizzled tiles,
+//                                 in one of several tile shapes (Problem::tiles, kernels/flash_tiles.hpp)
 //
 // Every buffer is fp32 (or int for key_len), contiguous, in PyTorch's order (tensor_core rounds
 // q, k, v to 16 bits before it starts: its inputs on a GPU are 16-bit buffers):
@@ -18,6 +19,7 @@
 #pragma once
 
 #include "emulator/runtime.hpp"
+#include "kernels/flash_tiles.hpp"
 
 #include <array>
 #include <cstddef>
@@ -49,8 +51,9 @@ struct Problem {
     int seq = 1;    // N
     int d_head = 64;
     bool causal = false;
-    float scale = 0.0f;  // 0 = the usual 1 / sqrt(d_head)
-    bool bf16 = false;   // 16-bit versions: bf16 instead of fp16 inputs (GPU: pipelined only)
+    float scale = 0.0f;                      // 0 = the usual 1 / sqrt(d_head)
+    bool bf16 = false;                       // 16-bit versions: bf16 instead of fp16 inputs (GPU: pipelined only)
+    FlashTiles tiles = default_flash_tiles;  // pipelined only: its tile shape (kernels/flash_tiles.hpp)
     float effective_scale() const;
 };
 
@@ -96,7 +99,8 @@ std::vector<float> rounded_to_16_bits(const float* x, std::size_t n, bool bf16 =
 emulator::LaunchStats emulate_warp_unpadded(const Problem& p, const Inputs& in, float* out);
 
 // Version 7 without its cp.async.wait_group: the emulator stops it at the first read of a tile a
-// copy may still be writing (throws emulator::launch_error naming both lines). fp16, d_head 64 or 128.
+// copy may still be writing (throws emulator::launch_error naming both lines). fp16, d_head 64 or
+// 128, the default tile shape.
 emulator::LaunchStats emulate_pipelined_without_wait(const Problem& p, const Inputs& in, float* out);
 
 // Runs `v` on the CPU emulator: out (B, H, N, d_head) is written, global-memory traffic counted.

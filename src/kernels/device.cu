@@ -133,10 +133,11 @@ struct Problem_on_device {
     AttentionArgs args;
 };
 
-// Calls f(kernel) with the kernel function for `v` at this d_head, so callers can both launch it
-// and ask the runtime about it.
+// Calls f(kernel) with the kernel function for `v` at this d_head (pipelined: in p.tiles's
+// shape), so callers can both launch it and ask the runtime about it.
 template <class F>
-void with_kernel(Version v, int d_head, bool bf16, F&& f) {
+void with_kernel(Version v, const Problem& p, bool bf16, F&& f) {
+    const int d_head = p.d_head;
     if (v == Version::naive) return f(&attention_naive);
     with_d_head(d_head, [&](auto d) {
         constexpr int D = decltype(d)::value;
@@ -160,10 +161,13 @@ void with_kernel(Version v, int d_head, bool bf16, F&& f) {
                 break;
             case Version::pipelined:
                 if constexpr (D % 64 == 0) {
-                    if (bf16)
-                        f(&attention_pipelined<D, __nv_bfloat16>);
-                    else
-                        f(&attention_pipelined<D, __half>);
+                    with_flash_tiles(p.tiles, [&](auto tiles) {
+                        constexpr FlashTiles Tiles = decltype(tiles)::value;
+                        if (bf16)
+                            f(&attention_pipelined<D, __nv_bfloat16, Tiles>);
+                        else
+                            f(&attention_pipelined<D, __half, Tiles>);
+                    });
                 }
                 break;
         }
@@ -206,12 +210,17 @@ void launch(Version v, const Problem& p, Problem_on_device& dev) {
                     break;
                 case Version::pipelined:
                     if constexpr (D % 64 == 0) {
-                        if (dev.bf16)
-                            attention_pipelined<D, __nv_bfloat16><<<grid, block>>>(
-                                dev.qb.get(), dev.kb.get(), dev.vb.get(), dev.key_len.get(), dev.out.get(), dev.args);
-                        else
-                            attention_pipelined<D, __half><<<grid, block>>>(dev.q16.get(), dev.k16.get(), dev.v16.get(),
-                                                                            dev.key_len.get(), dev.out.get(), dev.args);
+                        with_flash_tiles(p.tiles, [&](auto tiles) {
+                            constexpr FlashTiles Tiles = decltype(tiles)::value;
+                            if (dev.bf16)
+                                attention_pipelined<D, __nv_bfloat16, Tiles>
+                                    <<<grid, block>>>(dev.qb.get(), dev.kb.get(), dev.vb.get(), dev.key_len.get(),
+                                                      dev.out.get(), dev.args);
+                            else
+                                attention_pipelined<D, __half, Tiles><<<grid, block>>>(dev.q16.get(), dev.k16.get(),
+                                                                                       dev.v16.get(), dev.key_len.get(),
+                                                                                       dev.out.get(), dev.args);
+                        });
                     }
                     break;
             }
@@ -271,7 +280,7 @@ Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repea
     require_sm80(v);
     Problem_on_device dev(v, p, in);
     Timing timing = timed(warmup, repeats, [&] { launch(v, p, dev); });
-    with_kernel(v, p.d_head, dev.bf16, [&](auto kernel) {
+    with_kernel(v, p, dev.bf16, [&](auto kernel) {
         cudaFuncAttributes attr{};
         check(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
         timing.shared_bytes = attr.sharedSizeBytes;

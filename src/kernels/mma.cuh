@@ -179,10 +179,12 @@ __device__ __forceinline__ std::uint32_t pack(float x, float y) {
 // XOR swizzle of 16-byte chunks: chunk `chunk` of row r is stored at chunk chunk ^ (r % 8). An
 // ldmatrix phase reads one logical chunk of 8 consecutive rows; unswizzled, with rows a multiple
 // of 128 bytes long, all 8 sit in the same 4 banks (8-way conflict); swizzled, in 8 different ones.
+// r >= 0: r & 7 is r % 8 without the sign fix-up nvcc emits for a signed %, and lets it see that
+// rows 8 apart share a swizzle.
 template <int ChunksPerRow>
 __device__ __forceinline__ int swizzle(int r, int chunk) {
     static_assert(ChunksPerRow % 8 == 0, "the swizzle permutes groups of 8 chunks (128 bytes)");
-    return chunk ^ (r % 8);
+    return chunk ^ (r & 7);
 }
 
 }  // namespace headwise::kernels

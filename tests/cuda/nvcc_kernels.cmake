@@ -1,6 +1,6 @@
 # cmake -DBUILD_DIR=build -DTARGET=headwise_kernels_device -DLIBRARY=path/lib.a -DNM=nm -P nvcc_kernels.cmake
 # "nvcc compiles every kernel": builds the nvcc target (nvcc's own errors on failure), then checks
-# that the library holds a host launch stub for each of the 42 kernels -- nvcc writes one per
+# that the library holds a host launch stub for each of the 60 kernels -- nvcc writes one per
 # __global__ function it compiled -- and device code for each of sm_75, sm_80 and sm_90.
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -19,9 +19,13 @@ endforeach()
 foreach(d 16 32 64 128)  # wmma: fp16 tensor cores, d_head a multiple of 16
   list(APPEND kernels "21attention_tensor_coreILi${d}E6__halfEE")
 endforeach()
-foreach(d 64 128)  # mma.sync: versions 6 and 7, d_head 64 and 128; 7 in fp16 and bf16
-  list(APPEND kernels "13attention_mmaILi${d}E6__halfEE" "19attention_pipelinedILi${d}E6__halfLb1EEE"
-    "19attention_pipelinedILi${d}E13__nv_bfloat16Lb1EEE")
+foreach(d 64 128)  # mma.sync: versions 6 and 7, d_head 64 and 128; 7 in fp16 and bf16, in each of its
+  # 6 tile shapes (kernels/flash_tiles.hpp's FlashTiles, by their place in the enum)
+  list(APPEND kernels "13attention_mmaILi${d}E6__halfEE")
+  foreach(tiles 0 1 2 3 4 5)
+    list(APPEND kernels "19attention_pipelinedILi${d}E6__halfLNS0_10FlashTilesE${tiles}ELb1EEE"
+      "19attention_pipelinedILi${d}E13__nv_bfloat16LNS0_10FlashTilesE${tiles}ELb1EEE")
+  endforeach()
 endforeach()
 # The backward: naive's P, rows and columns; flash's D = rowsum(dO o O), key tiles, and the forward
 # with its log-sum-exp.
