@@ -271,13 +271,13 @@ function(_headwise_transplant_tests id dir first_source gen)  # ARGN: the soluti
     _headwise_grader(headwise_transplant_${stem} ${id} SOURCES "${patched}" "${gen}/subject.cpp"
       INCLUDES ${ARGN})
     add_dependencies(headwise_tests headwise_transplant_${stem})
-    add_test(NAME "grade: '${stem}' is located by grading copies of the file with one piece put back"
+    add_test(NAME "grade: '${stem}' is located by grading copies of the file with pieces of the solution put back"
       COMMAND ${CMAKE_COMMAND} -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DID=${id}
         -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DTARGET=headwise_transplant_${stem}
         -DGRADER=$<TARGET_FILE:headwise_transplant_${stem}> -DSUBJECT=${patched} -DSOLUTION=${solution}
         -DSPEC=${spec} -DREPORT=${PROJECT_BINARY_DIR}/grade/transplant_${stem}.json
         -P ${HEADWISE_GRADE_DIR}/check_transplant.cmake)
-    set_tests_properties("grade: '${stem}' is located by grading copies of the file with one piece put back"
+    set_tests_properties("grade: '${stem}' is located by grading copies of the file with pieces of the solution put back"
       PROPERTIES LABELS "meta" TIMEOUT 300)
   endforeach()
 endfunction()

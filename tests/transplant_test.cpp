@@ -63,3 +63,22 @@ TEST_CASE("transplant: a solution line is found where it stands in the learner's
                                                learner, solution) ==
           "with `x` in place of `c();` (line 5, in f); and (line 6, in f)");
 }
+
+TEST_CASE("transplant: a solution line the learner rewrote as several lines is named as all of them") {
+    const std::vector<std::string> solution = {"int f() {", "    int t = 0;", "    t = g();", "    return t;", "}"};
+    const std::vector<std::string> learner = {"int f() {",   "    int t = 0;", "    t = h();",
+                                              "    t += 1;", "    return t;",  "}"};
+    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `t = g();` (line 3, in f)", learner, solution) ==
+          "with `x` in place of `t = g();` (your lines 3-4, in f)");
+}
+
+TEST_CASE("transplant: a rewritten line that calls a helper of the learner's own names the helper's lines too") {
+    const std::vector<std::string> solution = {"int f(int n) {", "    int s = 0;",
+                                               "    for (int i = 0; i < n; ++i) s += i;", "    return s;", "}"};
+    const std::vector<std::string> learner = {"int f(int n) {",        "    auto term = [&](int i) {",
+                                              "        return i + 1;", "    };",
+                                              "    int s = 0;",        "    for (int i = 0; i < n; ++i) s += term(i);",
+                                              "    return s;",         "}"};
+    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, solution) ==
+          "with `x` in place of `s += i` (your line 6 and `term` (your lines 2-4), which it calls, in f)");
+}

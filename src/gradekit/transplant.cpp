@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -179,9 +180,23 @@ std::string lines_missing(const Hunk& h) {
     return h.solution_text.size() == 1 ? "a line" : fmt::format("{} lines", h.solution_text.size());
 }
 
+// The same, after "the solution's": "line", "2 lines".
+std::string solution_lines(const Hunk& h) {
+    return h.solution_text.size() == 1 ? "line" : fmt::format("{} lines", h.solution_text.size());
+}
+
 // One piece, as the learner finds it in their file.
 std::string piece(const std::vector<std::string>& learner, const Hunk& h) {
     return deletion(h) ? "the place " + place(h) : learner_lines(learner, h);
+}
+
+// The learner's lines from the first piece's to the last's.
+Hunk span(const std::vector<Hunk>& hunks) {
+    Hunk all;
+    all.learner_first = hunks.front().learner_first;
+    all.learner_last = hunks.front().learner_last;
+    for (const Hunk& h : hunks) all.learner_last = std::max(all.learner_last, h.learner_last);
+    return all;
 }
 
 // What was tried, as the start of the sentence.
@@ -198,20 +213,73 @@ std::string what_was_tried(const std::vector<std::string>& learner, const std::v
         return fmt::format("with {} and {} as the solution has them", piece(learner, hunks[0]),
                            piece(learner, hunks[1]));
     }
+    if (hunks.size() > 2) return fmt::format("with {} as the solution has them", learner_lines(learner, span(hunks)));
     const Hunk& h = hunks.front();
     if (deletion(h))
-        return fmt::format("with the solution's {} put in {}, where yours has none", lines_missing(h), place(h));
+        return fmt::format("with the solution's {} put in {}, where yours has none", solution_lines(h), place(h));
     return fmt::format("with {} as the solution has {}", learner_lines(learner, h),
                        h.learner_first == h.learner_last ? "it" : "them");
 }
 
-std::string sentence(const std::vector<std::string>& learner, const Try& best, int learner_passed) {
+// The last line of the braced body that opens on line `first` (1-based), or 0.
+int body_end(const std::vector<std::string>& lines, int first) {
+    int depth = 0;
+    bool opened = false;
+    for (int n = first; n <= static_cast<int>(lines.size()); ++n) {
+        for (const char c : lines[static_cast<std::size_t>(n - 1)]) {
+            if (c == '{') ++depth, opened = true;
+            if (c == '}') --depth;
+        }
+        if (opened && depth <= 0) return n;
+        if (!opened && n > first + 1) return 0;
+    }
+    return 0;
+}
+
+// A lambda or function of the learner's own (the solution defines nothing of that name) that the
+// lines first..last call: `name` (your lines A-B). Empty when they call none. Putting the calling
+// lines back as the solution has them also takes the helper out of play, so the mistake may be in
+// it rather than on those lines.
+std::string own_helper_called(const std::vector<std::string>& learner, const std::vector<std::string>& solution,
+                              int first, int last) {
+    static const std::regex call(R"(([A-Za-z_]\w*)\s*\()");
+    const auto defines = [](const std::string& line, const std::string& name) {
+        const std::regex def("(^|[^\\w.>:])" + name + R"(\s*(=\s*\[|\([^;]*$))");
+        return std::regex_search(line, def) && line.find("return") == std::string::npos;
+    };
+    for (int n = first; n <= last; ++n) {
+        const std::string& text = learner[static_cast<std::size_t>(n - 1)];
+        for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
+            const std::string name = (*m)[1];
+            if (std::ranges::any_of(solution, [&](const std::string& l) { return defines(l, name); })) continue;
+            for (int d = 1; d <= static_cast<int>(learner.size()); ++d) {
+                if (d >= first && d <= last) continue;
+                if (!defines(learner[static_cast<std::size_t>(d - 1)], name)) continue;
+                if (const int e = body_end(learner, d); e > d)
+                    return fmt::format("`{}` (your lines {}-{})", name, d, e);
+                else if (e == d)
+                    return fmt::format("`{}` (your line {})", name, d);
+            }
+        }
+    }
+    return "";
+}
+
+std::string sentence(const std::vector<std::string>& learner, const std::vector<std::string>& solution, const Try& best,
+                     int learner_passed) {
     const std::string tried = what_was_tried(learner, best.hunks);
     const Hunk& first = best.hunks.front();
-    const std::string mistake = best.hunks.size() == 2                      ? "there"
-                                : deletion(first)                           ? lines_missing(first) + " left out there"
-                                : first.learner_first == first.learner_last ? "on that line"
-                                                                            : "in those lines";
+    std::string mistake = best.hunks.size() > 2                       ? "in those lines"
+                          : best.hunks.size() == 2                    ? "there"
+                          : deletion(first)                           ? lines_missing(first) + " left out there"
+                          : first.learner_first == first.learner_last ? "on that line"
+                                                                      : "in those lines";
+    if (best.hunks.size() == 1 && !deletion(first))
+        if (const std::string helper = own_helper_called(learner, solution, first.learner_first, first.learner_last);
+            !helper.empty())
+            mistake += fmt::format(" or in {}, which {} call{}", helper,
+                                   first.learner_first == first.learner_last ? "it" : "they",
+                                   first.learner_first == first.learner_last ? "s" : "");
     if (best.all_passed)
         return fmt::format("found by trying: {}, and nothing else changed, every test passes -- the mistake is {}",
                            tried, mistake);
@@ -301,18 +369,43 @@ int learner_line_of(int solution_line, const std::vector<std::string>& learner,
     return at == al.learner_of.end() ? 0 : at->second;
 }
 
+namespace {
+
+// Where the solution's line stands in the learner's file, as "line N": the same line, or the one
+// learner line that stands for it. Where the learner wrote several lines in its place (a rewrite,
+// a helper of their own), the whole piece, "your lines A-B": its first line alone may be a call
+// to the helper, not where the mistake is. Empty when unknown.
+std::string learner_place_of(int solution_line, const Alignment& al, const std::vector<std::string>& learner,
+                             const std::vector<std::string>& solution) {
+    for (const Hunk& h : al.hunks) {
+        if (solution_line < h.solution_first || solution_line > h.solution_last || h.learner_last < h.learner_first)
+            continue;
+        const bool one = h.learner_first == h.learner_last;
+        const std::string lines = one ? fmt::format("your line {}", h.learner_first)
+                                      : fmt::format("your lines {}-{}", h.learner_first, h.learner_last);
+        const std::string helper = own_helper_called(learner, solution, h.learner_first, h.learner_last);
+        if (!helper.empty())
+            return fmt::format("{} and {}, which {} call{}", lines, helper, one ? "it" : "they", one ? "s" : "");
+        if (!one) return lines;  // (one line: "line N", below)
+    }
+    const auto at = al.learner_of.find(solution_line);
+    return at == al.learner_of.end() ? "" : fmt::format("line {}", at->second);
+}
+
+}  // namespace
+
 std::string in_learner_lines(const std::string& sentence, const std::vector<std::string>& learner,
                              const std::vector<std::string>& solution) {
+    const Alignment al = align(learner, solution);
     std::string out;
     std::size_t from = 0;
     for (std::size_t at; (at = sentence.find("(line ", from)) != std::string::npos;) {
         const std::size_t digits = at + 6;
         std::size_t end = digits;
         while (end < sentence.size() && std::isdigit(static_cast<unsigned char>(sentence[end]))) ++end;
-        out += sentence.substr(from, digits - from);
         const int line = end > digits ? std::atoi(sentence.c_str() + digits) : 0;
-        const int mapped = line > 0 ? learner_line_of(line, learner, solution) : 0;
-        out += mapped > 0 ? std::to_string(mapped) : sentence.substr(digits, end - digits);
+        const std::string place = line > 0 ? learner_place_of(line, al, learner, solution) : "";
+        out += sentence.substr(from, at + 1 - from) + (place.empty() ? sentence.substr(at + 1, end - at - 1) : place);
         from = end;
     }
     return out + sentence.substr(from);
@@ -353,6 +446,41 @@ std::vector<Hunk> pieces_to_try(const std::vector<std::string>& learner, const s
             hunks.push_back(h);
     if (static_cast<int>(hunks.size()) > t.max_hunks) hunks.clear();
     return hunks;
+}
+
+// A rewrite's pieces, put back together: each run of neighbouring pieces (or one long piece) that
+// spans at most t.max_region_lines of the learner's file and of the solution's, and that the
+// single pieces and pairs did not already cover. Tried when no piece alone or pair explains the
+// failure (the pieces of a rewrite seldom compile alone: they name each other's variables).
+std::vector<std::vector<Hunk>> regions_of(const std::vector<std::string>& learner,
+                                          const std::vector<std::string>& solution, const TransplantSetup& t,
+                                          const std::vector<std::vector<Hunk>>& tried) {
+    std::vector<Hunk> all;
+    for (const Hunk& h : differing_hunks(learner, solution))
+        if (!unwritten(learner, h)) all.push_back(h);
+    const auto fits = [&](std::size_t a, std::size_t b) {
+        const int solution_first = all[a].solution_last >= all[a].solution_first ? all[a].solution_first : 0;
+        const int solution_last = all[b].solution_last >= all[b].solution_first ? all[b].solution_last : 0;
+        return span({all.begin() + long(a), all.begin() + long(b) + 1}).learner_last - all[a].learner_first + 1 <=
+                   t.max_region_lines &&
+               (solution_first == 0 || solution_last == 0 || solution_last - solution_first + 1 <= t.max_region_lines);
+    };
+    std::vector<std::vector<Hunk>> regions;
+    std::size_t covered = 0;  // pieces [0, covered) are in an earlier region
+    for (std::size_t a = 0; a < all.size() && regions.size() < 2; ++a) {
+        std::size_t b = a;
+        while (b + 1 < all.size() && fits(a, b + 1)) ++b;
+        if (b < covered || !fits(a, b)) continue;
+        std::vector<Hunk> region(all.begin() + long(a), all.begin() + long(b) + 1);
+        const bool seen = std::ranges::any_of(tried, [&](const std::vector<Hunk>& t) {
+            return t.size() == region.size() && std::ranges::equal(t, region, [](const Hunk& x, const Hunk& y) {
+                       return x.learner_first == y.learner_first && x.learner_last == y.learner_last;
+                   });
+        });
+        if (!seen) regions.push_back(std::move(region));
+        covered = b + 1;
+    }
+    return regions;
 }
 
 // Each piece alone, then (a statement moved, two slips) each pair of them.
@@ -406,16 +534,19 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
     if (solution.empty() || search_said_it(*report, s.report, learner, solution)) return {};
-    const std::vector<Hunk> hunks = pieces_to_try(learner, solution, t);
-    const auto recipe = hunks.empty() ? std::nullopt : recipe_of(t.build_dir, t.target, s.files.front());
+    const std::vector<std::vector<Hunk>> tries = tries_of(pieces_to_try(learner, solution, t));
+    const std::vector<std::vector<Hunk>> regions = regions_of(learner, solution, t, tries);
+    const auto recipe =
+        tries.empty() && regions.empty() ? std::nullopt : recipe_of(t.build_dir, t.target, s.files.front());
     if (!recipe) return {};
     const fs::path dir = t.build_dir / "grade" / "transplant" / t.target;
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
-    const Try best = best_try(s, t, *recipe, dir, learner, tries_of(hunks), *report, progress);
+    Try best = best_try(s, t, *recipe, dir, learner, tries, *report, progress);
+    if (best.passed < 0 && !regions.empty()) best = best_try(s, t, *recipe, dir, learner, regions, *report, progress);
     if (best.passed < 0 || !(report = read_report(s.report))) return {};
-    report->located = sentence(learner, best, report->passed);
+    report->located = sentence(learner, solution, best, report->passed);
     write_report(s.report, *report);
     return report->located;
 }

@@ -351,12 +351,14 @@ void expect_alibi(std::size_t heads, std::size_t n_q, std::size_t n_k, std::size
          .explain = [&](const Tensor3& got) -> std::string {
              // The slope the subject used per head, read from the last query's row: bias(h, i, j) /
              // -(first_query + i - j). Only a row that is one slope times those distances at every
-             // visible key tells a slope; a row whose distances are not those tells none.
+             // visible key tells a slope; a row whose distances are not those tells none, and neither
+             // does a row of zeros (a slope of 0, or a row computed for the wrong position: which one,
+             // zeros cannot say).
              const std::size_t last = first_query + n_q - 1;  // the last query's position
              if (got.shape() != std::array<std::size_t, 3>{heads, n_q, n_k} || last < 1 || last >= n_k + 1) return "";
              for (std::size_t h = 0; h < heads; ++h) {
                  const double slope = -double(got(h, n_q - 1, 0)) / double(last);
-                 bool one_slope = std::isfinite(slope);
+                 bool one_slope = std::isfinite(slope) && slope != 0.0;
                  for (std::size_t j = 1; one_slope && j < last && j < n_k; ++j)
                      one_slope = std::abs(-double(got(h, n_q - 1, j)) / double(last - j) - slope) <=
                                  1e-4 * std::max(std::abs(slope), 1e-6);

@@ -367,7 +367,7 @@ Clause uniform_weights(const Failing& f) {
         f.names.back(), row);
 }
 
-std::string name_factor(double c);
+std::string name_factor(double c, const std::string& shown);
 
 // Weights (last axis N_k) that are the softmax of the expected scores times one factor c: in
 // every row, log w - mean(log w) is c times the expected one. Read from the weights alone, so it
@@ -399,10 +399,11 @@ Clause scaled_scores(const Failing& f) {
         for (std::size_t j = r * width; j < (r + 1) * width; ++j)
             if (!agrees(f.actual[j], std::exp(c * le[j]) / sum, f.tol)) return std::nullopt;
     }
+    const std::string shown = fmt::format("{:.4g}", c);
     return fmt::format(
-        "the weights are softmax(c x the expected scores) with c = {:.4g}{}: every score is off by that one factor "
+        "the weights are softmax(c x the expected scores) with c = {}{}: every score is off by that one factor "
         "(the 1/sqrt(d) scale, or what it multiplies?)",
-        c, name_factor(c));
+        shown, name_factor(c, shown));
 }
 
 // One constant per column (the last axis) added to every row, different from column to column:
@@ -443,14 +444,18 @@ Clause above_every_expected(const Failing& f) {
         f.names.back());
 }
 
-// "1/sqrt(8)" when c is close to a simple factor a learner might have introduced.
-std::string name_factor(double c) {
-    for (int k = 2; k <= 4096; ++k) {
+// "1/sqrt(8)" when c is a simple factor a learner might have introduced, to float precision: the
+// square roots of 2..1024 lie closer together than 1e-3 (any c near 26 is within 1e-3 of some
+// sqrt(k)), so a looser match would name a coincidence as a cause. Nothing when `shown` (c as
+// printed) already reads as that number ("c = 2", not "c = 2 = 2").
+std::string name_factor(double c, const std::string& shown) {
+    constexpr double close = 2e-5;
+    for (int k = 2; k <= 1024; ++k) {
         const double r = std::sqrt(double(k));
-        if (std::abs(c - r) < 1e-3 * r) return fmt::format(" = sqrt({})", k);
-        if (std::abs(c - 1 / r) < 1e-3 / r) return fmt::format(" = 1/sqrt({})", k);
-        if (k <= 64 && std::abs(c - k) < 1e-3 * k) return fmt::format(" = {}", k);
-        if (k <= 64 && std::abs(c - 1.0 / k) < 1e-3 / k) return fmt::format(" = 1/{}", k);
+        if (std::abs(c - r) < close * r) return fmt::format(" = sqrt({})", k);
+        if (std::abs(c - 1 / r) < close / r) return fmt::format(" = 1/sqrt({})", k);
+        if (k <= 64 && std::abs(c - k) < close * k) return shown == std::to_string(k) ? "" : fmt::format(" = {}", k);
+        if (k <= 64 && std::abs(c - 1.0 / k) < close / k) return fmt::format(" = 1/{}", k);
     }
     return "";
 }
@@ -462,7 +467,8 @@ Clause ratio(const Failing& f) {
         !std::isfinite(f.expected[0]) || bits == 0xbebebebeu || bits == 0xfefefefeu)  // a fill, not a factor
         return std::nullopt;
     const double c = double(f.actual[0]) / f.expected[0];
-    return fmt::format("got / expected = {:.6g}{}", c, name_factor(c));
+    const std::string shown = fmt::format("{:.6g}", c);
+    return fmt::format("got / expected = {}{}", shown, name_factor(c, shown));
 }
 
 // One constant factor on every value (not 0: every_value_zero says that), fitted on enough
@@ -483,7 +489,8 @@ Clause scale(const Failing& f) {
     if (std::abs(c - 1) <= 1e-3 || std::abs(c) <= 1e-6) return std::nullopt;
     for (std::size_t i = 0; i < f.size(); ++i)
         if (!agrees(f.actual[i], c * f.expected[i], f.tol)) return std::nullopt;
-    return fmt::format("it is the expected result times {:.6g}{} (a scale factor)", c, name_factor(c));
+    const std::string shown = fmt::format("{:.6g}", c);
+    return fmt::format("it is the expected result times {}{} (a scale factor)", shown, name_factor(c, shown));
 }
 
 // A factor per row (every axis but the last): each row right up to its own scale (what a wrong
