@@ -215,7 +215,7 @@ std::string reason_then(Version v) {
             return "measured kernel: 16 rows one at a time, two 5-step warp reductions each (384 shuffles in its "
                    "code), 2-byte tile loads, 170 registers: 2 blocks per SM";
         case Version::pipelined:
-            return "measured kernel: version 6's shape, 4 warps x 16 rows and 32-key tiles in 128 registers (4 blocks "
+            return "measured kernel: version 6's shape, 4 warps x 16 rows and 32-key tiles, 126 registers (4 blocks "
                    "per SM), and a longer tile loop (two barriers a tile, the mask on every tile)";
         default:
             return "measured kernel: an earlier version of the same file";
@@ -341,8 +341,8 @@ void print_launch(Version version, const Setup& z) {
         else
             fmt::print(
                 "          K/V tiles of {} halves per row, {} stages: tile t + 1 is copied by cp.async "
-                "while tile t is multiplied; 16-byte chunks XOR-swizzled by row (shape {})\n",
-                D, shape.stages, kernels::name(tiles));
+                "while tile t is multiplied; 16-byte chunks XOR-swizzled by row (shape {}{})\n",
+                D, shape.stages, kernels::name(tiles), D > 64 ? ", its d_head 128 form" : "");
     }
 }
 
