@@ -192,7 +192,8 @@ std::string reason_now(Version v) {
                    "the A operand of P V), the softmax on them with quad shuffles, K and V by ldmatrix";
         case Version::pipelined:
             return "version 6 with the next K/V tile copied by cp.async while this one is multiplied, into "
-                   "XOR-swizzled tiles (no bank conflicts without padding)";
+                   "XOR-swizzled tiles (no bank conflicts without padding), in FlashAttention-2's shape: 4 warps x 32 "
+                   "rows (half the ldmatrix reads per mma), 64-key tiles (half the barriers); 2 blocks an SM by design";
         default:
             return "see its .cuh file";
     }
@@ -213,6 +214,9 @@ std::string reason_then(Version v) {
         case Version::tensor_core:
             return "measured kernel: 16 rows one at a time, two 5-step warp reductions each (384 shuffles in its "
                    "code), 2-byte tile loads, 170 registers: 2 blocks per SM";
+        case Version::pipelined:
+            return "measured kernel: version 6's shape, 4 warps x 16 rows and 32-key tiles, 126 registers (4 blocks "
+                   "per SM), and a longer tile loop (two barriers a tile, the mask on every tile)";
         default:
             return "measured kernel: an earlier version of the same file";
     }
@@ -319,19 +323,26 @@ void print_launch(Version version, const Setup& z) {
     }
 
     if (kernels::needs_sm80(version)) {
-        const std::size_t Bc = D <= 64 ? 32 : 16;  // keys per tile (flash.cuh's FlashShape)
+        // flash.cuh's FlashShape: version 6 in its one shape, version 7 in the problem's (the default
+        // at d_head 64: 4 warps x 32 rows, 64-key tiles; 16 rows and 16 keys at d_head 128)
+        const kernels::FlashTiles tiles = version == Version::mma ? kernels::mma_flash_tiles : p.tiles;
+        const kernels::FlashTileShape shape = kernels::flash_tile_shape(tiles, int(D));
+        const std::size_t Bc = std::size_t(shape.cols), rows = 16 * std::size_t(shape.row_tiles), M = shape.row_tiles;
         fmt::print(
-            "          4 warps own 16 query rows each; per {}-key tile: S (16, {}) = {} mma.sync, the online "
+            "          {} warps own {} query rows each; per {}-key tile: S ({}, {}) = {} mma.sync, the online "
             "softmax\n"
-            "          on S's registers, O (16, {}) += P V: {} more; K and V (transposed) read by ldmatrix\n",
-            Bc, Bc, (D / 16) * (Bc / 8), D, (Bc / 16) * (D / 8));
+            "          on S's registers, O ({}, {}) += P V: {} more; K and V (transposed) read by ldmatrix\n",
+            shape.warps, rows, Bc, rows, Bc, M * (D / 16) * (Bc / 8), rows, D, M * (Bc / 16) * (D / 8));
+        if (M > 1)
+            fmt::print("          {} row tiles of 16 a warp: each K or V fragment ldmatrix loads feeds {} mma, not 1\n",
+                       M, M);
         if (version == Version::mma)
             fmt::print("          K/V tiles padded to {} + 8 halves per row; loaded, a barrier, then the math\n", D);
         else
             fmt::print(
-                "          K/V tiles of {} halves per row, two stages: tile t + 1 is copied by cp.async "
-                "while tile t is multiplied; 16-byte chunks XOR-swizzled by row\n",
-                D);
+                "          K/V tiles of {} halves per row, {} stages: tile t + 1 is copied by cp.async "
+                "while tile t is multiplied; 16-byte chunks XOR-swizzled by row (shape {}{})\n",
+                D, shape.stages, kernels::name(tiles), D > 64 ? ", its d_head 128 form" : "");
     }
 }
 

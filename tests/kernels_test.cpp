@@ -451,23 +451,47 @@ TEST_CASE("kernels: the 16-bit bounds on version 6 are tight enough to catch one
 TEST_CASE("kernels: version 7's swizzled tiles give ldmatrix 0 bank conflicts, causal tiles are skipped",
           "[kernels][mma]") {
     // cp.async writes are not in the bank count, so what version 7 counts is its ldmatrix
-    // requests. d_head 64: blocks of 64 rows (4 warps x 16), key tiles of Bc = 32. Q once per
-    // warp: D / 16 ldmatrix_x4 = 16 requests. Per tile a warp attends: K, (D / 16) x (Bc / 16)
-    // ldmatrix_x4; V, (Bc / 16) x (D / 16): 8 + 8 calls, 64 requests.
+    // requests. d_head 64, a shape of W warps x 16 M rows (Br = 16 W M rows a block) and key
+    // tiles of Bc: Q once per warp, M x (D / 16) ldmatrix_x4 = 16 M requests. Per tile a warp
+    // attends: K, (D / 16) x (Bc / 16) ldmatrix_x4; V, (Bc / 16) x (D / 16) -- each fragment feeds
+    // all M row tiles -- so Bc / 2 calls, 2 Bc requests (64 at Bc = 32, 128 at Bc = 64). The
+    // default, w4_r32_k64: 2 blocks of 128 rows, 4 tiles of 64 keys; w4_r16_k32: 4 of 64, 8 of 32.
     const bool causal = GENERATE(false, true);
-    const Case c = make_case(1, 1, 256, 64, causal);
-    emulator::LaunchStats s;
-    run(Version::pipelined, c, emulator::default_schedule(), &s);
-    CHECK(s.shared.conflicts() == 0);
-    // 4 query blocks, 8 key tiles each; causal, block b loads tiles 0 .. 2b + 1: 2 + 4 + 6 + 8 = 20.
-    // One barrier per tile: after it, tile t has landed and tile t - 1's stage is free.
-    CHECK(s.barriers == (causal ? 20u : 32u));
-    std::uint64_t requests = 4 * 4 * 16;  // Q: blocks x warps x 16
-    for (int block = 0; block < 4; ++block)
-        for (int tile = 0; tile < (causal ? 2 * block + 2 : 8); ++tile)
-            for (int warp = 0; warp < 4; ++warp)  // causal: a warp skips tiles entirely above its rows
-                if (!causal || 32 * tile <= 64 * block + 16 * warp + 15) requests += 64;
-    CHECK(s.shared.requests == requests);
+    Case c = make_case(1, 1, 256, 64, causal);
+    for (kernels::FlashTiles tiles : kernels::flash_tiles) {
+        c.p.tiles = tiles;
+        INFO(kernels::name(tiles) << (causal ? " causal" : ""));
+        const kernels::FlashTileShape shape = kernels::flash_tile_shape(tiles, 64);
+        const int warp_rows = 16 * shape.row_tiles, rows = shape.warps * warp_rows, bc = shape.cols;
+        const int blocks = 256 / rows, n_tiles = 256 / bc;
+        emulator::LaunchStats s;
+        run(Version::pipelined, c, emulator::default_schedule(), &s);
+        CHECK(s.shared.conflicts() == 0);
+        // Causal, block b loads the tiles up to its last row: rows (b + 1) / bc of them.
+        // One barrier per tile: after it, tile t has landed and tile t - 1's stage is free.
+        std::uint64_t barriers = 0, requests = std::uint64_t(blocks) * std::uint64_t(shape.warps) * 16u *
+                                               std::uint64_t(shape.row_tiles);  // Q
+        for (int block = 0; block < blocks; ++block) {
+            const int block_tiles = causal ? rows * (block + 1) / bc : n_tiles;
+            barriers += std::uint64_t(block_tiles);
+            for (int tile = 0; tile < block_tiles; ++tile)
+                for (int warp = 0; warp < shape.warps; ++warp)  // causal: a warp skips tiles entirely above its rows
+                    if (!causal || bc * tile <= rows * block + warp_rows * warp + warp_rows - 1)
+                        requests += 2u * std::uint64_t(bc);
+        }
+        CHECK(s.barriers == barriers);
+        CHECK(s.shared.requests == requests);
+        if (tiles == kernels::FlashTiles::w4_r16_k32) {  // the figures worked by hand before
+            CHECK(barriers == (causal ? 20u : 32u));     // 2 + 4 + 6 + 8 causal
+        }
+        if (tiles == kernels::default_flash_tiles) {
+            // 2 + 4 causal. Q: 2 blocks x 4 warps x 32; then 128 a warp and tile. Causal, block 0's
+            // tile 1 (keys 64..127) is above warps 0 and 1 (rows 0..63), block 1's tile 3 above
+            // its warps 0 and 1 (rows 128..191).
+            CHECK(barriers == (causal ? 6u : 8u));
+            CHECK(requests == 2u * 4 * 32 + 128u * (causal ? (4 + 2) + (4 + 4 + 4 + 2) : 2 * 4 * 4));
+        }
+    }
 }
 
 TEST_CASE("kernels: version 7 matches the reference in every tile shape, causal, padded, d_head 64 and 128",
@@ -529,7 +553,19 @@ TEST_CASE("kernels: version 7's tile shapes launch their warps and rows within 4
             CHECK(kernels::flash_tiles_named(kernels::name(tiles)) == tiles);
         }
     }
-    CHECK(kernels::flash_tile_shape(kernels::default_flash_tiles, 64).cols == 32);  // version 6's shape
+    // The default at d_head 64 is FlashAttention-2's 4 warps x 32 rows with 64-key tiles (2 blocks an
+    // SM); at d_head 128 it keeps 16 rows and 16 keys (4 blocks); version 6 keeps w4_r16_k32.
+    CHECK(kernels::default_flash_tiles == kernels::FlashTiles::w4_r32_k64);
+    const kernels::FlashTileShape d64 = kernels::flash_tile_shape(kernels::default_flash_tiles, 64);
+    CHECK((d64.warps == 4 && d64.row_tiles == 2 && d64.cols == 64 && d64.stages == 2 && d64.blocks == 2));
+    const kernels::FlashTileShape d128 = kernels::flash_tile_shape(kernels::default_flash_tiles, 128);
+    CHECK((d128.warps == 4 && d128.row_tiles == 1 && d128.cols == 16 && d128.blocks == 4));
+    CHECK(kernels::Problem{}.tiles == kernels::default_flash_tiles);
+    p.d_head = 64;
+    p.tiles = kernels::FlashTiles::w4_r32_k64;  // what version 6 is given for tiles is not its shape
+    const auto mma = kernels::launch_config(Version::mma, p);
+    CHECK(mma.rows_per_block == 64u);
+    CHECK(mma.shared_bytes == 2u * (64 + 2 * 32) * (64 + 8));
     CHECK_THROWS_WITH(kernels::flash_tiles_named("w4_r64_k32"), Catch::Contains("no tile shape named 'w4_r64_k32'"));
 }
 

@@ -152,8 +152,10 @@ LaunchConfig launch_config(Version v, const Problem& p) {
             return with_d_head(p.d_head, [&](auto d) -> LaunchConfig {
                 constexpr int D = decltype(d)::value;
                 if constexpr (D % 64 == 0) {
-                    if (v == Version::mma)
-                        return blocks(FlashShape<D>::rows, FlashShape<D>::threads, FlashShape<D>::mma_shared_bytes);
+                    if (v == Version::mma) {
+                        using Shape = FlashShape<D, mma_flash_tiles>;
+                        return blocks(Shape::rows, Shape::threads, Shape::mma_shared_bytes);
+                    }
                     return with_flash_tiles(p.tiles, [&](auto tiles) {
                         using Shape = FlashShape<D, decltype(tiles)::value>;
                         return blocks(Shape::rows, Shape::threads, Shape::pipelined_shared_bytes);

@@ -26,16 +26,28 @@
 // takes the next tile. A thread copies the same (row, chunk) pairs of every tile: their shared and
 // global offsets, swizzle included, are worked out once (CopyShare), not per copy.
 //
-// Shapes (kernels/flash_tiles.hpp): version 6, and 7 by default, 4 warps x 16 query rows = 64
-// rows per block, key tiles of Bc = 32 keys (16 at d_head 128); d_head 64 or 128 (multiples of
-// 64: the swizzle permutes 8 chunks). Within 128 registers per thread, unspilled, so that 4
-// blocks (16 warps, 25% of an sm_90 SM) fit: S (16, Bc) takes Bc / 2 registers, O (16, D) D / 2,
-// Q D / 4 -- at d_head 128 Q is read from shared memory again for each tile instead, and the tile
-// is 16 keys (ptxas -v, sm_90: at most 128 registers, no spill, both d_heads). Version 7 takes
-// its shape as a template argument: 32 rows per warp (two row tiles, each K or V fragment that
-// ldmatrix loads feeds twice the mma: half the shared-memory reads per multiply), 64-key tiles
-// (half the barriers and O rescales), 8 warps, 3 stages; its registers are budgeted per shape
-// (__launch_bounds__: 128 a thread for 16 warps an SM, 168 for 12, 255 for 8), unspilled.
+// Shapes (kernels/flash_tiles.hpp); d_head 64 or 128 (multiples of 64: the swizzle permutes 8
+// chunks). Version 6: 4 warps x 16 query rows = 64 rows per block, key tiles of Bc = 32 keys (16
+// at d_head 128), within 128 registers per thread, unspilled, so that 4 blocks (16 warps, 25% of
+// an sm_90 SM) fit: S (16, Bc) takes Bc / 2 registers, O (16, D) D / 2, Q D / 4 -- at d_head 128
+// Q is read from shared memory again for each tile instead, and the tile is 16 keys (ptxas -v,
+// sm_90: at most 128 registers, no spill, both d_heads).
+// Version 7 takes its shape as a template argument, one of six: 16 or 32 rows a warp, 32- or
+// 64-key tiles, 4 or 8 warps, 2 or 3 stages, registers budgeted per shape (__launch_bounds__: 128
+// a thread for 16 warps an SM, 168 for 12, 255 for 8), unspilled. Its default at d_head 64 is
+// FlashAttention-2's, w4_r32_k64: 4 warps x 32 rows = 128 rows per block, 64-key tiles.
+//   - 32 rows a warp are two row tiles: each K or V fragment ldmatrix loads feeds twice the mma,
+//     half the shared-memory reads per multiply (and a block's K/V tiles serve 128 rows: half
+//     the K/V loads from global memory);
+//   - 64-key tiles: half the barriers, and half the row-max updates and O rescales, per key.
+//   The price is registers: S and O (32, 64) take 64 each, Q 32; 243 a thread in all (ptxas
+//   sm_90, no spill), and 48 KiB of shared memory (Q 16, two stages of K and V 32): 2 blocks of
+//   4 warps an SM, 12.5% occupancy, by design -- each warp has twice the independent mma to
+//   issue, and the next tile is on its way by cp.async. On an H200 (B=8, H=16, fp16, median of
+//   20; docs/data/gpu-h200-2026-11-26-tiles.csv) it was the fastest of the six: 2.010 ms at
+//   N=4096, 92% of SDPA flash's throughput, where w4_r16_k32 (the default before it: version 6's
+//   shape) took 2.299 ms, 80%. At d_head 128 every shape keeps 16 rows and 16-key tiles, within
+//   48 KiB and 128 registers, unspilled.
 // Per tile, the softmax costs one FFMA and one ex2 per score (the scale goes into the exponent's
 // FFMA), the row max one FMNMX; only tiles that cross the diagonal or the padding pay for the
 // mask (a branch the whole warp takes or skips).
@@ -55,7 +67,7 @@
 
 namespace headwise::kernels {
 
-template <int D, FlashTiles Tiles = default_flash_tiles>
+template <int D, FlashTiles Tiles>
 struct FlashShape {
     static_assert(D % 64 == 0, "versions 6 and 7 are built for d_head 64 and 128");
     static constexpr int warps = flash_tile_shape(Tiles, D).warps;
@@ -303,9 +315,9 @@ template <int D, class T>
 __global__ void __launch_bounds__(128, 4)
     attention_mma(global_ptr<const T> q, global_ptr<const T> k, global_ptr<const T> v, global_ptr<const int> key_len,
                   global_ptr<float> out, AttentionArgs a) {
-    using Shape = FlashShape<D>;
+    using Shape = FlashShape<D, mma_flash_tiles>;  // 4 warps x 16 rows, 32-key tiles (16 at d_head 128)
     constexpr int Br = Shape::rows, Bc = Shape::cols, LD = Shape::padded, M = Shape::row_tiles;
-    static_assert(Shape::threads == 128, "launch bounds: 128 threads");
+    static_assert(Shape::threads == 128 && Shape::blocks == 4, "launch bounds: 128 threads, 4 blocks");
     __shared__ shared_tile<T, Br, LD> q_tile;  // (Br, D) + 8 halves of padding per row
     __shared__ shared_tile<T, Bc, LD> k_tile;  // (Bc, D) + padding
     __shared__ shared_tile<T, Bc, LD> v_tile;  // (Bc, D) + padding
