@@ -547,6 +547,9 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     if (best.passed < 0 && !regions.empty()) best = best_try(s, t, *recipe, dir, learner, regions, *report, progress);
     if (best.passed < 0 || !(report = read_report(s.report))) return {};
     report->located = sentence(learner, solution, best, report->passed);
+    // The search's edit stood on a line the learner did not change (another edit with the same
+    // effect on these inputs): once the learner's own line is found, it only distracts.
+    if (best.all_passed) report->edit.clear();
     write_report(s.report, *report);
     return report->located;
 }
