@@ -271,14 +271,18 @@ function(_headwise_transplant_tests id dir first_source gen)  # ARGN: the soluti
     _headwise_grader(headwise_transplant_${stem} ${id} SOURCES "${patched}" "${gen}/subject.cpp"
       INCLUDES ${ARGN})
     add_dependencies(headwise_tests headwise_transplant_${stem})
-    add_test(NAME "grade: '${stem}' is located by grading copies of the file with pieces of the solution put back"
+    set(name "grade: '${stem}' is located by grading copies of the file with pieces of the solution put back")
+    file(STRINGS "${spec}" fresh REGEX "^expect-fresh: ")
+    if(fresh)  # check_transplant.cmake: the fresh-memory step's test
+      set(name "grade: '${stem}' is caught reading memory it never wrote (graded again on zeroed memory)")
+    endif()
+    add_test(NAME "${name}"
       COMMAND ${CMAKE_COMMAND} -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DID=${id}
         -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DTARGET=headwise_transplant_${stem}
         -DGRADER=$<TARGET_FILE:headwise_transplant_${stem}> -DSUBJECT=${patched} -DSOLUTION=${solution}
         -DSPEC=${spec} -DREPORT=${PROJECT_BINARY_DIR}/grade/transplant_${stem}.json
         -P ${HEADWISE_GRADE_DIR}/check_transplant.cmake)
-    set_tests_properties("grade: '${stem}' is located by grading copies of the file with pieces of the solution put back"
-      PROPERTIES LABELS "meta" TIMEOUT 300)
+    set_tests_properties("${name}" PROPERTIES LABELS "meta" TIMEOUT 300)
   endforeach()
 endfunction()
 

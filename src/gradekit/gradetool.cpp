@@ -10,6 +10,9 @@
 //                      [--solution FILE]
 //       after a failed run: grades copies of the subject with one differing piece put back as the
 //       solution has it (gradekit/transplant.hpp); prints what it found (exit 0) or nothing (exit 1)
+//   headwise-gradetool fresh-memory --id ex01 --source-dir DIR --report FILE --subject FILE -- GRADER
+//       after a failed run that named something: the grader again with fresh memory filled with 0
+//       (gradekit/fresh_memory.hpp); prints what changed (exit 0) or nothing (exit 1)
 //   headwise-gradetool patch SPEC SOLUTION OUT
 //       a catalogued or learner-style mistake (tests/grade/mistakes/*.mistake,
 //       tests/grade/learner_mistakes/<id>/*.mistake): SOLUTION with each "replace: <text>" of SPEC
@@ -24,6 +27,7 @@
 //       prints the report as `headwise grade` does (gradekit/show.hpp)
 //
 // Bad arguments: one line on stderr, exit code 2.
+#include "gradekit/fresh_memory.hpp"
 #include "gradekit/mutants.hpp"
 #include "gradekit/report.hpp"
 #include "gradekit/show.hpp"
@@ -183,7 +187,12 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
         if (!found.empty()) std::puts(found.c_str());
         return found.empty() ? 1 : 0;
     }
-    if (grader.empty()) throw usage("run needs -- GRADER [ARGS...]");
+    if (grader.empty()) throw usage(command + " needs -- GRADER [ARGS...]");
+    if (command == "fresh-memory") {
+        const std::string found = fresh_memory_step(s, grader[0]);
+        if (!found.empty()) std::puts(found.c_str());
+        return found.empty() ? 1 : 0;
+    }
     const std::vector<std::string> extra(grader.begin() + 1, grader.end());
     const int rc = run_step(s, grader[0], extra, echo, timeout);
     if (const auto r = read_report(s.report)) {
@@ -202,7 +211,8 @@ int main(int argc, char** argv) {
         if (all[0] == "stub") return stub(rest);
         if (all[0] == "patch") return patch(rest);
         if (all[0] == "show") return show(rest);
-        if (all[0] == "build" || all[0] == "run" || all[0] == "transplant") return steps(all[0], rest);
+        if (all[0] == "build" || all[0] == "run" || all[0] == "transplant" || all[0] == "fresh-memory")
+            return steps(all[0], rest);
         if (all[0] == "mutants") {  // the search's variants (gradekit/mutants_command.cpp)
             try {
                 return mutants_command(rest);

@@ -476,6 +476,13 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     return f;
 }
 
+std::string asan_options(int fill_byte) {
+    return fmt::format(
+        "ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:abort_on_error=0:handle_abort=1:detect_stack_use_after_return=1:"
+        "max_malloc_fill_size=1073741824:malloc_fill_byte={}:allocator_may_return_null=1:print_summary=1",
+        fill_byte);
+}
+
 int run_step(const Subject& s, const fs::path& grader, const std::vector<std::string>& extra_args,
              const std::function<void(const std::string&)>& echo, int timeout_s,
              const std::vector<std::string>& extra_env) {
@@ -489,9 +496,7 @@ int run_step(const Subject& s, const fs::path& grader, const std::vector<std::st
         "HEADWISE_GRADE_SOURCE_DIR=" + s.source_dir.string(),
         "HEADWISE_GRADE_SUBJECT=" + subject_files,
         "HEADWISE_GRADE_TRACE=1",
-        "ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:abort_on_error=0:handle_abort=1:detect_stack_use_after_return=1:"
-        "max_malloc_fill_size=1073741824:malloc_fill_byte=190:"
-        "allocator_may_return_null=1:print_summary=1",
+        asan_options(190),
         "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1",
     };
     env.insert(env.end(), extra_env.begin(), extra_env.end());

@@ -45,6 +45,10 @@ int wait_exit_code(pid_t pid);
 int run_captured(const std::vector<std::string>& args, const std::vector<std::string>& env,
                  const std::function<bool(const std::string&)>& on_line, int timeout_s = 0);
 
+// The grader's ASAN_OPTIONS ("ASAN_OPTIONS=..."): fresh heap memory filled with `fill_byte` (190,
+// 0xbe, in a grade: a float made of it reads -1.69474e+38, easy to recognise).
+std::string asan_options(int fill_byte);
+
 // `cmake --build <build_dir> --target <target>`. `progress` (may be empty) receives ninja's
 // "[k/n] ..." lines. Returns true when it built; otherwise writes the report.
 bool build_step(const Subject& s, const fs::path& build_dir, const std::string& target,

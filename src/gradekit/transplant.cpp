@@ -244,8 +244,10 @@ std::string own_helper_called(const std::vector<std::string>& learner, const std
                               int first, int last) {
     static const std::regex call(R"(([A-Za-z_]\w*)\s*\()");
     const auto defines = [](const std::string& line, const std::string& name) {
-        const std::regex def("(^|[^\\w.>:])" + name + R"(\s*(=\s*\[|\([^;]*$))");
-        return std::regex_search(line, def) && line.find("return") == std::string::npos;
+        const std::string before = R"((^|[^\w.>:]))";
+        if (std::regex_search(line, std::regex(before + name + R"(\s*=\s*\[)"))) return true;  // a lambda
+        return std::regex_search(line, std::regex(before + name + R"(\s*\([^;]*$)")) &&        // a function
+               line.find("return") == std::string::npos && line.find('=') == std::string::npos;
     };
     for (int n = first; n <= last; ++n) {
         const std::string& text = learner[static_cast<std::size_t>(n - 1)];
@@ -274,12 +276,15 @@ std::string sentence(const std::vector<std::string>& learner, const std::vector<
                           : deletion(first)                           ? lines_missing(first) + " left out there"
                           : first.learner_first == first.learner_last ? "on that line"
                                                                       : "in those lines";
-    if (best.hunks.size() == 1 && !deletion(first))
-        if (const std::string helper = own_helper_called(learner, solution, first.learner_first, first.learner_last);
-            !helper.empty())
-            mistake += fmt::format(" or in {}, which {} call{}", helper,
-                                   first.learner_first == first.learner_last ? "it" : "they",
-                                   first.learner_first == first.learner_last ? "s" : "");
+    const bool one_line = best.hunks.size() == 1 && first.learner_first == first.learner_last;
+    for (const Hunk& h : best.hunks) {
+        if (deletion(h)) continue;
+        if (const std::string helper = own_helper_called(learner, solution, h.learner_first, h.learner_last);
+            !helper.empty()) {
+            mistake += fmt::format(" or in {}, which {} call{}", helper, one_line ? "it" : "they", one_line ? "s" : "");
+            break;
+        }
+    }
     if (best.all_passed)
         return fmt::format("found by trying: {}, and nothing else changed, every test passes -- the mistake is {}",
                            tried, mistake);
@@ -289,12 +294,17 @@ std::string sentence(const std::vector<std::string>& learner, const std::vector<
         tried, best.passed, best.total, learner_passed, mistake);
 }
 
-// Whether a search sentence's "(line N" (the solution's numbering) falls on a line the learner changed.
-bool names_a_changed_line(const std::string& sentence, const std::vector<Hunk>& hunks) {
+// Whether a search sentence's "(line N" (the solution's numbering) falls on a slip of the learner's:
+// one line of theirs in place of the solution's one. A line in a rewrite (several lines for one,
+// one for several, none) is where the search's edit has the learner's effect, not where they made
+// it: their own lines are tried then.
+// `slip_only` false: whether it falls on any line the learner changed.
+bool names_a_slip(const std::string& sentence, const std::vector<Hunk>& hunks, bool slip_only = true) {
     for (std::size_t at = 0; (at = sentence.find("(line ", at)) != std::string::npos; ++at) {
         const int line = std::atoi(sentence.c_str() + at + 6);
         for (const Hunk& h : hunks)
-            if (line >= h.solution_first && line <= h.solution_last) return true;
+            if (line >= h.solution_first && line <= h.solution_last)
+                return !slip_only || (h.learner_first == h.learner_last && h.solution_first == h.solution_last);
     }
     return false;
 }
@@ -378,8 +388,11 @@ namespace {
 std::string learner_place_of(int solution_line, const Alignment& al, const std::vector<std::string>& learner,
                              const std::vector<std::string>& solution) {
     for (const Hunk& h : al.hunks) {
-        if (solution_line < h.solution_first || solution_line > h.solution_last || h.learner_last < h.learner_first)
-            continue;
+        if (solution_line < h.solution_first || solution_line > h.solution_last) continue;
+        if (h.learner_last < h.learner_first)
+            return h.learner_first <= 1
+                       ? "where yours has no such line, at its top"
+                       : fmt::format("where yours has no such line, after your line {}", h.learner_first - 1);
         const bool one = h.learner_first == h.learner_last;
         const std::string lines = one ? fmt::format("your line {}", h.learner_first)
                                       : fmt::format("your lines {}-{}", h.learner_first, h.learner_last);
@@ -422,18 +435,18 @@ std::vector<std::string> with_hunk_replaced(const std::vector<std::string>& lear
 namespace {
 
 // The search's edit, put in the learner's line numbers. True when it is all there is to say: it
-// stands on a line the learner changed. Otherwise (another edit with the same effect, or none)
-// the learner's own changed lines are tried.
+// stands on a line the learner changed, one for one. Otherwise (another edit with the same effect,
+// or one inside a rewrite of theirs) the learner's own changed lines are tried.
 bool search_said_it(Report& report, const fs::path& path, const std::vector<std::string>& learner,
                     const std::vector<std::string>& solution) {
     if (report.edit.empty()) return false;
-    const bool on_a_changed_line = names_a_changed_line(report.edit, differing_hunks(learner, solution));
+    const bool a_slip = names_a_slip(report.edit, differing_hunks(learner, solution));
     const std::string mapped = in_learner_lines(report.edit, learner, solution);
     if (mapped != report.edit) {
         report.edit = mapped;
         write_report(path, report);
     }
-    return on_a_changed_line;
+    return a_slip;
 }
 
 // The small differing pieces that are worth a try; none when there are too many (a rewrite).
@@ -533,6 +546,8 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
         return {};  // nothing to locate: it passed, it did not run, or nothing is written yet
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
+    const bool edit_on_a_changed_line =
+        !report->edit.empty() && names_a_slip(report->edit, differing_hunks(learner, solution), false);
     if (solution.empty() || search_said_it(*report, s.report, learner, solution)) return {};
     const std::vector<std::vector<Hunk>> tries = tries_of(pieces_to_try(learner, solution, t));
     const std::vector<std::vector<Hunk>> regions = regions_of(learner, solution, t, tries);
@@ -547,9 +562,10 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     if (best.passed < 0 && !regions.empty()) best = best_try(s, t, *recipe, dir, learner, regions, *report, progress);
     if (best.passed < 0 || !(report = read_report(s.report))) return {};
     report->located = sentence(learner, solution, best, report->passed);
-    // The search's edit stood on a line the learner did not change (another edit with the same
-    // effect on these inputs): once the learner's own line is found, it only distracts.
-    if (best.all_passed) report->edit.clear();
+    // A search edit on a line the learner did not change (another edit with the same effect on
+    // these inputs) only distracts once the learner's own line is found; one inside their rewrite
+    // still says what the rewrite does.
+    if (best.all_passed && !edit_on_a_changed_line) report->edit.clear();
     write_report(s.report, *report);
     return report->located;
 }

@@ -14,6 +14,7 @@
 #include "progress.hpp"
 
 #include "gradekit/show.hpp"
+#include "gradekit/fresh_memory.hpp"
 #include "gradekit/steps.hpp"
 #include "gradekit/transplant.hpp"
 
@@ -65,7 +66,8 @@ void grade_one(const Exercise& e) {
         fmt::print("  {} running its grader...", e.id);
         std::fflush(stdout);
     }
-    gradekit::run_step(s, binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id), {}, {});
+    const fs::path grader = binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id);
+    gradekit::run_step(s, grader, {}, {});
     // A failed run whose search named no edit: the learner's own lines, tried one piece at a time.
     gradekit::TransplantSetup t;
     t.build_dir = binary_dir();
@@ -76,6 +78,9 @@ void grade_one(const Exercise& e) {
         std::fflush(stdout);
     });
     if (tty) fmt::print("\r\033[K");
+    // A name (catalogued, or the search's edit) stands only if the results do not hang on what
+    // fresh memory held.
+    gradekit::fresh_memory_step(s, grader);
 }
 
 int grade(const std::string& which, bool verbose, const std::string& junit) {

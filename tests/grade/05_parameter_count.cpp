@@ -90,6 +90,10 @@ TEST_CASE("attention_flops_per_token: 8 d_model^2 + 4 N d_model, past 2^32 at Me
                           {12288, 2048, 1'308'622'848},
                           {25600, 2048, 5'452'595'200},
                           {25600, 131072, 18'664'652'800},
+                          // Odd sizes whose products need more than float's 24 bits: a count
+                          // computed in float rounds them.
+                          {999, 99999, 407'580'012},
+                          {12345, 6789, 1'554'433'020},
                           {1, 1, 12}};
     for (const Case& c : cases) {
         // 8 d^2 + 4 N d: four projections of 2 d^2 (a multiply and an add per weight), and two
@@ -127,10 +131,11 @@ TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05
 }
 
 TEST_CASE("both counts refuse heads that do not divide d_model, and heads = 0", "[ex05][part1]") {
-    for (Count Ex05::*which : {&Ex05::parameter_count, &Ex05::per_head_parameter_count}) {
-        grade::expect_usage_error<Ex05>("count(d_model = 64, heads = 7)",
-                                        [&](const Ex05& ex) { return (ex.*which)(64, 7, true); });
-        grade::expect_usage_error<Ex05>("count(d_model = 64, heads = 0)",
-                                        [&](const Ex05& ex) { return (ex.*which)(64, 0, true); });
-    }
+    for (Count Ex05::*which : {&Ex05::parameter_count, &Ex05::per_head_parameter_count})
+        for (const bool bias : {true, false}) {
+            grade::expect_usage_error<Ex05>(fmt::format("count(d_model = 64, heads = 7, bias = {})", bias),
+                                            [&](const Ex05& ex) { return (ex.*which)(64, 7, bias); });
+            grade::expect_usage_error<Ex05>(fmt::format("count(d_model = 64, heads = 0, bias = {})", bias),
+                                            [&](const Ex05& ex) { return (ex.*which)(64, 0, bias); });
+        }
 }

@@ -18,8 +18,9 @@
 
 #include <cmath>
 #include <map>
-#include <utility>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <stdexcept>
 
 using namespace headwise;
@@ -83,23 +84,26 @@ struct Run {
     std::size_t rows = 0;  // token rows projected
 };
 
-// Calls decode_step once per token, tokens 0 .. t handed over at step t. A step that returns the
-// wrong shape ends the run with that result, so the report names the shape.
+// Calls decode_step once per token, tokens 0 .. t handed over at step t. The first step that
+// returns the wrong shape gives the run's output, so the report names the shape; every step
+// still runs, so the cache's length and contents are what all of them made.
 Run run_steps(const Ex08& ex, const GroupedQueryAttention& m, const Tensor3& x, std::size_t capacity,
               const decoding::Project* custom = nullptr) {
     const std::size_t batch = x.shape()[0], steps = x.shape()[1], heads = m.heads, d_head = m.d_head();
     Run r{Tensor4::from_shape({batch, heads, steps, d_head}), empty_cache(batch, m.kv_heads, capacity, d_head)};
     auto rows = std::make_shared<std::size_t>(0);
     const decoding::Project project = custom ? *custom : counting_projection(m, rows);
+    std::optional<Tensor4> wrong_shape;
     for (std::size_t t = 0; t < steps; ++t) {
         const Tensor3 tokens = xt::view(x, xt::all(), xt::range(0, t + 1), xt::all());  // (B, t + 1, d_model)
         const Tensor4 y = ex.decode_step(r.cache, tokens, project);                     // (B, H, 1, d_head)
         if (y.shape() != std::array<std::size_t, 4>{batch, heads, 1, d_head}) {
-            r.out = y;
-            break;
+            if (!wrong_shape) wrong_shape = y;
+            continue;
         }
         xt::view(r.out, xt::all(), xt::all(), xt::range(t, t + 1), xt::all()) = y;
     }
+    if (wrong_shape) r.out = *wrong_shape;
     r.rows = *rows;
     return r;
 }
@@ -283,7 +287,7 @@ TEST_CASE("decode_step: a full cache is refused with usage_error", "[ex08]") {
     const Problem p{1, 2, 1, 4, 3, 10};
     const Setup s(p);
     grade::expect_usage_error<Ex08>(
-        "decode_step on a cache of capacity 3 that already holds 3 tokens", [&](const Ex08& ex) {
+        "decode_step on a cache of capacity 3, after 3 steps that each should have added a token", [&](const Ex08& ex) {
             Run r = run_steps(ex, s.m, s.x, p.steps);  // fills it
             auto rows = std::make_shared<std::size_t>(0);
             const Tensor3 more =

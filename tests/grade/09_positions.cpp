@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <utility>
 #include <numbers>
 
@@ -222,20 +223,22 @@ rotary::RopeCache empty_cache(const CacheProblem& p, std::size_t capacity) {
 CacheRun run_cache(const Ex09& ex, const CacheProblem& p, const Tensor4& q, const Tensor4& k, const Tensor4& v,
                    double base, Layout layout, std::size_t capacity) {
     CacheRun r{empty_cache(p, capacity), Tensor4::from_shape(q.shape())};
+    std::optional<Tensor4> wrong_shape;  // the first q of the wrong shape: the report names it
     std::size_t t = 0;
-    while (t < p.steps) {
+    while (t < p.steps) {                             // every step runs: the cache then holds what all of them wrote
         const std::size_t n = t == 0 ? p.prompt : 1;  // the prompt at once, then one token per step
         const auto block = [&](const Tensor4& a) -> Tensor4 {
             return xt::view(a, xt::all(), xt::all(), xt::range(t, t + n), xt::all());
         };
         const Tensor4 q_rot = ex.rope_append(r.cache, block(q), block(k), block(v), base, layout);
         if (q_rot.shape() != block(q).shape()) {
-            r.q = q_rot;  // the report names the shape
-            break;
+            if (!wrong_shape) wrong_shape = q_rot;
+        } else {
+            xt::view(r.q, xt::all(), xt::all(), xt::range(t, t + n), xt::all()) = q_rot;
         }
-        xt::view(r.q, xt::all(), xt::all(), xt::range(t, t + n), xt::all()) = q_rot;
         t += n;
     }
+    if (wrong_shape) r.q = *wrong_shape;
     return r;
 }
 

@@ -5,7 +5,7 @@
 # The transplant step's test (gradekit/transplant.hpp): the subject, a learner-style mistake that
 # no single edit of the solution reproduces, is graded as `headwise grade` grades (gradetool run),
 # must fail with no edit named by the search, and the transplant step must then find its lines:
-# its sentence matches every "expect-located: <regex>" line of SPEC.
+# its sentence matches every "expect-located: <regex>" line of SPEC. (And "expect-fresh:", below.)
 cmake_minimum_required(VERSION 3.25)
 
 file(REMOVE "${REPORT}")
@@ -13,6 +13,28 @@ set(common --id ${ID} --source-dir ${SOURCE_DIR} --report ${REPORT} --subject ${
 execute_process(COMMAND ${GRADETOOL} run ${common} -- ${GRADER} OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
 if(rc EQUAL 0)
   message(FATAL_ERROR "the mistake passed every test: it is no mistake\n${out}")
+endif()
+# "expect-fresh: <regex>": the fresh-memory step (gradekit/fresh_memory.hpp) must say this; the
+# transplant part then runs only when the spec has expect-located: lines too.
+file(STRINGS "${SPEC}" fresh_expects REGEX "^expect-fresh: ")
+if(fresh_expects)
+  execute_process(COMMAND ${GRADETOOL} fresh-memory ${common} -- ${GRADER}
+    OUTPUT_VARIABLE fresh ERROR_VARIABLE fresh RESULT_VARIABLE rc)
+  foreach(line IN LISTS fresh_expects)
+    string(REGEX REPLACE "^expect-fresh: " "" pattern "${line}")
+    if(NOT fresh MATCHES "${pattern}")
+      message(FATAL_ERROR "the fresh-memory step (exit ${rc}) said:\n${fresh}\nwhich does not match:\n${pattern}")
+    endif()
+  endforeach()
+  file(READ "${REPORT}" report)
+  string(JSON named GET "${report}" edit)
+  if(NOT named STREQUAL "")
+    message(FATAL_ERROR "the fresh-memory step left the search's edit named: ${named}")
+  endif()
+  file(STRINGS "${SPEC}" located_expects REGEX "^expect-located: ")
+  if(NOT located_expects)
+    return()
+  endif()
 endif()
 file(READ "${REPORT}" report)
 string(JSON edit GET "${report}" edit)

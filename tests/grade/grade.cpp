@@ -339,7 +339,7 @@ Clause weight_rows(const Failing& f) {
         if (off++ == 0) first_off = r, first_sum = sa, first_expected = se;
     }
     if (off == 0) {
-        return all_one ? "every weights row still sums to 1 (the softmax normalises: the scores before it differ)"
+        return all_one ? "every weights row still sums to 1 (the rows are normalised; the values normalised differ)"
                        : "every weights row still has its expected sum (1, or 0 for a row with no key to attend to)";
     }
     std::string at = named_index(first_off * row, f.shape, f.names);
@@ -634,6 +634,11 @@ Clause permuted(const Failing& f) {
         if (bijection)
             return fmt::format("its {} slices are the expected ones in another order ({}{})", f.names[a], order,
                                m > 8 ? ", ..." : "");
+        if (constant && perm[0] + 1 == m)  // the last slice: a stuck index, or writes that each covered every slice
+            return fmt::format(
+                "every {} slice equals the expected {} slice {}, the last: each write may have filled every {} "
+                "slice (the last staying), or an index is stuck at {} where it should follow {}",
+                f.names[a], f.names[a], perm[0], f.names[a], perm[0], f.names[a]);
         if (constant)
             return fmt::format(
                 "every {} slice equals the expected {} slice {}: an index stuck at {} where it should "

@@ -1,0 +1,53 @@
+// gradekit/fresh_memory.cpp -- see fresh_memory.hpp.
+#include "gradekit/fresh_memory.hpp"
+
+#include "gradekit/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace headwise::gradekit {
+
+namespace {
+
+std::set<std::string> failing(const Report& r) {
+    std::set<std::string> tests;
+    for (const Failure& f : r.failures) tests.insert(f.test);
+    return tests;
+}
+
+bool names_something(const Report& r) {
+    return !r.edit.empty() || std::ranges::any_of(r.failures, [](const Failure& f) { return !f.mistake.empty(); });
+}
+
+}  // namespace
+
+std::string fresh_memory_step(const Subject& s, const std::filesystem::path& grader) {
+    auto report = read_report(s.report);
+    if (!report || !report->compiled || !report->finished || report->all_passed() || !names_something(*report))
+        return {};
+    Subject zeroed = s;
+    zeroed.report = s.report.parent_path() / (s.report.stem().string() + ".zero-filled.json");
+    run_step(zeroed, grader, {}, {}, 90, {asan_options(0), "HEADWISE_GRADE_SEARCH=off"});
+    const auto other = read_report(zeroed.report);
+    std::error_code ec;
+    std::filesystem::remove(zeroed.report, ec);
+    if (!other || !other->finished || (other->passed == report->passed && failing(*other) == failing(*report)))
+        return {};
+    report = read_report(s.report);  // as the transplant step may have left it
+    if (!report) return {};
+    for (Failure& f : report->failures) f.mistake.clear(), f.explanation.clear();
+    report->edit.clear();
+    const std::string said = fmt::format(
+        "your results depend on what fresh memory holds: graded again with new memory filled with 0 bytes "
+        "instead of 0xbe, {} of the {} tests pass instead of {}. Your code reads memory it never wrote: an "
+        "element of a tensor made with from_shape (or xt::empty) that is read before it is set?",
+        other->passed, other->total, report->passed);
+    report->located = report->located.empty() ? said : said + " Besides, " + report->located;
+    write_report(s.report, *report);
+    return said;
+}
+
+}  // namespace headwise::gradekit
