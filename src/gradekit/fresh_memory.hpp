@@ -17,8 +17,9 @@ namespace headwise::gradekit {
 
 // After a failed run that named something (a catalogued mistake, the search's edit): runs
 // `grader` again with fresh memory filled with 0 (no search). When the passing tests differ,
-// the names are dropped from s.report and its `located` sentence says what changed (the
-// transplant's sentence, if any, after it). Returns that sentence, or empty.
+// the catalogued names are dropped from s.report, and the search's edit unless it is the
+// learner's own line; its `located` sentence says what changed (the transplant's sentence, if
+// any, after it). Returns that sentence, or empty.
 std::string fresh_memory_step(const Subject& s, const std::filesystem::path& grader);
 
 }  // namespace headwise::gradekit
