@@ -28,6 +28,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -51,27 +52,11 @@ struct FlashTileShape {
 };
 
 constexpr FlashTileShape flash_tile_shape(FlashTiles t, int d_head) {
-    FlashTileShape s{4, 1, 32, 2, 4};
-    switch (t) {
-        case FlashTiles::w4_r16_k32:
-            break;
-        case FlashTiles::w4_r16_k64:
-            s = {4, 1, 64, 2, 3};
-            break;
-        case FlashTiles::w4_r32_k32:
-            s = {4, 2, 32, 2, 2};
-            break;
-        case FlashTiles::w4_r32_k32_s3:
-            s = {4, 2, 32, 3, 2};
-            break;
-        case FlashTiles::w4_r32_k64:
-            s = {4, 2, 64, 2, 2};
-            break;
-        case FlashTiles::w8_r16_k32:
-            s = {8, 1, 32, 2, 2};
-            break;
-    }
-    if (d_head > 64) s = {s.warps, 1, 16, s.stages, 16 / s.warps};  // 128 registers a thread
+    // At d_head 64, in flash_tiles' order: warps, row tiles, keys, stages, blocks (the table above).
+    constexpr std::array<FlashTileShape, flash_tiles.size()> at_64{
+        {{4, 1, 32, 2, 4}, {4, 1, 64, 2, 3}, {4, 2, 32, 2, 2}, {4, 2, 32, 3, 2}, {4, 2, 64, 2, 2}, {8, 1, 32, 2, 2}}};
+    const FlashTileShape s = at_64[static_cast<std::size_t>(t)];
+    if (d_head > 64) return {s.warps, 1, 16, s.stages, 16 / s.warps};  // 128 registers a thread
     return s;
 }
 
