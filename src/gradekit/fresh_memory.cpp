@@ -8,17 +8,10 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
-#include <set>
 
 namespace headwise::gradekit {
 
 namespace {
-
-std::set<std::string> failing(const Report& r) {
-    std::set<std::string> tests;
-    for (const Failure& f : r.failures) tests.insert(f.test);
-    return tests;
-}
 
 // The search's edit is the learner's own line when the line it puts in ("with `...` in place
 // of") stands in their file as it is: then it names what they wrote, fill or no fill.
@@ -55,7 +48,8 @@ std::string fresh_memory_step(const Subject& s, const std::filesystem::path& gra
     const auto other = read_report(zeroed.report);
     std::error_code ec;
     std::filesystem::remove(zeroed.report, ec);
-    if (!other || !other->finished || (other->passed == report->passed && failing(*other) == failing(*report)))
+    if (!other || !other->finished ||
+        (other->passed == report->passed && failing_tests(*other) == failing_tests(*report)))
         return {};
     report = read_report(s.report);  // as the transplant step may have left it
     if (!report) return {};

@@ -88,4 +88,10 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
     }
 }
 
+std::set<std::string> failing_tests(const Report& r) {
+    std::set<std::string> tests;
+    for (const Failure& f : r.failures) tests.insert(f.test);
+    return tests;
+}
+
 }  // namespace headwise::gradekit

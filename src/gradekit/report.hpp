@@ -19,6 +19,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,9 @@ struct Report {
 
     bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
 };
+
+// The names of the tests that failed.
+std::set<std::string> failing_tests(const Report& r);
 
 // Writes atomically (a temporary file renamed over the target); creates the directory.
 // Returns false (and writes nothing) when it cannot: a report never fails a grade by itself.

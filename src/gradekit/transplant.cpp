@@ -126,12 +126,6 @@ struct Try {
     std::set<std::string> failing;  // the tests that failed
 };
 
-std::set<std::string> failing_tests(const Report& r) {
-    std::set<std::string> tests;
-    for (const auto& f : r.failures) tests.insert(f.test);
-    return tests;
-}
-
 Try try_hunks(const Subject& s, const fs::path& dir, const Recipe& recipe, const fs::path& build_dir,
               const std::vector<std::string>& learner, const std::vector<Hunk>& hunks, int n) {
     Try t;
