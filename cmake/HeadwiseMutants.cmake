@@ -53,7 +53,7 @@ function(headwise_add_mutants id dir)
     target_include_directories(${target} PRIVATE ${solution_includes})
     target_link_libraries(${target} PRIVATE headwise_grade_deps)
     # Compiled exactly like the subject: a variant and a learner's identical code give identical numbers.
-    target_compile_options(${target} PRIVATE -Wno-unused-parameter -O1 ${subject_options} -w)
+    target_compile_options(${target} PRIVATE ${subject_options} -w)
     target_precompile_headers(${target} REUSE_FROM ${subject_pch})
   endforeach()
   _headwise_grader(headwise_mutants_${id}_fingerprint ${id} SOURCES "${solution}" "${gen}/subject.cpp" INCLUDES ${solution_includes}

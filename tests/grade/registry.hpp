@@ -9,7 +9,8 @@
 // A meta-tests' grader (headwise_meta_<id>) holds many subjects, each under its key -- "solution",
 // "stub", a catalogued mistake's key, "learner_<key>", "search_<key>" -- and grades the one --grade-subject=<key>
 // names (grade_main.cpp): one binary for all of an exercise's meta-tests. The learner's grader
-// holds one subject, under the empty key, and grades it.
+// grades the subject under the empty key, the learner's (the catalogue's mistakes are registered
+// as subjects too, under their keys, and unused there).
 // Light on purpose: those generated files include it, and they should compile in a blink.
 #pragma once
 
