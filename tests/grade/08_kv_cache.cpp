@@ -84,26 +84,37 @@ struct Run {
     std::size_t rows = 0;  // token rows projected
 };
 
-// Calls decode_step once per token, tokens 0 .. t handed over at step t. The first step that
-// returns the wrong shape gives the run's output, so the report names the shape; every step
-// still runs, so the cache's length and contents are what all of them made.
+// Every step's output side by side along axis 2, whatever its shape: (B, H, steps, d_head) when
+// each is (B, H, 1, d_head), so a wrong shape is reported as the outputs of every step truly
+// stack. Steps of different shapes do not stack: the first whose shape is not the first's is
+// returned alone.
+Tensor4 stack_steps(const std::vector<Tensor4>& outputs) {
+    if (outputs.empty()) return {};
+    const auto shape = outputs.front().shape();
+    for (const Tensor4& y : outputs)
+        if (y.shape() != shape) return y;
+    const std::size_t rows = shape[2];
+    Tensor4 out = Tensor4::from_shape({shape[0], shape[1], rows * outputs.size(), shape[3]});
+    for (std::size_t t = 0; t < outputs.size(); ++t)
+        xt::view(out, xt::all(), xt::all(), xt::range(t * rows, (t + 1) * rows), xt::all()) = outputs[t];
+    return out;
+}
+
+// Calls decode_step once per token, tokens 0 .. t handed over at step t; the run's output is
+// every step's, stacked (stack_steps), and the cache's length and contents are what all of them
+// made.
 Run run_steps(const Ex08& ex, const GroupedQueryAttention& m, const Tensor3& x, std::size_t capacity,
               const decoding::Project* custom = nullptr) {
-    const std::size_t batch = x.shape()[0], steps = x.shape()[1], heads = m.heads, d_head = m.d_head();
-    Run r{Tensor4::from_shape({batch, heads, steps, d_head}), empty_cache(batch, m.kv_heads, capacity, d_head)};
+    const std::size_t batch = x.shape()[0], steps = x.shape()[1], d_head = m.d_head();
+    Run r{Tensor4{}, empty_cache(batch, m.kv_heads, capacity, d_head)};
     auto rows = std::make_shared<std::size_t>(0);
     const decoding::Project project = custom ? *custom : counting_projection(m, rows);
-    std::optional<Tensor4> wrong_shape;
+    std::vector<Tensor4> outputs;
     for (std::size_t t = 0; t < steps; ++t) {
         const Tensor3 tokens = xt::view(x, xt::all(), xt::range(0, t + 1), xt::all());  // (B, t + 1, d_model)
-        const Tensor4 y = ex.decode_step(r.cache, tokens, project);                     // (B, H, 1, d_head)
-        if (y.shape() != std::array<std::size_t, 4>{batch, heads, 1, d_head}) {
-            if (!wrong_shape) wrong_shape = y;
-            continue;
-        }
-        xt::view(r.out, xt::all(), xt::all(), xt::range(t, t + 1), xt::all()) = y;
+        outputs.push_back(ex.decode_step(r.cache, tokens, project));                    // (B, H, 1, d_head)
     }
-    if (wrong_shape) r.out = *wrong_shape;
+    r.out = stack_steps(outputs);
     r.rows = *rows;
     return r;
 }

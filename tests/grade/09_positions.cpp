@@ -98,6 +98,8 @@ std::function<std::string(const Tensor4&)> explain_rotation(const std::string& t
                         const std::size_t i = layout == Layout::half ? c % (d / 2) : c / 2;
                         const auto [pa, pb] =
                             rope_pair(i, d, layout == Layout::half ? RopeLayout::half : RopeLayout::interleaved);
+                        // A pair never written is not a rotation of any kind: the fill's own clause says it.
+                        if (grade::never_written(y(b, h, t, pa)) || grade::never_written(y(b, h, t, pb))) continue;
                         const double xa = x(b, h, t, pa), xb = x(b, h, t, pb), ya = y(b, h, t, pa), yb = y(b, h, t, pb);
                         const std::size_t p = first + t;
                         const double theta = std::pow(base, -2.0 * double(i) / double(d));

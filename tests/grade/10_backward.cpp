@@ -106,11 +106,12 @@ Inputs random_inputs(const Problem& p, std::uint64_t seed, float spread = 1.0f) 
             rng.normal<4>({p.batch, p.heads, p.n, p.d_head})};
 }
 
-// Batch element b has its last b keys as padding (key 0 always visible).
+// Batch element b has its last b + 1 keys as padding (key 0 always visible): every element is
+// padded, each differently, so a mask read at another batch element's row is caught too.
 Mask2 trailing_padding(std::size_t batch, std::size_t n) {
     Mask2 m = Mask2::from_shape({batch, n});
     for (std::size_t b = 0; b < batch; ++b)
-        for (std::size_t j = 0; j < n; ++j) m(b, j) = j > 0 && j + b >= n;
+        for (std::size_t j = 0; j < n; ++j) m(b, j) = j > 0 && j + b + 1 >= n;
     return m;
 }
 

@@ -281,7 +281,7 @@ Clause fill_bits(const Failing& f, std::uint32_t bits, std::string_view why) {
 
 // Values with the bits grade builds fill fresh memory with: never written.
 Clause fill_pattern(const Failing& f) {
-    return fill_bits(f, 0xbebebebeu,
+    return fill_bits(f, fresh_heap_bits,
                      "the pattern grade builds fill fresh memory with: elements read or returned before they were "
                      "ever written (uninitialised; from_shape does not fill)");
 }
@@ -290,7 +290,7 @@ Clause fill_pattern(const Failing& f) {
 // (0xfe bytes, -1.69e38 as a float): a local variable read before it was ever set. A value added
 // to it is lost in its rounding, so the bits survive an accumulation.
 Clause local_fill_pattern(const Failing& f) {
-    return fill_bits(f, 0xfefefefeu,
+    return fill_bits(f, fresh_local_bits,
                      "the pattern grade builds fill every local variable with: a local read before it was ever set "
                      "(a missing \"= 0\"?)");
 }
@@ -462,9 +462,8 @@ std::string name_factor(double c, const std::string& shown) {
 
 // One number against one number: their ratio is a fact, not a pattern.
 Clause ratio(const Failing& f) {
-    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f.actual[0]);
     if (f.size() != 1 || f.expected[0] == 0.0f || f.actual[0] == 0.0f || !std::isfinite(f.actual[0]) ||
-        !std::isfinite(f.expected[0]) || bits == 0xbebebebeu || bits == 0xfefefefeu)  // a fill, not a factor
+        !std::isfinite(f.expected[0]) || never_written(f.actual[0]))  // a fill, not a factor
         return std::nullopt;
     const double c = double(f.actual[0]) / f.expected[0];
     const std::string shown = fmt::format("{:.6g}", c);
@@ -534,7 +533,7 @@ Clause offset(const Failing& f) {
     if (!std::isfinite(c) || std::abs(c) <= f.tol.abs) return std::nullopt;
     for (std::size_t i = 0; i < f.size(); ++i)
         if (!agrees(f.actual[i], f.expected[i] + c, f.tol)) return std::nullopt;
-    const bool fill = std::abs(c - double(std::bit_cast<float>(0xbebebebeu))) < 1e-6;
+    const bool fill = std::abs(c - double(std::bit_cast<float>(fresh_heap_bits))) < 1e-6;
     return fmt::format("it is the expected result plus {:.6g}{}", c,
                        fill ? ", the pattern grade builds fill fresh memory with: added (+=) to elements never set "
                               "(uninitialised; from_shape does not fill)"

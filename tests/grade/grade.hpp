@@ -29,7 +29,9 @@
 #include <typeinfo>
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -72,6 +74,17 @@ Outcome compare(const Tensor<R>& actual, const Tensor<R>& expected, std::string_
     const std::vector<std::size_t> sa(actual.shape().begin(), actual.shape().end());
     const std::vector<std::size_t> se(expected.shape().begin(), expected.shape().end());
     return compare_values(sa, {actual.data(), actual.size()}, se, {expected.data(), expected.size()}, dims, tol);
+}
+
+// The bits grade builds fill memory with, so that a value never written is recognised: fresh heap
+// memory (AddressSanitizer's malloc fill, 0xbe bytes) and every local variable
+// (-ftrivial-auto-var-init=pattern, 0xfe bytes).
+inline constexpr std::uint32_t fresh_heap_bits = 0xbebebebeu;
+inline constexpr std::uint32_t fresh_local_bits = 0xfefefefeu;
+// A float holding either fill: the subject never wrote it.
+inline bool never_written(float v) {
+    const auto bits = std::bit_cast<std::uint32_t>(v);
+    return bits == fresh_heap_bits || bits == fresh_local_bits;
 }
 
 // A bool whose byte is neither 0 nor 1 was never written (grade builds fill fresh memory with 0xbe).
