@@ -17,8 +17,9 @@ namespace headwise::gradekit {
 
 namespace {
 
-// A line as compared: no // comment, no whitespace (formatting is not a difference).
-std::string normalized(const std::string& line) {
+// A line without its // comment (a // inside a string literal stays), and without its
+// whitespace unless `keep_spaces`.
+std::string code_of(const std::string& line, bool keep_spaces) {
     std::string out;
     char quote = 0;
     for (std::size_t i = 0; i < line.size(); ++i) {
@@ -30,10 +31,13 @@ std::string normalized(const std::string& line) {
             continue;
         }
         if (c == '"' || c == '\'') quote = quote == 0 ? c : (quote == c ? 0 : quote);
-        if (quote != 0 || (c != ' ' && c != '\t' && c != '\r')) out += c;
+        if (keep_spaces || quote != 0 || (c != ' ' && c != '\t' && c != '\r')) out += c;
     }
     return out;
 }
+
+// A line as compared: no // comment, no whitespace (formatting is not a difference).
+std::string normalized(const std::string& line) { return code_of(line, false); }
 
 // The lines that say something, with their 0-based index in the file.
 struct Significant {
@@ -237,16 +241,23 @@ int body_end(const std::vector<std::string>& lines, int first) {
 std::string own_helper_called(const std::vector<std::string>& learner, const std::vector<std::string>& solution,
                               int first, int last) {
     static const std::regex call(R"(([A-Za-z_]\w*)\s*\()");
-    const auto defines = [](const std::string& line, const std::string& name) {
+    static const std::set<std::string> keywords{
+        "for",     "if",          "while",    "switch",  "return",           "sizeof",     "catch",       "decltype",
+        "alignof", "static_cast", "noexcept", "alignas", "reinterpret_cast", "const_cast", "dynamic_cast"};
+    // A comment's words are not calls or definitions.
+    const auto code = [](const std::string& line) { return code_of(line, true); };
+    const auto defines = [&](const std::string& text, const std::string& name) {
+        const std::string line = code(text);
         const std::string before = R"((^|[^\w.>:]))";
         if (std::regex_search(line, std::regex(before + name + R"(\s*=\s*\[)"))) return true;  // a lambda
         return std::regex_search(line, std::regex(before + name + R"(\s*\([^;]*$)")) &&        // a function
                line.find("return") == std::string::npos && line.find('=') == std::string::npos;
     };
     for (int n = first; n <= last; ++n) {
-        const std::string& text = learner[static_cast<std::size_t>(n - 1)];
+        const std::string text = code(learner[static_cast<std::size_t>(n - 1)]);
         for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
             const std::string name = (*m)[1];
+            if (keywords.contains(name)) continue;
             if (std::ranges::any_of(solution, [&](const std::string& l) { return defines(l, name); })) continue;
             for (int d = 1; d <= static_cast<int>(learner.size()); ++d) {
                 if (d >= first && d <= last) continue;

@@ -60,7 +60,7 @@ struct TransplantSetup {
     fs::path solution;   // the solution of the subject's first file (empty: found under solutions/)
     int max_hunks = 4;
     int max_hunk_lines = 8;
-    int max_region_lines = 16;  // a rewrite: neighbouring pieces (or one long one) put back together
+    int max_region_lines = 24;  // a rewrite: neighbouring pieces (or one long one) put back together
 };
 
 // After a failed run (s.report written by run_step): tries each hunk, and writes what it found
