@@ -72,24 +72,24 @@ TEST_CASE("transplant: a solution line the learner rewrote as several lines is n
           "with `x` in place of `t = g();` (your lines 3-4, in f)");
 }
 
-TEST_CASE("transplant: a rewritten line that calls a helper of the learner's own names the helper's lines too") {
-    const std::vector<std::string> solution = {"int f(int n) {", "    int s = 0;",
+// The solution both helper tests rewrite: a sum, its loop on line 3.
+const std::vector<std::string> sum_solution = {"int f(int n) {", "    int s = 0;",
                                                "    for (int i = 0; i < n; ++i) s += i;", "    return s;", "}"};
+
+TEST_CASE("transplant: a rewritten line that calls a helper of the learner's own names the helper's lines too") {
     const std::vector<std::string> learner = {"int f(int n) {",        "    auto term = [&](int i) {",
                                               "        return i + 1;", "    };",
                                               "    int s = 0;",        "    for (int i = 0; i < n; ++i) s += term(i);",
                                               "    return s;",         "}"};
-    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, solution) ==
+    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, sum_solution) ==
           "with `x` in place of `s += i` (your line 6 and `term` (your lines 2-4), which it calls, in f)");
 }
 
 TEST_CASE("transplant: a keyword or a comment's words are never named as the learner's helper") {
-    const std::vector<std::string> solution = {"int f(int n) {", "    int s = 0;",
-                                               "    for (int i = 0; i < n; ++i) s += i;", "    return s;", "}"};
     const std::vector<std::string> learner = {"int f(int n) {",      "    // the sum for (0, n), as the loop made it",
                                               "    int s = 0;",      "    for (int i = 0; i < n; ++i) {",
                                               "        s += 2 * i;", "    }",
                                               "    return s;",       "}"};
-    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, solution) ==
+    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, sum_solution) ==
           "with `x` in place of `s += i` (your lines 4-6, in f)");
 }
