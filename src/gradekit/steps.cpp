@@ -275,6 +275,7 @@ struct CrashFacts {
     std::string kind, rw, size, offset, side, bytes, ub, check, test, terminate_what, where_file;
     int where_line = 0, where_col = 0;
     bool in_kernel = false;
+    bool zero_page = false;  // a SEGV at an address just above 0: through a null pointer or reference
 };
 
 CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
@@ -315,6 +316,8 @@ CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
             c.size = m[2].str();
         } else if (c.rw.empty() && std::regex_search(line, m, segv_access)) {
             c.rw = m[1].str();
+        } else if (c.kind == "SEGV" && line.find("Hint: address points to the zero page") != std::string::npos) {
+            c.zero_page = true;
         } else if (c.side.empty() && std::regex_search(line, m, region)) {
             c.offset = m[1].str();
             c.side = m[2].str();
@@ -384,6 +387,14 @@ std::string sanitizer_what(const CrashFacts& c, Failure& f) {
     if (c.kind == "attempting") {
         f.lesson = views_doc;
         return "freed the same memory twice (double free) or freed memory that was never allocated";
+    }
+    if (c.kind == "SEGV" && c.zero_page) {
+        f.lesson = views_doc;
+        return fmt::format(
+            "crashed with a segmentation fault (SIGSEGV) on a {} through a null pointer or reference (an address "
+            "just above 0): a pointer never set, or a reference or pointer to a local variable returned from its "
+            "function (GCC returns null for it)",
+            verb);
     }
     if (c.kind == "SEGV") {
         f.lesson = bounds_doc;
