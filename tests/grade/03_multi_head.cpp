@@ -162,7 +162,7 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
          .exp_of_finite_inputs = true},
         [&](const Ex03& ex) { return weights_of(ex, p, query, key, value); }, expected_w);
     // The weights are made of the query and key projections only: the value projection comes after.
-    const std::string after = weights_ok ? "the per-head weights (the query and key projections, scores, softmax)" : "";
+    const std::string after = weights_ok ? "the per-head weights" : "";
     grade::expect<Ex03>(
         {.what = call + ", output",
          .dims = "B, N_q, d_model",

@@ -120,7 +120,10 @@ TEST_CASE("attention_matrix_bytes: 4 B H N^2, past 2^32 at long context", "[ex05
                           {1, 96, 2048, 1'610'612'736},
                           {2, 160, 8192, 85'899'345'920},
                           {3, 40, 50000, 1'200'000'000'000},
-                          {1, 32, 131072, 2'199'023'255'552}};
+                          {1, 32, 131072, 2'199'023'255'552},
+                          // Odd sizes whose N^2 a float cannot hold exactly (past 2^24): counts are exact.
+                          {1, 1, 4097, 67'141'636},
+                          {3, 7, 99999, 839'983'200'084}};
     for (const Case& c : cases) {
         grade::expect<Ex05>(
             {.what = fmt::format("attention_matrix_bytes(B = {}, H = {}, N = {})", c.batch, c.heads, c.context),

@@ -184,6 +184,11 @@ TEST_CASE("tiled: matches the reference for N = 1, 17, 64, 100, 130 (partial las
     expect_reference(Kernel::tiled, {1, 17, 64, 100, 130}, {8, 64}, false);
 }
 
+TEST_CASE("tiled: d_head = 128, whose key tiles (32) are shorter than a block's rows (64)", "[ex06][part2]") {
+    expect_reference(Kernel::tiled, {100}, {128}, false);
+    expect_reference(Kernel::tiled, {100}, {128}, true);
+}
+
 TEST_CASE("tiled: causal, query i sees keys 0..i across tiles", "[ex06][part2]") {
     expect_reference(Kernel::tiled, {17, 64, 100, 130}, {8, 64}, true);
 }
