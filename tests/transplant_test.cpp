@@ -4,6 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 using headwise::gradekit::differing_hunks;
 using headwise::gradekit::Hunk;
 using headwise::gradekit::with_hunk_replaced;
@@ -76,20 +80,35 @@ TEST_CASE("transplant: a solution line the learner rewrote as several lines is n
 const std::vector<std::string> sum_solution = {"int f(int n) {", "    int s = 0;",
                                                "    for (int i = 0; i < n; ++i) s += i;", "    return s;", "}"};
 
+// Where a learner's rewrite of sum_solution puts the search's edit of its line 3.
+std::string edit_of_line_3(const std::vector<std::string>& learner) {
+    return headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, sum_solution);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
 TEST_CASE("transplant: a rewritten line that calls a helper of the learner's own names the helper's lines too") {
     const std::vector<std::string> learner = {"int f(int n) {",        "    auto term = [&](int i) {",
                                               "        return i + 1;", "    };",
                                               "    int s = 0;",        "    for (int i = 0; i < n; ++i) s += term(i);",
                                               "    return s;",         "}"};
-    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, sum_solution) ==
+    CHECK(edit_of_line_3(learner) ==
           "with `x` in place of `s += i` (your line 6 and `term` (your lines 2-4), which it calls, in f)");
 }
 
 TEST_CASE("transplant: a keyword or a comment's words are never named as the learner's helper") {
-    const std::vector<std::string> learner = {"int f(int n) {",      "    // the sum for (0, n), as the loop made it",
-                                              "    int s = 0;",      "    for (int i = 0; i < n; ++i) {",
-                                              "        s += 2 * i;", "    }",
-                                              "    return s;",       "}"};
-    CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `s += i` (line 3, in f)", learner, sum_solution) ==
-          "with `x` in place of `s += i` (your lines 4-6, in f)");
+    const std::vector<std::string> learner = lines_of(R"(int f(int n) {
+    // the sum for (0, n), as the loop made it
+    int s = 0;
+    for (int i = 0; i < n; ++i) {
+        s += 2 * i;
+    }
+    return s;
+})");
+    CHECK(edit_of_line_3(learner) == "with `x` in place of `s += i` (your lines 4-6, in f)");
 }

@@ -304,14 +304,32 @@ std::string sentence(const std::vector<std::string>& learner, const std::vector<
 // one for several, none) is where the search's edit has the learner's effect, not where they made
 // it: their own lines are tried then.
 // `slip_only` false: whether it falls on any line the learner changed.
-bool names_a_slip(const std::string& sentence, const std::vector<Hunk>& hunks, bool slip_only = true) {
+const Hunk* hunk_of_edit(const std::string& sentence, const std::vector<Hunk>& hunks) {
     for (std::size_t at = 0; (at = sentence.find("(line ", at)) != std::string::npos; ++at) {
         const int line = std::atoi(sentence.c_str() + at + 6);
         for (const Hunk& h : hunks)
-            if (line >= h.solution_first && line <= h.solution_last)
-                return !slip_only || (h.learner_first == h.learner_last && h.solution_first == h.solution_last);
+            if (line >= h.solution_first && line <= h.solution_last) return &h;
     }
-    return false;
+    return nullptr;
+}
+
+bool names_a_slip(const std::string& sentence, const std::vector<Hunk>& hunks, bool slip_only = true) {
+    const Hunk* h = hunk_of_edit(sentence, hunks);
+    return h != nullptr &&
+           (!slip_only || (h->learner_first == h->learner_last && h->solution_first == h->solution_last));
+}
+
+// Whether the search's edit ("with `X` in place of `Y` (line N ...)") is the learner's own line,
+// as they wrote it: the slip they made, not another edit of that line with the same effect on the
+// grader's inputs (an `m == 0.0f` matched by `m == sum`), which would mislead.
+bool edit_is_theirs(const std::string& sentence, const std::vector<Hunk>& hunks,
+                    const std::vector<std::string>& learner) {
+    const std::string open = "with `", close = "` in place of `";
+    const std::size_t from = sentence.find(open), to = sentence.find(close);
+    const Hunk* h = hunk_of_edit(sentence, hunks);
+    if (from == std::string::npos || to == std::string::npos || to < from || h == nullptr) return false;
+    const std::string edited = sentence.substr(from + open.size(), to - from - open.size());
+    return normalized(learner[static_cast<std::size_t>(h->learner_first - 1)]) == normalized(edited);
 }
 
 // A function the learner has not written yet (the stub's not_implemented_yet() is still there):
@@ -440,12 +458,14 @@ std::vector<std::string> with_hunk_replaced(const std::vector<std::string>& lear
 namespace {
 
 // The search's edit, put in the learner's line numbers. True when it is all there is to say: it
-// stands on a line the learner changed, one for one. Otherwise (another edit with the same effect,
-// or one inside a rewrite of theirs) the learner's own changed lines are tried.
+// is the learner's own slip, a line they changed one for one, as they wrote it. Otherwise
+// (another edit with the same effect, or one inside a rewrite of theirs) the learner's own changed
+// lines are tried.
 bool search_said_it(Report& report, const fs::path& path, const std::vector<std::string>& learner,
                     const std::vector<std::string>& solution) {
     if (report.edit.empty()) return false;
-    const bool a_slip = names_a_slip(report.edit, differing_hunks(learner, solution));
+    const std::vector<Hunk> hunks = differing_hunks(learner, solution);
+    const bool a_slip = names_a_slip(report.edit, hunks) && edit_is_theirs(report.edit, hunks, learner);
     const std::string mapped = in_learner_lines(report.edit, learner, solution);
     if (mapped != report.edit) {
         report.edit = mapped;
@@ -551,8 +571,11 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
         return {};  // nothing to locate: it passed, it did not run, or nothing is written yet
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
-    const bool edit_on_a_changed_line =
-        !report->edit.empty() && names_a_slip(report->edit, differing_hunks(learner, solution), false);
+    const std::vector<Hunk> hunks = differing_hunks(learner, solution);
+    // Kept beside the lines found: a search edit inside a rewrite of theirs (it says what the
+    // rewrite does); not one on a line they changed one for one, written otherwise (search_said_it).
+    const bool edit_in_a_rewrite =
+        !report->edit.empty() && names_a_slip(report->edit, hunks, false) && !names_a_slip(report->edit, hunks);
     if (solution.empty() || search_said_it(*report, s.report, learner, solution)) return {};
     const std::vector<std::vector<Hunk>> tries = tries_of(pieces_to_try(learner, solution, t));
     const std::vector<std::vector<Hunk>> regions = regions_of(learner, solution, t, tries);
@@ -567,10 +590,10 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     if (best.passed < 0 && !regions.empty()) best = best_try(s, t, *recipe, dir, learner, regions, *report, progress);
     if (best.passed < 0 || !(report = read_report(s.report))) return {};
     report->located = sentence(learner, solution, best, report->passed);
-    // A search edit on a line the learner did not change (another edit with the same effect on
-    // these inputs) only distracts once the learner's own line is found; one inside their rewrite
-    // still says what the rewrite does.
-    if (best.all_passed && !edit_on_a_changed_line) report->edit.clear();
+    // A search edit on a line the learner did not change, or another edit of their slip's line,
+    // only distracts once the learner's own line is found; one inside their rewrite still says
+    // what the rewrite does.
+    if (best.all_passed && !edit_in_a_rewrite) report->edit.clear();
     write_report(s.report, *report);
     return report->located;
 }

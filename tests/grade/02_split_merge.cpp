@@ -59,6 +59,12 @@ TEST_CASE("split_heads: refuses a d_model that heads does not divide", "[ex02]")
                                     [&](const Ex02& ex) { return ex.split_heads(x, 4); });
     grade::expect_usage_error<Ex02>("split_heads(x (1, 2, 10), heads = 0)",
                                     [&](const Ex02& ex) { return ex.split_heads(x, 0); });
+    // A remainder of 1 (the last feature would be lost), and more heads than features.
+    const Tensor3 odd = Tensor3::from_shape({1, 2, 7});
+    grade::expect_usage_error<Ex02>("split_heads(x (1, 2, 7), heads = 2)",
+                                    [&](const Ex02& ex) { return ex.split_heads(odd, 2); });
+    grade::expect_usage_error<Ex02>("split_heads(x (1, 2, 10), heads = 12)",
+                                    [&](const Ex02& ex) { return ex.split_heads(x, 12); });
 }
 
 TEST_CASE("merge_heads: hand-worked (1, 2, 2, 2) back to (1, 2, 4)", "[ex02]") {

@@ -4,8 +4,9 @@
 #
 # The transplant step's test (gradekit/transplant.hpp): the subject, a learner-style mistake that
 # no single edit of the solution reproduces, is graded as `headwise grade` grades (gradetool run),
-# must fail with no edit named by the search, and the transplant step must then find its lines:
-# its sentence matches every "expect-located: <regex>" line of SPEC. (And "expect-fresh:", below.)
+# must fail with no edit named by the search (but see expect-search-edit:), and the transplant step
+# must then find its lines: its sentence matches every "expect-located: <regex>" line of SPEC. (And
+# "expect-fresh:", below.)
 cmake_minimum_required(VERSION 3.25)
 
 # Every "<key>: <regex>" line of SPEC must match `said`, what the step `step` printed (exit `rc`).
@@ -44,12 +45,25 @@ if(fresh_expects)
 elseif(NOT located_expects)
   message(FATAL_ERROR "${SPEC} has no expect-located: line")
 endif()
+# "expect-search-edit: <regex>": the search names an edit of the learner's own line that is not
+# theirs (another edit with the same effect); the transplant step must still run, find their line,
+# and drop that edit. Without it, the search must name nothing (or the step would not run).
 file(READ "${REPORT}" report)
 string(JSON edit GET "${report}" edit)
-if(NOT edit STREQUAL "")
+file(STRINGS "${SPEC}" search_expects REGEX "^expect-search-edit: ")
+if(search_expects)
+  expect_lines(expect-search-edit search "${edit}" 0)
+elseif(NOT edit STREQUAL "")
   message(FATAL_ERROR "the search named an edit, so the transplant step would not run: ${edit}")
 endif()
 execute_process(COMMAND ${GRADETOOL} transplant ${common} --build-dir ${BUILD_DIR} --target ${TARGET} --solution ${SOLUTION}
   OUTPUT_VARIABLE found ERROR_VARIABLE found RESULT_VARIABLE rc)
 string(STRIP "${found}" found)
 expect_lines(expect-located transplant "${found}" ${rc})
+if(search_expects)
+  file(READ "${REPORT}" report)
+  string(JSON edit GET "${report}" edit)
+  if(NOT edit STREQUAL "")
+    message(FATAL_ERROR "the search's edit, not the learner's own, was kept beside their line: ${edit}")
+  endif()
+endif()
