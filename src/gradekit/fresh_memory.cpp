@@ -16,14 +16,12 @@ namespace {
 // The search's edit is the learner's own line when the line it puts in ("with `...` in place
 // of") stands in their file as it is: then it names what they wrote, fill or no fill.
 bool edit_is_their_line(const Report& r, const std::filesystem::path& file) {
-    const std::string open = "with `", close = "` in place of";
-    const std::size_t from = r.edit.find(open), to = r.edit.find(close);
-    if (from == std::string::npos || to == std::string::npos || to < from) return false;
     const auto squeeze = [](std::string text) {
         std::erase_if(text, [](unsigned char c) { return std::isspace(c) != 0; });
         return text;
     };
-    const std::string line = squeeze(r.edit.substr(from + open.size(), to - from - open.size()));
+    const std::string line = squeeze(edited_line_of(r.edit));
+    if (line.empty()) return false;
     std::ifstream in(file);
     for (std::string l; std::getline(in, l);) {
         const std::size_t comment = l.find("//");

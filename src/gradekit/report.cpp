@@ -88,6 +88,13 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
     }
 }
 
+std::string edited_line_of(const std::string& edit) {
+    const std::string open = "with `", close = "` in place of `";
+    const std::size_t from = edit.find(open), to = edit.find(close);
+    if (from == std::string::npos || to == std::string::npos || to < from) return {};
+    return edit.substr(from + open.size(), to - from - open.size());
+}
+
 std::set<std::string> failing_tests(const Report& r) {
     std::set<std::string> tests;
     for (const Failure& f : r.failures) tests.insert(f.test);

@@ -67,6 +67,10 @@ struct Report {
 // The names of the tests that failed.
 std::set<std::string> failing_tests(const Report& r);
 
+// The line a search edit puts in ("... with `X` in place of `Y` ..."): X, or empty (a dropped
+// statement, or no edit).
+std::string edited_line_of(const std::string& edit);
+
 // Writes atomically (a temporary file renamed over the target); creates the directory.
 // Returns false (and writes nothing) when it cannot: a report never fails a grade by itself.
 bool write_report(const std::filesystem::path& path, const Report& report);

@@ -324,12 +324,10 @@ bool names_a_slip(const std::string& sentence, const std::vector<Hunk>& hunks, b
 // grader's inputs (an `m == 0.0f` matched by `m == sum`), which would mislead.
 bool edit_is_theirs(const std::string& sentence, const std::vector<Hunk>& hunks,
                     const std::vector<std::string>& learner) {
-    const std::string open = "with `", close = "` in place of `";
-    const std::size_t from = sentence.find(open), to = sentence.find(close);
     const Hunk* h = hunk_of_edit(sentence, hunks);
-    if (from == std::string::npos || to == std::string::npos || to < from || h == nullptr) return false;
-    const std::string edited = sentence.substr(from + open.size(), to - from - open.size());
-    return normalized(learner[static_cast<std::size_t>(h->learner_first - 1)]) == normalized(edited);
+    const std::string edited = edited_line_of(sentence);
+    return h != nullptr && !edited.empty() &&
+           normalized(learner[static_cast<std::size_t>(h->learner_first - 1)]) == normalized(edited);
 }
 
 // A function the learner has not written yet (the stub's not_implemented_yet() is still there):
