@@ -89,7 +89,7 @@ file(WRITE "${tree}/course.json" "${course}")
 
 # 3. Configure and build what the checks need: CUDA off (the throw-away lesson has no kernel), and
 # unoptimised (-O0: what is proven is what gets built, listed, run and graded, not how fast it
-# runs; the graders' subjects keep their own -O1), which compiles the library faster.
+# runs; the graders' subjects keep their own -Og), which compiles the library faster.
 set(env ${CMAKE_COMMAND} -E env "CCACHE_BASEDIR=${tree}")
 if(NOT WERROR)
   set(WERROR OFF)
