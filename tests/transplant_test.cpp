@@ -112,3 +112,28 @@ TEST_CASE("transplant: a keyword or a comment's words are never named as the lea
 })");
     CHECK(edit_of_line_3(learner) == "with `x` in place of `s += i` (your lines 4-6, in f)");
 }
+
+TEST_CASE("transplant: a closing brace the learner added is the one left over, by its indentation") {
+    const std::vector<std::string> solution = lines_of(R"(void f(int n) {
+    for (int b = 0; b < n; ++b) {
+        for (int j = 0; j < n; ++j)
+            g(j);
+        h(b);
+    }
+})");
+    const std::vector<std::string> learner = lines_of(R"(void f(int n) {
+    for (int b = 0; b < n; ++b) {
+        for (int j = 0; j < n; ++j) {
+            g(j);
+            h(b);
+        }
+    }
+})");
+    const std::vector<Hunk> hunks = differing_hunks(learner, solution);
+    REQUIRE(hunks.size() == 2);
+    CHECK(hunks[0].learner_first == 3);
+    CHECK(hunks[0].solution_first == 3);
+    CHECK(hunks[1].learner_first == 6);  // the brace after h(b), not the function's
+    CHECK(hunks[1].learner_last == 6);
+    CHECK(hunks[1].solution_text.empty());
+}

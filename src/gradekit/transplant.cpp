@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -39,10 +40,11 @@ std::string code_of(const std::string& line, bool keep_spaces) {
 // A line as compared: no // comment, no whitespace (formatting is not a difference).
 std::string normalized(const std::string& line) { return code_of(line, false); }
 
-// The lines that say something, with their 0-based index in the file.
+// The lines that say something, with their 0-based index in the file and their indentation.
 struct Significant {
     std::vector<std::string> text;
     std::vector<int> index;
+    std::vector<std::string> indent;
 };
 Significant significant(const std::vector<std::string>& lines) {
     Significant s;
@@ -50,17 +52,32 @@ Significant significant(const std::vector<std::string>& lines) {
         if (std::string n = normalized(lines[i]); !n.empty()) {
             s.text.push_back(std::move(n));
             s.index.push_back(static_cast<int>(i));
+            s.indent.push_back(lines[i].substr(0, lines[i].find_first_not_of(" \t")));
         }
     return s;
 }
 
-// Longest common subsequence table: lcs[i][j] for a's suffix from i and b's from j.
-std::vector<std::vector<int>> lcs_table(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-    std::vector<std::vector<int>> t(a.size() + 1, std::vector<int>(b.size() + 1, 0));
-    for (std::size_t i = a.size(); i-- > 0;)
-        for (std::size_t j = b.size(); j-- > 0;)
-            t[i][j] = a[i] == b[j] ? t[i + 1][j + 1] + 1 : std::max(t[i + 1][j], t[i][j + 1]);
-    return t;
+// The best alignment's score, table[i][j] for a's suffix from i and b's from j: the most lines
+// matched first (formatting aside), then, among alignments matching as many, the most matched at
+// the same indentation -- so that of three closing braces the one a learner added is the one
+// left over, not its neighbour.
+struct Scores {
+    static constexpr std::int64_t per_match = std::int64_t{1} << 24;
+    std::vector<std::vector<std::int64_t>> table;
+    std::int64_t match(const Significant& a, const Significant& b, std::size_t i, std::size_t j) const {
+        return per_match + (a.indent[i] == b.indent[j] ? 1 : 0);
+    }
+};
+Scores alignment_scores(const Significant& a, const Significant& b) {
+    Scores s;
+    s.table.assign(a.text.size() + 1, std::vector<std::int64_t>(b.text.size() + 1, 0));
+    auto& t = s.table;
+    for (std::size_t i = a.text.size(); i-- > 0;)
+        for (std::size_t j = b.text.size(); j-- > 0;) {
+            t[i][j] = std::max(t[i + 1][j], t[i][j + 1]);
+            if (a.text[i] == b.text[j]) t[i][j] = std::max(t[i][j], t[i + 1][j + 1] + s.match(a, b, i, j));
+        }
+    return s;
 }
 
 std::vector<std::string> lines_of_file(const fs::path& path) {
@@ -356,10 +373,15 @@ struct Alignment {
 
 Alignment align(const std::vector<std::string>& learner, const std::vector<std::string>& solution) {
     const Significant a = significant(learner), b = significant(solution);
-    const auto t = lcs_table(a.text, b.text);
+    const Scores scores = alignment_scores(a, b);
+    const auto& t = scores.table;
     Alignment al;
     std::size_t i = 0, j = 0;
-    const auto same = [&] { return i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j]; };
+    // A match that the best alignment makes here.
+    const auto same = [&] {
+        return i < a.text.size() && j < b.text.size() && a.text[i] == b.text[j] &&
+               t[i][j] == t[i + 1][j + 1] + scores.match(a, b, i, j);
+    };
     while (i < a.text.size() || j < b.text.size()) {
         if (same()) {
             al.learner_of[b.index[j] + 1] = a.index[i] + 1;
