@@ -246,6 +246,27 @@ TEST_CASE("multi_head_attention: cross-attention with N_q != N_k and key != valu
     expect_like_library({{2, 3, 7, 32, 4, true}, {1, 5, 2, 16, 2, false}, {2, 1, 4, 12, 3, true}}, true);
 }
 
+TEST_CASE("multi_head_attention: one bias without the other, and scores in the hundreds stay finite", "[ex03]") {
+    Random rng(5);
+    const MultiHeadAttention m = MultiHeadAttention::random(16, 2, true, rng);
+    const Tensor3 x = rng.normal<3>({2, 4, 16});  // (B, N, d_model)
+    // in_proj_bias without out_proj_bias, then the other way round: each one is optional alone.
+    for (const bool in_only : {true, false}) {
+        MhaParameters p = parameters_of(m);
+        (in_only ? p.out_proj_bias : p.in_proj_bias) = Tensor1();
+        Tensor4 w;
+        const Tensor3 out = library_forward(p, x, x, x, w);
+        expect_mha(p, x, x, x, out, w, in_only ? " (in_proj_bias only)" : " (out_proj_bias only)");
+    }
+    // W_q and W_k times 30: scores in the hundreds, whose exp() overflows a float unless each
+    // row's maximum is subtracted first.
+    MhaParameters p = parameters_of(m);
+    xt::view(p.in_proj_weight, xt::range(0, 32), xt::all()) *= 30.0f;
+    Tensor4 w;
+    const Tensor3 out = library_forward(p, x, x, x, w);
+    expect_mha(p, x, x, x, out, w, " (W_q and W_k x 30: scores in the hundreds)");
+}
+
 TEST_CASE("multi_head_attention: matches torch.nn.MultiheadAttention on the PyTorch fixtures", "[ex03]") {
     const std::filesystem::path dir = std::filesystem::path(HEADWISE_FIXTURES_DIR) / "attend";
     std::ifstream in(dir / "manifest.json");
