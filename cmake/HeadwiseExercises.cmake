@@ -171,7 +171,7 @@ ${as_subject}}  // namespace
     add_custom_target(headwise_graders ALL)
   endif()
   foreach(part headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_${id}_mutants
-               headwise_grade_support headwise_grade_main headwise_grade_pch headwise_grade_core_sanitized
+               headwise_grade_support headwise_grade_main headwise_catch_session headwise_grade_pch headwise_grade_core_sanitized
                headwise_grade_emulator_sanitized)
     if(TARGET ${part})
       get_target_property(type ${part} TYPE)
@@ -342,7 +342,7 @@ function(_headwise_grader target id)
   target_include_directories(${target} PRIVATE ${arg_INCLUDES})
   target_link_libraries(${target} PRIVATE
     headwise_grade_${id}_cases headwise_grade_${id}_mistakes ${arg_MUTANTS} headwise_grade_support headwise_grade_deps
-    headwise_grade_main headwise::gradekit)
+    headwise_grade_main headwise_catch_session headwise::gradekit)
   # The subject's options: tests/grade/CMakeLists.txt (its warnings, -Og, the sanitizers).
   target_compile_options(${target} PRIVATE ${subject_options})
   target_link_options(${target} PRIVATE ${link_options})

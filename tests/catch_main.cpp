@@ -1,3 +1,4 @@
-// The one translation unit that carries Catch2's main() for every test executable.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// The main() of every unit test executable (Catch2 itself: catch_session.cpp).
+#include "catch_session.hpp"
+
+int main(int argc, char** argv) { return headwise::test::run_catch(argc, argv); }

@@ -1,13 +1,10 @@
-// tests/grade/grade_main.cpp -- Catch2's main() for the graders. Catch2's own signal handlers
-// are off: a crash must reach AddressSanitizer, whose report names the learner's line
-// (gradekit/steps.cpp turns it into the diagnosis).
+// tests/grade/grade_main.cpp -- Catch2's main() for the graders. Catch2 itself, without its own
+// signal handlers, is compiled once in tests/catch_session.cpp: a crash must reach AddressSanitizer,
+// whose report names the learner's line (gradekit/steps.cpp turns it into the diagnosis).
 //
 // --grade-subject=<key> (before Catch2's own arguments) chooses the subject a meta-tests' grader
 // grades among those it holds (registry.hpp); a key it does not hold is one line and exit 2.
-#define CATCH_CONFIG_RUNNER
-#define CATCH_CONFIG_NO_POSIX_SIGNALS
-#include <catch2/catch.hpp>
-
+#include "catch_session.hpp"
 #include "registry.hpp"
 
 #include <cstdio>
@@ -30,5 +27,5 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "grader: it holds no subject '%s'\n", headwise::grade::chosen_subject().c_str());
         return 2;
     }
-    return Catch::Session().run(static_cast<int>(args.size()), args.data());
+    return headwise::test::run_catch(static_cast<int>(args.size()), args.data());
 }
