@@ -7,7 +7,7 @@
 #     shared memory with 1 KiB reserved per block.
 file(MAKE_DIRECTORY ${WORK_DIR})
 execute_process(COMMAND ${NVCC} -std=c++17 -O3 -arch=sm_90 -Xptxas -v -I ${SOURCE_DIR}/src -c
-    ${SOURCE_DIR}/src/kernels/device.cu -o ${WORK_DIR}/device_sm90.o
+    ${SOURCE_DIR}/tests/cuda/ptxas_kernels.cu -o ${WORK_DIR}/ptxas_kernels_sm90.o
   OUTPUT_VARIABLE out ERROR_VARIABLE report RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nvcc failed:\n${out}\n${report}")
