@@ -69,11 +69,12 @@ function(headwise_add_exercise id dir)
     message(FATAL_ERROR "headwise_add_exercise(${id}): no .cpp files in ${solution_dir}")
   endif()
 
-  # The test cases, compiled once against the solution's headers (identical to the exercise's).
+  # The test cases, compiled once against the solution's headers (identical to the exercise's),
+  # as the project's tests are (-O1: HeadwiseTargets.cmake).
   add_library(headwise_grade_${id}_cases OBJECT EXCLUDE_FROM_ALL "${HEADWISE_GRADE_DIR}/${dir}.cpp")
   target_include_directories(headwise_grade_${id}_cases PRIVATE ${solution_includes})
   target_link_libraries(headwise_grade_${id}_cases PRIVATE headwise_grade_deps)
-  target_precompile_headers(headwise_grade_${id}_cases REUSE_FROM headwise_pch)
+  headwise_test_sources(headwise_grade_${id}_cases)
 
   # The registration of a subject: the same generated file for every subject of this exercise;
   # the include path decides whose header it sees.

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -27,11 +28,15 @@ TEST_CASE("parallel_for: every index runs exactly once, on a worker in range", "
 }
 
 TEST_CASE("parallel_for: a task's exception reaches the caller and the others stop", "[parallel]") {
+    // Every task takes 20 us: were the others not stopped they would run for 2 s; stopped, they run
+    // on only while the throwing worker is descheduled (a few ms on a loaded machine, ~100 tasks).
+    // Instant tasks made this flaky: the other worker could take all 100000 in that time.
     std::atomic<std::size_t> ran{0};
     CHECK_THROWS_WITH(detail::parallel_for(100000,
                                            [&](std::size_t i, std::size_t) {
                                                ++ran;
                                                if (i == 10) throw std::runtime_error("tile 10 failed");
+                                               std::this_thread::sleep_for(std::chrono::microseconds(20));
                                            }),
                       "tile 10 failed");
     CHECK(ran < 100000);
