@@ -25,6 +25,16 @@ add_custom_target(headwise_tests)
 set(HEADWISE_PCH_HEADERS <xtensor/xtensor.hpp> <xtensor/xview.hpp> <xtensor/xio.hpp> <xtensor/xmath.hpp>
   <fmt/format.h> <vector> <string> <array> <cmath>)
 
+# headwise_add_pch(NAME [OPTIONS ...] [HEADERS ...] [LIBS ...]): a precompiled header of those headers
+# (and HEADERS) built with OPTIONS, for the targets compiled with the same options (REUSE_FROM NAME).
+function(headwise_add_pch name)
+  cmake_parse_arguments(arg "" "" "OPTIONS;HEADERS;LIBS" ${ARGN})
+  add_library(${name} OBJECT ${PROJECT_SOURCE_DIR}/src/pch.cpp)
+  target_link_libraries(${name} PUBLIC headwise::options xtensor fmt::fmt ${arg_LIBS})
+  target_compile_options(${name} PRIVATE ${arg_OPTIONS})
+  target_precompile_headers(${name} PRIVATE ${HEADWISE_PCH_HEADERS} ${arg_HEADERS})
+endfunction()
+
 # headwise_test_sources(TARGET): how a test program's own sources compile -- at -O1, with the tests'
 # precompiled header (tests/CMakeLists.txt: xtensor, fmt and Catch2, also at -O1). A test asserts
 # what the code does, never how fast (benchmarks measure that), and the library it calls keeps the
