@@ -20,8 +20,8 @@ endif()
 add_custom_target(headwise_tests)
 
 # The headers every precompiled header holds (xtensor is header-heavy: ~20 s per translation unit
-# without one): the library's (src/CMakeLists.txt), the graders' subjects' and the tests'. A
-# precompiled header serves only sources compiled with its options, hence one per set of options.
+# without one): the library's (src/CMakeLists.txt), the lessons', the tests' and the graders'
+# subjects'. A precompiled header serves only sources compiled with its options, hence one per set.
 set(HEADWISE_PCH_HEADERS <xtensor/xtensor.hpp> <xtensor/xview.hpp> <xtensor/xio.hpp> <xtensor/xmath.hpp>
   <fmt/format.h> <vector> <string> <array> <cmath>)
 
