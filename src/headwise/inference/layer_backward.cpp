@@ -144,13 +144,22 @@ Columns<T> all_of(T* data, const Tensor3& t) {
     return {data, t.shape()[0], t.shape()[1], t.shape()[2], t.shape()[2]};
 }
 
-// Sum over the rows of x (rows, n), in double.
+// Sum over the rows of x (rows, n): each task a band of 64 columns, summed in float over 64 rows at
+// a time (a loop the compiler vectorises), the blocks added in double.
 Tensor1 column_sums(const float* x, std::size_t rows, std::size_t n) {
-    std::vector<double> acc(n, 0.0);
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < n; ++c) acc[c] += x[r * n + c];
+    constexpr std::size_t band = 64, block = 64;
     Tensor1 out = Tensor1::from_shape({n});
-    for (std::size_t c = 0; c < n; ++c) out(c) = static_cast<float>(acc[c]);
+    detail::parallel_for((n + band - 1) / band, [&](std::size_t t, std::size_t) {
+        const std::size_t c0 = t * band, width = std::min(band, n - c0);
+        double total[band] = {};
+        for (std::size_t r0 = 0; r0 < rows; r0 += block) {
+            float partial[band] = {};
+            for (std::size_t r = r0; r < std::min(rows, r0 + block); ++r)
+                for (std::size_t c = 0; c < width; ++c) partial[c] += x[r * n + c0 + c];
+            for (std::size_t c = 0; c < width; ++c) total[c] += partial[c];
+        }
+        for (std::size_t c = 0; c < width; ++c) out(c0 + c) = static_cast<float>(total[c]);
+    });
     return out;
 }
 
