@@ -273,17 +273,28 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     padded.causal = true;
     masked.attn_mask = &attn;
     using detail::BackwardSplit;
-    for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
-        INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks"));
-        const detail::BackwardTiling small{8, 5, split};
-        check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
-        check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);  // the forward's micro-kernels
-        check_fast_against_reference({2, 3, 37, 29, 8, causal}, small, 23);   // N_q > N_k
-        check_fast_against_reference({2, 2, 29, 37, 8, padded}, small, 24);
-        check_fast_against_reference({1, 2, 29, 37, 8, masked}, small, 25);
-        check_fast_against_reference({2, 2, 1, 1, 8, causal}, small, 26);
-        check_fast_against_reference({1, 2, 300, 300, 32, causal}, {128, 128, split}, 27);
-    }
+    using detail::Kernel;
+    // BLAS calls on any d_head; the micro-kernels (d_head a multiple of 16, on a CPU with AVX-512;
+    // elsewhere they fall back to BLAS) with blocks of 32 keys, and with 128.
+    for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel})
+        for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
+            INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
+                          << (kernel == Kernel::blas ? "blas" : "micro_kernel"));
+            const detail::BackwardTiling small{8, 5, split, kernel};
+            check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
+            check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);
+            check_fast_against_reference({2, 3, 37, 29, 8, causal}, small, 23);  // N_q > N_k
+            check_fast_against_reference({2, 3, 37, 29, 16, causal}, small, 23);
+            check_fast_against_reference({2, 2, 29, 37, 8, padded}, small, 24);
+            check_fast_against_reference({2, 2, 29, 37, 32, padded}, small, 24);
+            check_fast_against_reference({1, 2, 29, 37, 8, masked}, small, 25);
+            check_fast_against_reference({1, 2, 29, 37, 16, masked}, small, 25);
+            check_fast_against_reference({2, 2, 1, 1, 8, causal}, small, 26);
+            check_fast_against_reference({2, 2, 1, 1, 16, causal}, small, 26);
+            check_fast_against_reference({1, 2, 300, 300, 32, causal}, {128, 128, split, kernel}, 27);
+            check_fast_against_reference({2, 2, 100, 37, 64, padded}, {40, 20, split, kernel}, 28);
+            check_fast_against_reference({2, 1, 130, 130, 48, {}}, {64, 64, split, kernel}, 29);
+        }
 }
 
 TEST_CASE("attention backward: the fused backward's scratch is what it allocates, and bounded at long context",
@@ -301,6 +312,7 @@ TEST_CASE("attention backward: the fused backward's scratch is what it allocates
     // is no more than it says: under a memory limit of that (and 16 KiB for the allocator's rounding
     // and the thread pool's hand-out) the call runs; under half of it, it is refused.
     for (const auto split : {detail::BackwardSplit::heads, detail::BackwardSplit::blocks}) {
+        INFO("split " << (split == detail::BackwardSplit::heads ? "heads" : "blocks"));
         const detail::AttentionShape s{2, 3, 700, 500, 32};
         Random rng(31);
         const Tensor4 q = rng.normal<4>({2, 3, 700, 32}), kv = rng.normal<4>({2, 3, 500, 32});

@@ -113,21 +113,21 @@ void scores_rows(std::size_t rows, const float* q, std::size_t q_row, const floa
 
 template <std::size_t R>
 void pv_rows(std::size_t rows, const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len,
-             float* acc, std::size_t d_head) {
+             float* acc, std::size_t d_head, std::size_t acc_ld) {
     if constexpr (R > 1) {
-        if (rows < R) return pv_rows<R - 1>(rows, p, ls, v, v_row, len, acc, d_head);
+        if (rows < R) return pv_rows<R - 1>(rows, p, ls, v, v_row, len, acc, d_head, acc_ld);
     }
     std::size_t c = 0;
-    for (; c + 64 <= d_head; c += 64) pv_tile<R, 4>(p, ls, v + c, v_row, len, acc + c, d_head);
+    for (; c + 64 <= d_head; c += 64) pv_tile<R, 4>(p, ls, v + c, v_row, len, acc + c, acc_ld);
     switch ((d_head - c) / 16) {
         case 3:
-            pv_tile<R, 3>(p, ls, v + c, v_row, len, acc + c, d_head);
+            pv_tile<R, 3>(p, ls, v + c, v_row, len, acc + c, acc_ld);
             break;
         case 2:
-            pv_tile<R, 2>(p, ls, v + c, v_row, len, acc + c, d_head);
+            pv_tile<R, 2>(p, ls, v + c, v_row, len, acc + c, acc_ld);
             break;
         case 1:
-            pv_tile<R, 1>(p, ls, v + c, v_row, len, acc + c, d_head);
+            pv_tile<R, 1>(p, ls, v + c, v_row, len, acc + c, acc_ld);
             break;
         default:
             break;
@@ -194,21 +194,30 @@ void micro_scores(std::size_t rows, const float* q, std::size_t q_row, const flo
 }
 
 void micro_pv(std::size_t rows, const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len,
-              float* acc, std::size_t d_head) {
-    pv_rows<micro_rows>(rows, p, ls, v, v_row, len, acc, d_head);
+              float* acc, std::size_t d_head, std::size_t acc_ld) {
+    pv_rows<micro_rows>(rows, p, ls, v, v_row, len, acc, d_head, acc_ld);
+}
+
+void micro_transpose(const float* in, std::size_t ld, std::size_t rows, std::size_t cols, float* out, std::size_t ldo) {
+    for (std::size_t r0 = 0; r0 < rows; r0 += 16)
+        for (std::size_t c0 = 0; c0 < cols; c0 += 16)
+            transpose16(in + r0 * ld + c0, ld, std::min<std::size_t>(16, rows - r0), out + c0 * ldo + r0, ldo);
+}
+
+void pack_panels(const float* x, std::size_t x_row, std::size_t n, std::size_t d_head, float* dst) {
+    std::fill(dst + n / panel_keys * panel_keys * d_head, dst + round_to_panel(n) * d_head, 0.0f);
+    for (std::size_t j0 = 0; j0 < n; j0 += 16) {  // 16 rows by 16 columns at a time
+        float* panel = dst + (j0 / panel_keys) * panel_keys * d_head + j0 % panel_keys;
+        for (std::size_t c = 0; c < d_head; c += 16)
+            transpose16(x + j0 * x_row + c, x_row, std::min<std::size_t>(16, n - j0), panel + panel_keys * c,
+                        panel_keys);
+    }
 }
 
 void pack_head(const AttentionShape& s, Strided<const float> k, Strided<const float> v, std::size_t b, std::size_t h,
                float* k_dst, float* v_dst) {
-    const float* k_src = row_at(k, b, h, 0);
     const float* v_src = row_at(v, b, h, 0);
-    std::fill(k_dst + s.nk / panel_keys * panel_keys * s.d_head, k_dst + packed_head_floats(s), 0.0f);
-    for (std::size_t j0 = 0; j0 < s.nk; j0 += 16) {  // 16 keys by 16 columns at a time
-        float* panel = k_dst + (j0 / panel_keys) * panel_keys * s.d_head + j0 % panel_keys;
-        for (std::size_t c = 0; c < s.d_head; c += 16)
-            transpose16(k_src + j0 * k.row + c, k.row, std::min<std::size_t>(16, s.nk - j0), panel + panel_keys * c,
-                        panel_keys);
-    }
+    pack_panels(row_at(k, b, h, 0), k.row, s.nk, s.d_head, k_dst);
     for (std::size_t j = 0; j < s.nk; ++j)
         std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
 }

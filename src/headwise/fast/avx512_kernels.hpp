@@ -28,9 +28,18 @@ inline constexpr std::size_t micro_rows = 6;
 void micro_scores(std::size_t rows, const float* q, std::size_t q_row, const float* k_panels, std::size_t d_head,
                   std::size_t len, const std::size_t* valid, float scale, float* s, std::size_t ls, float* row_max_out);
 
-// acc (rows, d_head; d_head apart) += p (rows, len; ls apart) . v (len rows, v_row apart), rows <= 6.
+// acc (rows, d_head; acc_ld apart) += p (rows, len; ls apart) . v (len rows, v_row apart), rows <= 6.
 void micro_pv(std::size_t rows, const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len,
-              float* acc, std::size_t d_head);
+              float* acc, std::size_t d_head, std::size_t acc_ld);
+
+// out (cols rounded up to 16, rows rounded up to 16; ldo apart) = in (rows, cols; ld apart)
+// transposed, 16 x 16 at a time; in's columns up to cols rounded up to 16 are read (ld must
+// reach them), and out's columns past `rows` are zeros.
+void micro_transpose(const float* in, std::size_t ld, std::size_t rows, std::size_t cols, float* out, std::size_t ldo);
+
+// Rows [0, n) of x (x_row apart, d_head wide) as K^T panels of 32 (pack_head's layout), zero-padded
+// to n rounded up to 32: into dst (d_head * round_to_panel(n) floats).
+void pack_panels(const float* x, std::size_t x_row, std::size_t n, std::size_t d_head, float* dst);
 
 // Head (b, h)'s K^T in panels of 32 keys, zero-padded past N_k: (N_k / 32, d_head, 32) into
 // k_dst (packed_head_floats); its V as one contiguous (N_k, d_head) block into v_dst. Rows of V

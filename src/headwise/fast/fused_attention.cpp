@@ -21,12 +21,7 @@ std::size_t rows_per_tile(const AttentionShape& s, const Tiling& tiling) {
     return std::max<std::size_t>(1, std::min(tiling.rows, s.nq));
 }
 
-Kernel resolve(const Tiling& tiling, std::size_t d_head) {
-    const Kernel wanted = tiling.kernel != Kernel::automatic ? tiling.kernel : default_kernel;
-    const Kernel possible = choose_kernel(d_head);
-    if (wanted == Kernel::automatic) return possible;
-    return wanted == Kernel::micro_kernel && possible != Kernel::micro_kernel ? Kernel::blas : wanted;
-}
+Kernel resolve(const Tiling& tiling, std::size_t d_head) { return resolve_kernel(tiling.kernel, d_head); }
 
 // With enough heads to share out (four per core and more), each core packs one head's K^T and V
 // into its own buffer and runs that head's tiles at once, while they are still in its L2 (256 KiB
@@ -53,6 +48,13 @@ Kernel choose_kernel(std::size_t d_head) {
 }
 
 void set_default_kernel(Kernel kernel) { default_kernel = kernel; }
+
+Kernel resolve_kernel(Kernel asked, std::size_t d_head) {
+    const Kernel wanted = asked != Kernel::automatic ? asked : default_kernel;
+    const Kernel possible = choose_kernel(d_head);
+    if (wanted == Kernel::automatic) return possible;
+    return wanted == Kernel::micro_kernel && possible != Kernel::micro_kernel ? Kernel::blas : wanted;
+}
 
 std::size_t fused_attention_scratch_bytes(const AttentionShape& s, const Tiling& tiling) {
     const std::size_t rows = rows_per_tile(s, tiling), keys = std::max<std::size_t>(1, std::min(tiling.keys, s.nk));

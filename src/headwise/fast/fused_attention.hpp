@@ -64,6 +64,10 @@ Kernel choose_kernel(std::size_t d_head);
 // The kernel that Tiling's default uses (automatic unless a benchmark or test says otherwise).
 void set_default_kernel(Kernel kernel);
 
+// The kernel a call asking for `asked` runs: automatic follows set_default_kernel, then this CPU
+// and d_head; micro_kernel where it cannot run is blas.
+Kernel resolve_kernel(Kernel asked, std::size_t d_head);
+
 // A per-thread buffer of at least n floats, kept from call to call (slot 0: the multi-head
 // projections, slot 1: the packed keys). Asked for in 2 MiB huge pages; contents are garbage.
 float* thread_workspace(std::size_t n, int slot);

@@ -1,7 +1,9 @@
 #include "headwise/fast/fused_backward.hpp"
 
+#include "headwise/fast/avx512_kernels.hpp"
 #include "headwise/fast/blas.hpp"
 #include "headwise/fast/fused_tile.hpp"
+#include "headwise/fast/fused_workspace.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/fast/vexp.hpp"
 
@@ -22,20 +24,37 @@ struct HeadView {
 // Which gradients a pair of (query tile, key block) adds to.
 enum Wants : unsigned { want_dq = 1, want_dkv = 2 };
 
-// One core's two tiles, kept from pair to pair.
+// One core's tiles, kept from pair to pair.
 struct BackwardScratch {
     std::vector<float> p;   // (rows, keys): P, then dS
     std::vector<float> dp;  // (rows, keys): dP
     std::vector<float> d;   // (N_q): D of the head in hand (per-head tasks only)
+    // The micro-kernels': P^T and dS^T (keys, rows); the key block's K^T and V^T in panels of 32 and
+    // its K, packed once for the pairs that share the block (packed_k names it); the query tile's q
+    // and d_out (packed_q names it). Rows in place are 3 d_model floats apart in the layer, a stride
+    // that maps every row to the same few L1 sets; packed, they are d_head apart.
+    std::vector<float> pt, dst, kt, vt, kc, qc, oc;
+    const float* packed_k = nullptr;
+    const float* packed_q = nullptr;
 };
 
 class PairRun {
 public:
-    PairRun(const AttentionShape& s, std::size_t b, float scale, const AttentionOptions& o, BackwardScratch& w)
-        : s_(s), b_(b), scale_(scale), o_(o), w_(w) {}
+    PairRun(const AttentionShape& s, std::size_t b, float scale, const AttentionOptions& o, bool micro,
+            BackwardScratch& w)
+        : s_(s), b_(b), scale_(scale), o_(o), micro_(micro), w_(w) {}
 
     // Queries [i0, i1) against keys [j0, j1) of head h.
     void run(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
+        if (micro_)
+            run_micro(h, i0, i1, j0, j1, wants);
+        else
+            run_blas(h, i0, i1, j0, j1, wants);
+    }
+
+private:
+    // Each product a BLAS call (any CPU, any d_head); tiles (rows, keys) apart by keys.
+    void run_blas(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
         const std::size_t n = i1 - i0, len = j1 - j0, dh = s_.d_head;
         float* const p = w_.p.data();
         float* const dp = w_.dp.data();
@@ -69,11 +88,108 @@ public:
                        h.dk_row);
     }
 
-private:
+    // The AVX-512 register tiles of avx512_kernels.hpp (d_head a multiple of 16), on the key block's
+    // K^T and V^T packed once, and the tiles transposed in registers for dv and dk: no BLAS call
+    // packs an operand per pair. Rows are `ls` apart (keys rounded up to 32, as micro_scores
+    // writes them). With a causal mask each group of 6 queries computes only the keys up to its
+    // last one, and each group of 6 keys adds only the queries that see it.
+    void run_micro(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
+        const std::size_t n = i1 - i0, len = j1 - j0, dh = s_.d_head, ls = round_to_panel(len);
+        pack_block(h, j0, len);
+        pack_tile(h, i0, n);
+        const float* const q = w_.qc.data() - i0 * dh;  // row i of the tile at q + i * dh
+        const float* const d_out = w_.oc.data() - i0 * dh;
+        float* const p = w_.p.data();
+        float* const dp = w_.dp.data();
+        for (std::size_t r0 = 0; r0 < n; r0 += micro_rows) {
+            const std::size_t rows = std::min(micro_rows, n - r0);
+            const std::size_t seen = seen_keys(i0 + r0 + rows, j0, len);  // keys [j0, j0 + seen) for these rows
+            if (seen > 0) {
+                std::size_t valid[micro_rows];
+                std::fill(valid, valid + micro_rows, seen);
+                float ignored[micro_rows];
+                // S (rows, seen) = scale q . K^T and dP (rows, seen) = d_out . V^T
+                micro_scores(rows, q + (i0 + r0) * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls,
+                             ignored);
+                micro_scores(rows, d_out + (i0 + r0) * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls,
+                             ignored);
+            }
+            for (std::size_t r = r0; r < r0 + rows; ++r)
+                softmax_backward_row(h, i0 + r, j0, seen, p + r * ls, dp + r * ls, len);
+            // dq (rows, d_head) += dS (rows, seen) . k (seen, d_head)
+            if ((wants & want_dq) && seen > 0)
+                micro_pv(rows, dp + r0 * ls, ls, w_.kc.data(), dh, seen, h.dq + (i0 + r0) * h.dq_row, dh, h.dq_row);
+        }
+        if (wants & want_dkv) add_dkv(h, i0, n, j0, len, ls);
+    }
+
+    // One row of P (from S) and dS (from dP) over the keys it computed, zeros up to len.
+    void softmax_backward_row(const HeadView& h, std::size_t i, std::size_t j0, std::size_t seen, float* row,
+                              float* dp_row, std::size_t len) const {
+        if (seen > 0) {
+            mask_scores(o_, b_, i, j0, j0 + seen, row);
+            exp_shifted_rows(row, 1, seen, h.lse + i);  // P = exp(S - L), masked keys 0
+            const float d = h.d[i];
+            for (std::size_t j = 0; j < seen; ++j) dp_row[j] = row[j] * (dp_row[j] - d) * scale_;  // dS
+        }
+        std::fill(row + seen, row + len, 0.0f);
+        std::fill(dp_row + seen, dp_row + len, 0.0f);
+    }
+
+    // dv (len, d_head) += P^T (len, n) . d_out (n, d_head) and dk += dS^T . q, 6 keys at a time.
+    void add_dkv(const HeadView& h, std::size_t i0, std::size_t n, std::size_t j0, std::size_t len, std::size_t ls) {
+        const std::size_t nt = (n + 15) / 16 * 16, dh = s_.d_head;  // P^T's rows are nt apart
+        micro_transpose(w_.p.data(), ls, n, len, w_.pt.data(), nt);
+        micro_transpose(w_.dp.data(), ls, n, len, w_.dst.data(), nt);
+        for (std::size_t c0 = 0; c0 < len; c0 += micro_rows) {
+            const std::size_t keys = std::min(micro_rows, len - c0);
+            const std::size_t first = first_query(i0, j0 + c0);  // queries before it see none of these keys
+            if (first >= n) continue;
+            micro_pv(keys, w_.pt.data() + c0 * nt + first, nt, w_.oc.data() + first * dh, dh, n - first,
+                     h.dv + (j0 + c0) * h.dv_row, dh, h.dv_row);
+            micro_pv(keys, w_.dst.data() + c0 * nt + first, nt, w_.qc.data() + first * dh, dh, n - first,
+                     h.dk + (j0 + c0) * h.dk_row, dh, h.dk_row);
+        }
+    }
+
+    // Keys [j0, j0 + len) of h as K^T and V^T panels, unless they are the ones packed last.
+    void pack_block(const HeadView& h, std::size_t j0, std::size_t len) {
+        const float* const first = h.k + j0 * h.k_row;
+        if (w_.packed_k == first) return;
+        pack_panels(first, h.k_row, len, s_.d_head, w_.kt.data());
+        pack_panels(h.v + j0 * h.v_row, h.v_row, len, s_.d_head, w_.vt.data());
+        copy_rows(first, h.k_row, len, s_.d_head, w_.kc.data());
+        w_.packed_k = first;
+    }
+
+    // Queries [i0, i0 + n) of h: their q and d_out, d_head apart, unless they are the ones packed last.
+    void pack_tile(const HeadView& h, std::size_t i0, std::size_t n) {
+        const float* const first = h.q + i0 * h.q_row;
+        if (w_.packed_q == first) return;
+        copy_rows(first, h.q_row, n, s_.d_head, w_.qc.data());
+        copy_rows(h.d_out + i0 * h.o_row, h.o_row, n, s_.d_head, w_.oc.data());
+        w_.packed_q = first;
+    }
+
+    static void copy_rows(const float* x, std::size_t x_row, std::size_t n, std::size_t width, float* dst) {
+        for (std::size_t r = 0; r < n; ++r) std::copy(x + r * x_row, x + r * x_row + width, dst + r * width);
+    }
+
+    // Of keys [j0, j0 + len), how many the queries before `end` may see: with a causal mask, those
+    // up to query end - 1.
+    std::size_t seen_keys(std::size_t end, std::size_t j0, std::size_t len) const {
+        if (!o_.causal) return len;
+        return end > j0 ? std::min(len, end - j0) : 0;
+    }
+
+    // The first query of a tile from i0 that may see key j: with a causal mask, query j.
+    std::size_t first_query(std::size_t i0, std::size_t j) const { return o_.causal && j > i0 ? j - i0 : 0; }
+
     const AttentionShape& s_;
     std::size_t b_;
     float scale_;
     const AttentionOptions& o_;
+    bool micro_;
     BackwardScratch& w_;
 };
 
@@ -110,28 +226,60 @@ bool per_head(const AttentionShape& s, const BackwardTiling& tiling) {
     return s.batch * s.heads >= 2 * worker_count();
 }
 
+// The tile sizes a call uses: the micro-kernels take keys in whole panels of 32.
+struct BackwardSizes {
+    bool micro;
+    std::size_t rows, keys;            // per tile and block, as asked
+    std::size_t tile_rows, tile_keys;  // a tile's storage: rows, and keys (ls apart)
+};
+
+BackwardSizes sizes_of(const AttentionShape& s, const BackwardTiling& tiling) {
+    const bool micro = resolve_kernel(tiling.kernel, s.d_head) == Kernel::micro_kernel;
+    const std::size_t rows = std::max<std::size_t>(1, tiling.rows);
+    const std::size_t keys =
+        micro ? round_to_panel(std::max<std::size_t>(1, tiling.keys)) : std::max<std::size_t>(1, tiling.keys);
+    const std::size_t tile_rows = std::min(rows, s.nq);
+    const std::size_t tile_keys = micro ? round_to_panel(std::min(keys, s.nk)) : std::min(keys, s.nk);
+    return {micro, rows, keys, tile_rows, tile_keys};
+}
+
+// Each core's tiles at their largest from the start (grown pair by pair, a vector would hold its old
+// and new blocks at once): P and dP; for the micro-kernels also P^T, dS^T, K^T and V^T.
+std::vector<BackwardScratch> scratch_for(const AttentionShape& s, const BackwardSizes& z) {
+    std::vector<BackwardScratch> scratch(worker_count());
+    for (BackwardScratch& w : scratch) {
+        w.p.resize(z.tile_rows * z.tile_keys);
+        w.dp.resize(w.p.size());
+        if (!z.micro) continue;
+        w.pt.resize(z.tile_keys * ((z.tile_rows + 15) / 16 * 16));
+        w.dst.resize(w.pt.size());
+        w.kt.resize(z.tile_keys * s.d_head);
+        w.vt.resize(w.kt.size());
+        w.kc.resize(w.kt.size());
+        w.qc.resize(z.tile_rows * s.d_head);
+        w.oc.resize(w.qc.size());
+    }
+    return scratch;
+}
+
 }  // namespace
 
 std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, const BackwardTiling& tiling) {
-    const std::size_t rows = std::max<std::size_t>(1, std::min(tiling.rows, s.nq));
-    const std::size_t keys = std::max<std::size_t>(1, std::min(tiling.keys, s.nk));
-    const std::size_t tiles = 2 * rows * keys * worker_count();
+    const BackwardSizes z = sizes_of(s, tiling);
+    std::size_t per_core = 2 * z.tile_rows * z.tile_keys;
+    if (z.micro)
+        per_core += 2 * z.tile_keys * ((z.tile_rows + 15) / 16 * 16) + (3 * z.tile_keys + 2 * z.tile_rows) * s.d_head;
     const std::size_t d = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;
-    return (tiles + d) * sizeof(float);
+    return (per_core * worker_count() + d) * sizeof(float);
 }
 
 void fused_attention_backward(const AttentionShape& s, Strided<const float> q, Strided<const float> k,
                               Strided<const float> v, Strided<const float> out, Strided<const float> d_out,
                               const float* lse, Strided<float> dq, Strided<float> dk, Strided<float> dv, float scale,
                               const AttentionOptions& options, const BackwardTiling& tiling) {
-    const std::size_t rows = std::max<std::size_t>(1, tiling.rows), keys = std::max<std::size_t>(1, tiling.keys);
-    // Each core's two tiles at their largest from the start: grown pair by pair, a vector would
-    // hold its old and new blocks at once.
-    std::vector<BackwardScratch> scratch(worker_count());
-    for (BackwardScratch& w : scratch) {
-        w.p.resize(std::min(rows, s.nq) * std::min(keys, s.nk));
-        w.dp.resize(w.p.size());
-    }
+    const BackwardSizes z = sizes_of(s, tiling);
+    const std::size_t rows = z.rows, keys = z.keys;
+    std::vector<BackwardScratch> scratch = scratch_for(s, z);
     if (per_head(s, tiling)) {  // one head per task: its dq, dk and dv are this core's alone
         parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t worker) {
             BackwardScratch& w = scratch[worker];
@@ -141,7 +289,7 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
             zero_rows(h.dq, s.nq, h.dq_row, s.d_head);
             zero_rows(h.dk, s.nk, h.dk_row, s.d_head);
             zero_rows(h.dv, s.nk, h.dv_row, s.d_head);
-            PairRun pair(s, bh / s.heads, scale, options, w);
+            PairRun pair(s, bh / s.heads, scale, options, z.micro, w);
             for (std::size_t j0 = 0; j0 < s.nk; j0 += keys)
                 for (std::size_t i0 = options.causal ? j0 / rows * rows : 0; i0 < s.nq; i0 += rows)
                     if (visible(options, std::min(s.nq, i0 + rows), j0))
@@ -158,7 +306,7 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
         const HeadView h = head_view(s, bh, q, k, v, d_out, lse, &d[bh * s.nq], dq, dk, dv);
         zero_rows(h.dk + j0 * h.dk_row, j1 - j0, h.dk_row, s.d_head);
         zero_rows(h.dv + j0 * h.dv_row, j1 - j0, h.dv_row, s.d_head);
-        PairRun pair(s, bh / s.heads, scale, options, scratch[worker]);
+        PairRun pair(s, bh / s.heads, scale, options, z.micro, scratch[worker]);
         for (std::size_t i0 = options.causal ? j0 : 0; i0 < s.nq; i0 += rows)
             pair.run(h, i0, std::min(s.nq, i0 + rows), j0, j1, want_dkv);
     });
@@ -166,7 +314,7 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
         const std::size_t bh = t / query_tiles, i0 = t % query_tiles * rows, i1 = std::min(s.nq, i0 + rows);
         const HeadView h = head_view(s, bh, q, k, v, d_out, lse, &d[bh * s.nq], dq, dk, dv);
         zero_rows(h.dq + i0 * h.dq_row, i1 - i0, h.dq_row, s.d_head);
-        PairRun pair(s, bh / s.heads, scale, options, scratch[worker]);
+        PairRun pair(s, bh / s.heads, scale, options, z.micro, scratch[worker]);
         for (std::size_t j0 = 0; j0 < s.nk && visible(options, i1, j0); j0 += keys)
             pair.run(h, i0, i1, j0, std::min(s.nk, j0 + keys), want_dq);
     });

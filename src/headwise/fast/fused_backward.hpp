@@ -32,8 +32,9 @@ enum class BackwardSplit { automatic, heads, blocks };
 // small inputs, and each split whatever the core count.
 struct BackwardTiling {
     std::size_t rows = 128;
-    std::size_t keys = 128;
+    std::size_t keys = 128;  // the micro-kernels round it up to a multiple of 32
     BackwardSplit split = BackwardSplit::automatic;
+    Kernel kernel = Kernel::automatic;  // as the forward's Tiling::kernel
 };
 
 // The gradients of out = softmax(scale q . k^T + masks) v, given d_out. lse (B, H, N_q), C order,

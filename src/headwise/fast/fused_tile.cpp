@@ -195,7 +195,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                 if (!online_softmax(scratch, r, row, seen, len, row_best, d_head)) continue;  // no key seen yet
                 std::fill(row + seen, row + len, 0.0f);  // keys after this query (causal): weight 0
             }
-            micro_pv(n, sc, block, v_head + j0 * v.row, v.row, len, scratch.acc.data() + r0 * d_head, d_head);
+            micro_pv(n, sc, block, v_head + j0 * v.row, v.row, len, scratch.acc.data() + r0 * d_head, d_head, d_head);
         }
     }
     normalise(scratch, s, t, out, lse);
