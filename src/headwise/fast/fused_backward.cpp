@@ -96,9 +96,9 @@ private:
     void run_micro(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
         const std::size_t n = i1 - i0, len = j1 - j0, dh = s_.d_head, ls = round_to_panel(len);
         pack_block(h, j0, len);
-        pack_tile(h, i0, n);
-        const float* const q = w_.qc.data() - i0 * dh;  // row i of the tile at q + i * dh
-        const float* const d_out = w_.oc.data() - i0 * dh;
+        const std::size_t at = pack_queries(h, i0, n);
+        const float* const q = w_.qc.data() + at;  // query i0 + r at q + r * dh
+        const float* const d_out = w_.oc.data() + at;
         float* const p = w_.p.data();
         float* const dp = w_.dp.data();
         for (std::size_t r0 = 0; r0 < n; r0 += micro_rows) {
@@ -109,10 +109,8 @@ private:
                 std::fill(valid, valid + micro_rows, seen);
                 float ignored[micro_rows];
                 // S (rows, seen) = scale q . K^T and dP (rows, seen) = d_out . V^T
-                micro_scores(rows, q + (i0 + r0) * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls,
-                             ignored);
-                micro_scores(rows, d_out + (i0 + r0) * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls,
-                             ignored);
+                micro_scores(rows, q + r0 * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls, ignored);
+                micro_scores(rows, d_out + r0 * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls, ignored);
             }
             for (std::size_t r = r0; r < r0 + rows; ++r)
                 softmax_backward_row(h, i0 + r, j0, seen, p + r * ls, dp + r * ls, len);
@@ -120,7 +118,7 @@ private:
             if ((wants & want_dq) && seen > 0)
                 micro_pv(rows, dp + r0 * ls, ls, w_.kc.data(), dh, seen, h.dq + (i0 + r0) * h.dq_row, dh, h.dq_row);
         }
-        if (wants & want_dkv) add_dkv(h, i0, n, j0, len, ls);
+        if (wants & want_dkv) add_dkv(h, i0, n, j0, len, ls, at);
     }
 
     // One row of P (from S) and dS (from dP) over the keys it computed, zeros up to len.
@@ -137,7 +135,8 @@ private:
     }
 
     // dv (len, d_head) += P^T (len, n) . d_out (n, d_head) and dk += dS^T . q, 6 keys at a time.
-    void add_dkv(const HeadView& h, std::size_t i0, std::size_t n, std::size_t j0, std::size_t len, std::size_t ls) {
+    void add_dkv(const HeadView& h, std::size_t i0, std::size_t n, std::size_t j0, std::size_t len, std::size_t ls,
+                 std::size_t at) {
         const std::size_t nt = (n + 15) / 16 * 16, dh = s_.d_head;  // P^T's rows are nt apart
         micro_transpose(w_.p.data(), ls, n, len, w_.pt.data(), nt);
         micro_transpose(w_.dp.data(), ls, n, len, w_.dst.data(), nt);
@@ -145,9 +144,9 @@ private:
             const std::size_t keys = std::min(micro_rows, len - c0);
             const std::size_t first = first_query(i0, j0 + c0);  // queries before it see none of these keys
             if (first >= n) continue;
-            micro_pv(keys, w_.pt.data() + c0 * nt + first, nt, w_.oc.data() + first * dh, dh, n - first,
+            micro_pv(keys, w_.pt.data() + c0 * nt + first, nt, w_.oc.data() + at + first * dh, dh, n - first,
                      h.dv + (j0 + c0) * h.dv_row, dh, h.dv_row);
-            micro_pv(keys, w_.dst.data() + c0 * nt + first, nt, w_.qc.data() + first * dh, dh, n - first,
+            micro_pv(keys, w_.dst.data() + c0 * nt + first, nt, w_.qc.data() + at + first * dh, dh, n - first,
                      h.dk + (j0 + c0) * h.dk_row, dh, h.dk_row);
         }
     }
@@ -162,13 +161,20 @@ private:
         w_.packed_k = first;
     }
 
-    // Queries [i0, i0 + n) of h: their q and d_out, d_head apart, unless they are the ones packed last.
-    void pack_tile(const HeadView& h, std::size_t i0, std::size_t n) {
-        const float* const first = h.q + i0 * h.q_row;
-        if (w_.packed_q == first) return;
-        copy_rows(first, h.q_row, n, s_.d_head, w_.qc.data());
-        copy_rows(h.d_out + i0 * h.o_row, h.o_row, n, s_.d_head, w_.oc.data());
-        w_.packed_q = first;
+    // Queries [i0, i0 + n) of h: their q and d_out d_head apart, unless packed already. The whole
+    // head's at once where the scratch holds them (one head per core and N_q small: each tile would
+    // otherwise be copied again for every block of keys); else the tile's. Returns where query i0's
+    // row is in qc and oc.
+    std::size_t pack_queries(const HeadView& h, std::size_t i0, std::size_t n) {
+        const bool whole = w_.qc.size() >= s_.nq * s_.d_head;
+        const std::size_t from = whole ? 0 : i0, count = whole ? s_.nq : n;
+        const float* const first = h.q + from * h.q_row;
+        if (w_.packed_q != first) {
+            copy_rows(first, h.q_row, count, s_.d_head, w_.qc.data());
+            copy_rows(h.d_out + from * h.o_row, h.o_row, count, s_.d_head, w_.oc.data());
+            w_.packed_q = first;
+        }
+        return (i0 - from) * s_.d_head;
     }
 
     static void copy_rows(const float* x, std::size_t x_row, std::size_t n, std::size_t width, float* dst) {
@@ -231,7 +237,11 @@ struct BackwardSizes {
     bool micro;
     std::size_t rows, keys;            // per tile and block, as asked
     std::size_t tile_rows, tile_keys;  // a tile's storage: rows, and keys (ls apart)
+    std::size_t query_rows;            // the micro-kernels' packed q and d_out: a tile's, or a whole head's
 };
+
+// A whole head's q and d_out are packed at once, one head per core, up to 256 KiB each.
+constexpr std::size_t whole_head_floats = 65536;
 
 BackwardSizes sizes_of(const AttentionShape& s, const BackwardTiling& tiling) {
     const bool micro = resolve_kernel(tiling.kernel, s.d_head) == Kernel::micro_kernel;
@@ -240,7 +250,8 @@ BackwardSizes sizes_of(const AttentionShape& s, const BackwardTiling& tiling) {
         micro ? round_to_panel(std::max<std::size_t>(1, tiling.keys)) : std::max<std::size_t>(1, tiling.keys);
     const std::size_t tile_rows = std::min(rows, s.nq);
     const std::size_t tile_keys = micro ? round_to_panel(std::min(keys, s.nk)) : std::min(keys, s.nk);
-    return {micro, rows, keys, tile_rows, tile_keys};
+    const bool whole = per_head(s, tiling) && s.nq * s.d_head <= whole_head_floats;
+    return {micro, rows, keys, tile_rows, tile_keys, whole ? s.nq : tile_rows};
 }
 
 // Each core's tiles at their largest from the start (grown pair by pair, a vector would hold its old
@@ -256,7 +267,7 @@ std::vector<BackwardScratch> scratch_for(const AttentionShape& s, const Backward
         w.kt.resize(z.tile_keys * s.d_head);
         w.vt.resize(w.kt.size());
         w.kc.resize(w.kt.size());
-        w.qc.resize(z.tile_rows * s.d_head);
+        w.qc.resize(z.query_rows * s.d_head);
         w.oc.resize(w.qc.size());
     }
     return scratch;
@@ -268,7 +279,7 @@ std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, cons
     const BackwardSizes z = sizes_of(s, tiling);
     std::size_t per_core = 2 * z.tile_rows * z.tile_keys;
     if (z.micro)
-        per_core += 2 * z.tile_keys * ((z.tile_rows + 15) / 16 * 16) + (3 * z.tile_keys + 2 * z.tile_rows) * s.d_head;
+        per_core += 2 * z.tile_keys * ((z.tile_rows + 15) / 16 * 16) + (3 * z.tile_keys + 2 * z.query_rows) * s.d_head;
     const std::size_t d = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;
     return (per_core * worker_count() + d) * sizeof(float);
 }
