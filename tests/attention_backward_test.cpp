@@ -267,7 +267,10 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     Mask2 attn = Mask2::from_shape({29, 37});
     for (std::size_t i = 0; i < 29; ++i)
         for (std::size_t j = 0; j < 37; ++j) attn(i, j) = (3 * i + j) % 11 == 0;
-    AttentionOptions causal, padded, masked;
+    Mask2 all_padded = Mask2::from_shape({2, 37});  // the second sequence has no key: its rows' L is -inf
+    for (std::size_t j = 0; j < 37; ++j) all_padded(0, j) = j >= 30, all_padded(1, j) = true;
+    AttentionOptions causal, padded, masked, empty;
+    empty.key_padding_mask = &all_padded;
     causal.causal = true;
     padded.key_padding_mask = &padding;
     padded.causal = true;
@@ -287,6 +290,7 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
             check_fast_against_reference({2, 3, 37, 29, 16, causal}, small, 23);
             check_fast_against_reference({2, 2, 29, 37, 8, padded}, small, 24);
             check_fast_against_reference({2, 2, 29, 37, 32, padded}, small, 24);
+            check_fast_against_reference({2, 2, 29, 37, 16, empty}, small, 31);
             check_fast_against_reference({1, 2, 29, 37, 8, masked}, small, 25);
             check_fast_against_reference({1, 2, 29, 37, 16, masked}, small, 25);
             check_fast_against_reference({2, 2, 1, 1, 8, causal}, small, 26);

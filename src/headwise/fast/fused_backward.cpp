@@ -113,7 +113,7 @@ private:
                 micro_scores(rows, d_out + r0 * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls, ignored);
             }
             for (std::size_t r = r0; r < r0 + rows; ++r)
-                softmax_backward_row(h, i0 + r, j0, seen, p + r * ls, dp + r * ls, len);
+                backward_row(h, i0 + r, j0, seen, p + r * ls, dp + r * ls, len);
             // dq (rows, d_head) += dS (rows, seen) . k (seen, d_head)
             if ((wants & want_dq) && seen > 0)
                 micro_pv(rows, dp + r0 * ls, ls, w_.kc.data(), dh, seen, h.dq + (i0 + r0) * h.dq_row, dh, h.dq_row);
@@ -122,13 +122,11 @@ private:
     }
 
     // One row of P (from S) and dS (from dP) over the keys it computed, zeros up to len.
-    void softmax_backward_row(const HeadView& h, std::size_t i, std::size_t j0, std::size_t seen, float* row,
-                              float* dp_row, std::size_t len) const {
+    void backward_row(const HeadView& h, std::size_t i, std::size_t j0, std::size_t seen, float* row, float* dp_row,
+                      std::size_t len) const {
         if (seen > 0) {
             mask_scores(o_, b_, i, j0, j0 + seen, row);
-            exp_shifted_rows(row, 1, seen, h.lse + i);  // P = exp(S - L), masked keys 0
-            const float d = h.d[i];
-            for (std::size_t j = 0; j < seen; ++j) dp_row[j] = row[j] * (dp_row[j] - d) * scale_;  // dS
+            softmax_backward_row_avx512(row, dp_row, seen, h.lse[i], h.d[i], scale_);  // P, masked keys 0; dS
         }
         std::fill(row + seen, row + len, 0.0f);
         std::fill(dp_row + seen, dp_row + len, 0.0f);

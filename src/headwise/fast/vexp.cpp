@@ -157,6 +157,23 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void exp_shifted_row
     }
 }
 
+__attribute__((target("avx512f"))) void softmax_backward_row_avx512(float* p, float* dp, std::size_t n, float shift,
+                                                                    float d, float scale) {
+    if (shift == -std::numeric_limits<float>::infinity()) {  // the row saw no key
+        std::fill(p, p + n, 0.0f);
+        std::fill(dp, dp + n, 0.0f);
+        return;
+    }
+    const __m512 shift_v = _mm512_set1_ps(shift), d_v = _mm512_set1_ps(d), scale_v = _mm512_set1_ps(scale);
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 lanes = first_lanes(n - i);
+        const __m512 weight = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, p + i), shift_v), lanes);
+        const __m512 dp_v = _mm512_maskz_loadu_ps(lanes, dp + i);
+        _mm512_mask_storeu_ps(p + i, lanes, weight);
+        _mm512_mask_storeu_ps(dp + i, lanes, _mm512_mul_ps(_mm512_mul_ps(weight, _mm512_sub_ps(dp_v, d_v)), scale_v));
+    }
+}
+
 void exp_shifted_rows(float* x, std::size_t rows, std::size_t n, const float* shifts) {
     if (has_avx512())
         exp_shifted_rows_avx512(x, rows, n, shifts);

@@ -19,6 +19,11 @@ float exp_shifted_sum(float* x, std::size_t n, float shift);
 // row that saw no key: its log-sum-exp) makes the row 0.
 void exp_shifted_rows(float* x, std::size_t rows, std::size_t n, const float* shifts);
 
+// The softmax backward of one row of n keys: p[i] = exp(p[i] - shift) (the weights P, from the scores
+// and the row's log-sum-exp) and dp[i] = p[i] (dp[i] - d) scale (dS, from dP and D), one pass over
+// both; a shift of -inf makes both rows 0. AVX-512 only: the backward's micro-kernel path.
+void softmax_backward_row_avx512(float* p, float* dp, std::size_t n, float shift, float d, float scale);
+
 // The largest of x[0..n), n > 0 (NaNs are passed over, as std::max_element does, and -inf when
 // every entry is -inf). Sixteen lanes at a time; std::max_element goes one float at a time.
 float row_max(const float* x, std::size_t n);
