@@ -5,17 +5,20 @@
 // and sum of the online softmax); with it, any tile of weights comes back in one pass,
 // P_ij = exp(scale q_i . k_j - L_i), so the (N_q, N_k) weights are never stored. Per pair of a tile
 // of queries (rows) and a block of keys:
-//   S  = scale q . k^T            (rows, keys)   one BLAS call
+//   S  = scale q . k^T            (rows, keys)
 //   P  = exp(S - L)                              masks: P = 0
 //   dv += P^T . d_out             (keys, d_head)
 //   dP = d_out . v^T              (rows, keys)
 //   dS = P o (dP - D) * scale,  D_i = rowsum(d_out_i o out_i)  (equal to rowsum(P o dP), in O(d_head))
 //   dq += dS . k                  (rows, d_head)
 //   dk += dS^T . q                (keys, d_head)
-// With a causal mask, pairs wholly above the diagonal are skipped. Memory: two tiles of
-// (rows, keys) per core and D, whatever N is. With enough heads for every core, one head is one
-// core's task; with fewer, a first pass gives each core blocks of keys (dk, dv) and a second tiles
-// of queries (dq), which recomputes S and dP once more but keeps every core busy.
+// The five products are BLAS calls, or, on a CPU with AVX-512 and d_head a multiple of 16, the
+// forward's register tiles (avx512_kernels.hpp) on the key block's K^T and V^T packed once, P and dS
+// transposed in registers: then a causal pair computes only the keys each 6 queries may see. With a
+// causal mask, pairs wholly above the diagonal are skipped. Memory: a few (rows, keys) tiles per core
+// and D, whatever N is. With enough heads for every core, one head is one core's task; with fewer, a
+// first pass gives each core blocks of keys (dk, dv) and a second tiles of queries (dq), which
+// recomputes S and dP once more but keeps every core busy.
 #pragma once
 
 #include "headwise/base/attention_options.hpp"
