@@ -19,7 +19,16 @@ struct HeadView {
     const float *q, *k, *v, *d_out, *lse, *d;  // lse and d: (N_q), one per query
     float *dq, *dk, *dv;
     std::size_t q_row, k_row, v_row, o_row, dq_row, dk_row, dv_row;
+    std::size_t dkv_from = 0;  // dk's and dv's first rows are key dkv_from's
+
+    float* dk_at(std::size_t j) const { return dk + (j - dkv_from) * dk_row; }
+    float* dv_at(std::size_t j) const { return dv + (j - dkv_from) * dv_row; }
 };
+
+// Rows [0, n) of x, width floats each, into dst (rows dst_row apart).
+void copy_rows(const float* x, std::size_t x_row, std::size_t n, std::size_t width, float* dst, std::size_t dst_row) {
+    for (std::size_t r = 0; r < n; ++r) std::copy(x + r * x_row, x + r * x_row + width, dst + r * dst_row);
+}
 
 // Which gradients a pair of (query tile, key block) adds to.
 enum Wants : unsigned { want_dq = 1, want_dkv = 2 };
@@ -34,6 +43,10 @@ struct BackwardScratch {
     // and d_out (packed_q names it). Rows in place are 3 d_model floats apart in the layer, a stride
     // that maps every row to the same few L1 sets; packed, they are d_head apart.
     std::vector<float> pt, dst, kt, vt, kc, qc, oc;
+    // With one head per core, the key block's dk and dv and the head's dq (qc holds the whole head):
+    // summed here d_head apart and written out once. In place their rows are 3 d_model floats apart
+    // in the layer, and the kernels' first load of each missed the cache.
+    std::vector<float> dk_block, dv_block, dq_head;
     const float* packed_k = nullptr;
     const float* packed_q = nullptr;
 };
@@ -66,8 +79,8 @@ private:
         exp_shifted_rows(p, n, len, h.lse + i0);
         // dv (len, d_head) += P^T (len, n) . d_out (n, d_head)
         if (wants & want_dkv)
-            blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.d_out + i0 * h.o_row, h.o_row, 1.0f,
-                       h.dv + j0 * h.dv_row, h.dv_row);
+            blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.d_out + i0 * h.o_row, h.o_row, 1.0f, h.dv_at(j0),
+                       h.dv_row);
         // dP (n, len) = d_out (n, d_head) . v^T (d_head, len)
         blas::gemm(false, true, n, len, dh, 1.0f, h.d_out + i0 * h.o_row, h.o_row, h.v + j0 * h.v_row, h.v_row, 0.0f,
                    dp, len);
@@ -84,8 +97,7 @@ private:
                        h.dq_row);
         // dk (len, d_head) += dS^T (len, n) . q (n, d_head)
         if (wants & want_dkv)
-            blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.q + i0 * h.q_row, h.q_row, 1.0f, h.dk + j0 * h.dk_row,
-                       h.dk_row);
+            blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.q + i0 * h.q_row, h.q_row, 1.0f, h.dk_at(j0), h.dk_row);
     }
 
     // The AVX-512 register tiles of avx512_kernels.hpp (d_head a multiple of 16), on the key block's
@@ -143,9 +155,9 @@ private:
             const std::size_t first = first_query(i0, j0 + c0);  // queries before it see none of these keys
             if (first >= n) continue;
             micro_pv(keys, w_.pt.data() + c0 * nt + first, nt, w_.oc.data() + at + first * dh, dh, n - first,
-                     h.dv + (j0 + c0) * h.dv_row, dh, h.dv_row);
+                     h.dv_at(j0 + c0), dh, h.dv_row);
             micro_pv(keys, w_.dst.data() + c0 * nt + first, nt, w_.qc.data() + at + first * dh, dh, n - first,
-                     h.dk + (j0 + c0) * h.dk_row, dh, h.dk_row);
+                     h.dk_at(j0 + c0), dh, h.dk_row);
         }
     }
 
@@ -155,7 +167,7 @@ private:
         if (w_.packed_k == first) return;
         pack_panels(first, h.k_row, len, s_.d_head, w_.kt.data());
         pack_panels(h.v + j0 * h.v_row, h.v_row, len, s_.d_head, w_.vt.data());
-        copy_rows(first, h.k_row, len, s_.d_head, w_.kc.data());
+        copy_rows(first, h.k_row, len, s_.d_head, w_.kc.data(), s_.d_head);
         w_.packed_k = first;
     }
 
@@ -168,15 +180,11 @@ private:
         const std::size_t from = whole ? 0 : i0, count = whole ? s_.nq : n;
         const float* const first = h.q + from * h.q_row;
         if (w_.packed_q != first) {
-            copy_rows(first, h.q_row, count, s_.d_head, w_.qc.data());
-            copy_rows(h.d_out + from * h.o_row, h.o_row, count, s_.d_head, w_.oc.data());
+            copy_rows(first, h.q_row, count, s_.d_head, w_.qc.data(), s_.d_head);
+            copy_rows(h.d_out + from * h.o_row, h.o_row, count, s_.d_head, w_.oc.data(), s_.d_head);
             w_.packed_q = first;
         }
         return (i0 - from) * s_.d_head;
-    }
-
-    static void copy_rows(const float* x, std::size_t x_row, std::size_t n, std::size_t width, float* dst) {
-        for (std::size_t r = 0; r < n; ++r) std::copy(x + r * x_row, x + r * x_row + width, dst + r * width);
     }
 
     // Of keys [j0, j0 + len), how many the queries before `end` may see: with a causal mask, those
@@ -225,6 +233,13 @@ void zero_rows(float* x, std::size_t rows, std::size_t row, std::size_t width) {
 // With a causal mask, queries [i0, i1) see none of keys [j0, ...) when i1 <= j0.
 bool visible(const AttentionOptions& o, std::size_t i1, std::size_t j0) { return !o.causal || j0 < i1; }
 
+// h with its dq, dk and dv in w's scratch, d_head apart.
+HeadView in_scratch(HeadView h, std::size_t d_head, BackwardScratch& w) {
+    h.dq = w.dq_head.data(), h.dk = w.dk_block.data(), h.dv = w.dv_block.data();
+    h.dq_row = h.dk_row = h.dv_row = d_head;
+    return h;
+}
+
 bool per_head(const AttentionShape& s, const BackwardTiling& tiling) {
     if (tiling.split != BackwardSplit::automatic) return tiling.split == BackwardSplit::heads;
     return s.batch * s.heads >= 2 * worker_count();
@@ -236,6 +251,7 @@ struct BackwardSizes {
     std::size_t rows, keys;            // per tile and block, as asked
     std::size_t tile_rows, tile_keys;  // a tile's storage: rows, and keys (ls apart)
     std::size_t query_rows;            // the micro-kernels' packed q and d_out: a tile's, or a whole head's
+    bool whole_head;                   // the micro-kernels, one head per core, query_rows = N_q
 };
 
 // A whole head's q and d_out are packed at once, one head per core, up to 256 KiB each.
@@ -249,7 +265,7 @@ BackwardSizes sizes_of(const AttentionShape& s, const BackwardTiling& tiling) {
     const std::size_t tile_rows = std::min(rows, s.nq);
     const std::size_t tile_keys = micro ? round_to_panel(std::min(keys, s.nk)) : std::min(keys, s.nk);
     const bool whole = per_head(s, tiling) && s.nq * s.d_head <= whole_head_floats;
-    return {micro, rows, keys, tile_rows, tile_keys, whole ? s.nq : tile_rows};
+    return {micro, rows, keys, tile_rows, tile_keys, micro && whole ? s.nq : tile_rows, micro && whole};
 }
 
 // Each core's tiles at their largest from the start (grown pair by pair, a vector would hold its old
@@ -267,6 +283,10 @@ std::vector<BackwardScratch> scratch_for(const AttentionShape& s, const Backward
         w.kc.resize(w.kt.size());
         w.qc.resize(z.query_rows * s.d_head);
         w.oc.resize(w.qc.size());
+        if (!z.whole_head) continue;
+        w.dk_block.resize(z.tile_keys * s.d_head);
+        w.dv_block.resize(w.dk_block.size());
+        w.dq_head.resize(w.qc.size());
     }
     return scratch;
 }
@@ -278,6 +298,7 @@ std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, cons
     std::size_t per_core = 2 * z.tile_rows * z.tile_keys;
     if (z.micro)
         per_core += 2 * z.tile_keys * ((z.tile_rows + 15) / 16 * 16) + (3 * z.tile_keys + 2 * z.query_rows) * s.d_head;
+    if (z.whole_head) per_core += (2 * z.tile_keys + z.query_rows) * s.d_head;
     const std::size_t d = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;
     return (per_core * worker_count() + d) * sizeof(float);
 }
@@ -295,14 +316,25 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
             w.d.resize(s.nq);
             row_dots(s, bh, out, d_out, w.d.data());
             const HeadView h = head_view(s, bh, q, k, v, d_out, lse, w.d.data(), dq, dk, dv);
-            zero_rows(h.dq, s.nq, h.dq_row, s.d_head);
-            zero_rows(h.dk, s.nk, h.dk_row, s.d_head);
-            zero_rows(h.dv, s.nk, h.dv_row, s.d_head);
+            HeadView sums = z.whole_head ? in_scratch(h, s.d_head, w) : h;  // where the pairs add
+            zero_rows(sums.dq, s.nq, sums.dq_row, s.d_head);
+            if (!z.whole_head) zero_rows(h.dk, s.nk, h.dk_row, s.d_head), zero_rows(h.dv, s.nk, h.dv_row, s.d_head);
             PairRun pair(s, bh / s.heads, scale, options, z.micro, w);
-            for (std::size_t j0 = 0; j0 < s.nk; j0 += keys)
+            for (std::size_t j0 = 0; j0 < s.nk; j0 += keys) {
+                const std::size_t j1 = std::min(s.nk, j0 + keys);
+                if (z.whole_head) {  // this block's dk and dv from row 0 of the scratch
+                    sums.dkv_from = j0;
+                    zero_rows(sums.dk, j1 - j0, s.d_head, s.d_head), zero_rows(sums.dv, j1 - j0, s.d_head, s.d_head);
+                }
                 for (std::size_t i0 = options.causal ? j0 / rows * rows : 0; i0 < s.nq; i0 += rows)
                     if (visible(options, std::min(s.nq, i0 + rows), j0))
-                        pair.run(h, i0, std::min(s.nq, i0 + rows), j0, std::min(s.nk, j0 + keys), want_dq | want_dkv);
+                        pair.run(sums, i0, std::min(s.nq, i0 + rows), j0, j1, want_dq | want_dkv);
+                if (z.whole_head) {
+                    copy_rows(sums.dk, s.d_head, j1 - j0, s.d_head, h.dk_at(j0), h.dk_row);
+                    copy_rows(sums.dv, s.d_head, j1 - j0, s.d_head, h.dv_at(j0), h.dv_row);
+                }
+            }
+            if (z.whole_head) copy_rows(sums.dq, s.d_head, s.nq, s.d_head, h.dq, h.dq_row);
         });
         return;
     }
