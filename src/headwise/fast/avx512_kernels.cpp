@@ -216,10 +216,8 @@ void pack_panels(const float* x, std::size_t x_row, std::size_t n, std::size_t d
 
 void pack_head(const AttentionShape& s, Strided<const float> k, Strided<const float> v, std::size_t b, std::size_t h,
                float* k_dst, float* v_dst) {
-    const float* v_src = row_at(v, b, h, 0);
     pack_panels(row_at(k, b, h, 0), k.row, s.nk, s.d_head, k_dst);
-    for (std::size_t j = 0; j < s.nk; ++j)
-        std::copy(v_src + j * v.row, v_src + j * v.row + s.d_head, v_dst + j * s.d_head);
+    copy_rows(row_at(v, b, h, 0), v.row, s.nk, s.d_head, v_dst, s.d_head);
 }
 
 }  // namespace headwise::detail

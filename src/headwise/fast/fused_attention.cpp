@@ -21,8 +21,6 @@ std::size_t rows_per_tile(const AttentionShape& s, const Tiling& tiling) {
     return std::max<std::size_t>(1, std::min(tiling.rows, s.nq));
 }
 
-Kernel resolve(const Tiling& tiling, std::size_t d_head) { return resolve_kernel(tiling.kernel, d_head); }
-
 // With enough heads to share out (four per core and more), each core packs one head's K^T and V
 // into its own buffer and runs that head's tiles at once, while they are still in its L2 (256 KiB
 // at N_k = 512, d_head = 64). Otherwise every head is packed first (one buffer for the call) and the
@@ -63,13 +61,13 @@ std::size_t fused_attention_scratch_bytes(const AttentionShape& s, const Tiling&
     // the call or, packed per head, for one head per core.
     const std::size_t per_head = 2 * packed_head_floats(s) * sizeof(float);
     const std::size_t packed = per_head * (packs_per_head(s) ? worker_count() : s.batch * s.heads);
-    return worker_count() * per_worker + (resolve(tiling, s.d_head) == Kernel::micro_kernel ? packed : 0);
+    return worker_count() * per_worker + (resolve_kernel(tiling.kernel, s.d_head) == Kernel::micro_kernel ? packed : 0);
 }
 
 void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<const float> k, Strided<const float> v,
                      Strided<float> out, float scale, const AttentionOptions& options, const Tiling& tiling,
                      float* lse) {
-    const Kernel kernel = resolve(tiling, s.d_head);
+    const Kernel kernel = resolve_kernel(tiling.kernel, s.d_head);
     const std::size_t rows = rows_per_tile(s, tiling);
     std::vector<TileScratch> scratch(worker_count());
     const std::size_t per_head = packed_head_floats(s);

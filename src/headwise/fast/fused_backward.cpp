@@ -25,11 +25,6 @@ struct HeadView {
     float* dv_at(std::size_t j) const { return dv + (j - dkv_from) * dv_row; }
 };
 
-// Rows [0, n) of x, width floats each, into dst (rows dst_row apart).
-void copy_rows(const float* x, std::size_t x_row, std::size_t n, std::size_t width, float* dst, std::size_t dst_row) {
-    for (std::size_t r = 0; r < n; ++r) std::copy(x + r * x_row, x + r * x_row + width, dst + r * dst_row);
-}
-
 // Which gradients a pair of (query tile, key block) adds to.
 enum Wants : unsigned { want_dq = 1, want_dkv = 2 };
 
@@ -268,37 +263,67 @@ BackwardSizes sizes_of(const AttentionShape& s, const BackwardTiling& tiling) {
     return {micro, rows, keys, tile_rows, tile_keys, micro && whole ? s.nq : tile_rows, micro && whole};
 }
 
-// Each core's tiles at their largest from the start (grown pair by pair, a vector would hold its old
-// and new blocks at once): P and dP; for the micro-kernels also P^T, dS^T, K^T and V^T.
+// Floats of each of one core's buffers: P and dP; for the micro-kernels also P^T and dS^T, the key
+// block's K^T, V^T and K, q and d_out; with the whole head packed, dk, dv and dq too.
+struct ScratchFloats {
+    std::size_t tile = 0, transposed = 0, block = 0, queries = 0, sums = 0;
+
+    ScratchFloats(const AttentionShape& s, const BackwardSizes& z) : tile(z.tile_rows * z.tile_keys) {
+        if (!z.micro) return;
+        transposed = z.tile_keys * ((z.tile_rows + 15) / 16 * 16);
+        block = z.tile_keys * s.d_head;
+        queries = z.query_rows * s.d_head;
+        sums = z.whole_head ? block : 0;
+    }
+    // P, dP; P^T, dS^T; K^T, V^T, K; q, d_out; dk, dv, dq.
+    std::size_t total() const {
+        return 2 * tile + 2 * transposed + 3 * block + 2 * queries + 2 * sums + (sums ? queries : 0);
+    }
+};
+
+// Each core's buffers at their largest from the start (grown pair by pair, a vector would hold its
+// old and new blocks at once).
 std::vector<BackwardScratch> scratch_for(const AttentionShape& s, const BackwardSizes& z) {
+    const ScratchFloats f(s, z);
     std::vector<BackwardScratch> scratch(worker_count());
     for (BackwardScratch& w : scratch) {
-        w.p.resize(z.tile_rows * z.tile_keys);
-        w.dp.resize(w.p.size());
-        if (!z.micro) continue;
-        w.pt.resize(z.tile_keys * ((z.tile_rows + 15) / 16 * 16));
-        w.dst.resize(w.pt.size());
-        w.kt.resize(z.tile_keys * s.d_head);
-        w.vt.resize(w.kt.size());
-        w.kc.resize(w.kt.size());
-        w.qc.resize(z.query_rows * s.d_head);
-        w.oc.resize(w.qc.size());
-        if (!z.whole_head) continue;
-        w.dk_block.resize(z.tile_keys * s.d_head);
-        w.dv_block.resize(w.dk_block.size());
-        w.dq_head.resize(w.qc.size());
+        w.p.resize(f.tile), w.dp.resize(f.tile);
+        w.pt.resize(f.transposed), w.dst.resize(f.transposed);
+        w.kt.resize(f.block), w.vt.resize(f.block), w.kc.resize(f.block);
+        w.qc.resize(f.queries), w.oc.resize(f.queries);
+        w.dk_block.resize(f.sums), w.dv_block.resize(f.sums), w.dq_head.resize(f.sums ? f.queries : 0);
     }
     return scratch;
+}
+
+// One head, one core: every pair of its query tiles and key blocks. With the whole head packed the
+// pairs add into the scratch (a key block's dk and dv, the head's dq), written out once.
+void backward_head(const AttentionShape& s, const BackwardSizes& z, const AttentionOptions& options, const HeadView& h,
+                   PairRun& pair, BackwardScratch& w) {
+    HeadView sums = z.whole_head ? in_scratch(h, s.d_head, w) : h;  // where the pairs add
+    zero_rows(sums.dq, s.nq, sums.dq_row, s.d_head);
+    if (!z.whole_head) zero_rows(h.dk, s.nk, h.dk_row, s.d_head), zero_rows(h.dv, s.nk, h.dv_row, s.d_head);
+    for (std::size_t j0 = 0; j0 < s.nk; j0 += z.keys) {
+        const std::size_t j1 = std::min(s.nk, j0 + z.keys);
+        if (z.whole_head) {  // this block's dk and dv from row 0 of the scratch
+            sums.dkv_from = j0;
+            zero_rows(sums.dk, j1 - j0, s.d_head, s.d_head), zero_rows(sums.dv, j1 - j0, s.d_head, s.d_head);
+        }
+        for (std::size_t i0 = options.causal ? j0 / z.rows * z.rows : 0; i0 < s.nq; i0 += z.rows)
+            if (visible(options, std::min(s.nq, i0 + z.rows), j0))
+                pair.run(sums, i0, std::min(s.nq, i0 + z.rows), j0, j1, want_dq | want_dkv);
+        if (z.whole_head) {
+            copy_rows(sums.dk, s.d_head, j1 - j0, s.d_head, h.dk_at(j0), h.dk_row);
+            copy_rows(sums.dv, s.d_head, j1 - j0, s.d_head, h.dv_at(j0), h.dv_row);
+        }
+    }
+    if (z.whole_head) copy_rows(sums.dq, s.d_head, s.nq, s.d_head, h.dq, h.dq_row);
 }
 
 }  // namespace
 
 std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, const BackwardTiling& tiling) {
-    const BackwardSizes z = sizes_of(s, tiling);
-    std::size_t per_core = 2 * z.tile_rows * z.tile_keys;
-    if (z.micro)
-        per_core += 2 * z.tile_keys * ((z.tile_rows + 15) / 16 * 16) + (3 * z.tile_keys + 2 * z.query_rows) * s.d_head;
-    if (z.whole_head) per_core += (2 * z.tile_keys + z.query_rows) * s.d_head;
+    const std::size_t per_core = ScratchFloats(s, sizes_of(s, tiling)).total();
     const std::size_t d = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;
     return (per_core * worker_count() + d) * sizeof(float);
 }
@@ -315,26 +340,8 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
             BackwardScratch& w = scratch[worker];
             w.d.resize(s.nq);
             row_dots(s, bh, out, d_out, w.d.data());
-            const HeadView h = head_view(s, bh, q, k, v, d_out, lse, w.d.data(), dq, dk, dv);
-            HeadView sums = z.whole_head ? in_scratch(h, s.d_head, w) : h;  // where the pairs add
-            zero_rows(sums.dq, s.nq, sums.dq_row, s.d_head);
-            if (!z.whole_head) zero_rows(h.dk, s.nk, h.dk_row, s.d_head), zero_rows(h.dv, s.nk, h.dv_row, s.d_head);
             PairRun pair(s, bh / s.heads, scale, options, z.micro, w);
-            for (std::size_t j0 = 0; j0 < s.nk; j0 += keys) {
-                const std::size_t j1 = std::min(s.nk, j0 + keys);
-                if (z.whole_head) {  // this block's dk and dv from row 0 of the scratch
-                    sums.dkv_from = j0;
-                    zero_rows(sums.dk, j1 - j0, s.d_head, s.d_head), zero_rows(sums.dv, j1 - j0, s.d_head, s.d_head);
-                }
-                for (std::size_t i0 = options.causal ? j0 / rows * rows : 0; i0 < s.nq; i0 += rows)
-                    if (visible(options, std::min(s.nq, i0 + rows), j0))
-                        pair.run(sums, i0, std::min(s.nq, i0 + rows), j0, j1, want_dq | want_dkv);
-                if (z.whole_head) {
-                    copy_rows(sums.dk, s.d_head, j1 - j0, s.d_head, h.dk_at(j0), h.dk_row);
-                    copy_rows(sums.dv, s.d_head, j1 - j0, s.d_head, h.dv_at(j0), h.dv_row);
-                }
-            }
-            if (z.whole_head) copy_rows(sums.dq, s.d_head, s.nq, s.d_head, h.dq, h.dq_row);
+            backward_head(s, z, options, head_view(s, bh, q, k, v, d_out, lse, w.d.data(), dq, dk, dv), pair, w);
         });
         return;
     }

@@ -7,6 +7,7 @@
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/fused_workspace.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 
@@ -23,6 +24,12 @@ struct Tile {
 template <class T>
 T* row_at(Strided<T> x, std::size_t b, std::size_t h, std::size_t i) {
     return x.data + b * x.batch + h * x.head + i * x.row;
+}
+
+// Rows [0, n) of x (x_row apart), width floats each, into dst (rows dst_row apart).
+inline void copy_rows(const float* x, std::size_t x_row, std::size_t n, std::size_t width, float* dst,
+                      std::size_t dst_row) {
+    for (std::size_t r = 0; r < n; ++r) std::copy(x + r * x_row, x + r * x_row + width, dst + r * dst_row);
 }
 
 // Scores of query i (batch entry b) against keys [j0, j1), in row[0, j1 - j0): those the options
