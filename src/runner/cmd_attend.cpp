@@ -279,14 +279,22 @@ void load_parameters(const AttendArgs& a, Problem& p) {
     }
 }
 
-GroupedQueryAttention as_grouped(const Problem& p) {
-    return {p.heads, p.kv_heads, p.mha.in_proj_weight, p.mha.in_proj_bias, p.mha.out_proj_weight, p.mha.out_proj_bias};
+// The weights as the grouped module, moved out of p.mha: p.mha is empty from here on. (A copy would
+// cost 4 MiB of fresh pages at d_model = 512, and a one-shot process pays for every page it touches.)
+GroupedQueryAttention take_grouped(Problem& p) {
+    MultiHeadAttention& m = p.mha;
+    return {p.heads,
+            p.kv_heads,
+            std::move(m.in_proj_weight),
+            std::move(m.in_proj_bias),
+            std::move(m.out_proj_weight),
+            std::move(m.out_proj_bias)};
 }
 
 // Memory for what is really allocated: the forward's scratch (with --weights, the
-// (B, H, N_q, N_k) weights; without, a bounded workspace and nothing of size N_q x N_k), the
-// output, and with --grads the backward's tape and gradients. Files are written straight from the
-// tensors (npy::stage): no second copy.
+// (B, H, N_q, N_k) weights; without, a bounded workspace and nothing of size N_q x N_k) and the
+// output (with --grads, check_backward_memory adds the backward's). Files are written straight
+// from the tensors (npy::stage): no second copy.
 void check_memory(const AttendArgs& a, const Problem& p) {
     const std::size_t output_bytes = cli::checked_product({p.batch, p.n_q, p.d_model, sizeof(float)}, "output");
     if (!a.weights.empty()) {
@@ -305,11 +313,14 @@ void check_memory(const AttendArgs& a, const Problem& p) {
         cli::require_memory(cli::checked_product({p.heads, p.n_q, p.n_k, sizeof(float)}, "ALiBi bias") + output_bytes,
                             fmt::format("the ALiBi bias (H, N_q, N_k) = ({}, {}, {})", p.heads, p.n_q, p.n_k));
     }
-    if (p.grad_output) {
-        cli::require_memory(
-            layer_backward_bytes(as_grouped(p), p.batch, p.n_q, p.n_k, p.self_attention, a.alibi) + output_bytes,
-            fmt::format("the backward (B, N_q, N_k, d_model) = ({}, {}, {}, {})", p.batch, p.n_q, p.n_k, p.d_model));
-    }
+}
+
+// With --grads: the backward's tape, gradients and temporaries.
+void check_backward_memory(const Problem& p, const GroupedQueryAttention& gqa) {
+    const std::size_t output_bytes = cli::checked_product({p.batch, p.n_q, p.d_model, sizeof(float)}, "output");
+    cli::require_memory(
+        layer_backward_bytes(gqa, p.batch, p.n_q, p.n_k, p.self_attention, p.positions.alibi) + output_bytes,
+        fmt::format("the backward (B, N_q, N_k, d_model) = ({}, {}, {}, {})", p.batch, p.n_q, p.n_k, p.d_model));
 }
 
 // --grads DIR must be a directory, and none of its gradient files may be one of the inputs.
@@ -339,8 +350,8 @@ void check_grads_dir(const AttendArgs& a) {
 Tensor3 run_forward(const Problem& p, const std::optional<GroupedQueryAttention>& gqa, Tensor4* weights) {
     if (p.with_positions())
         return forward_with_positions(*gqa, p.query, p.key(), p.value(), p.positions, p.options, weights);
-    if (p.grouped) return gqa->forward(p.query, p.key(), p.value(), p.options, weights);
-    return p.mha.forward(p.query, p.key(), p.value(), p.options, weights);  // (B, N_q, d_model)
+    if (gqa) return gqa->forward(p.query, p.key(), p.value(), p.options, weights);  // p.mha's weights are in gqa
+    return p.mha.forward(p.query, p.key(), p.value(), p.options, weights);          // (B, N_q, d_model)
 }
 
 // --weights, as asked: (B, H, N_q, N_k), or averaged over heads (B, N_q, N_k). Returns its line.
@@ -443,13 +454,13 @@ int attend(const AttendArgs& a) {
     load_inputs(a, p);
     load_parameters(a, p);
     check_memory(a, p);
+    if (!p.grouped) require_no_overflow(p.query, p.key(), p.value(), p.mha);
 
     std::optional<GroupedQueryAttention> gqa;  // the same weights, read with H_kv key/value heads
-    if (p.grouped || p.with_positions() || p.grad_output) gqa = as_grouped(p);
+    if (p.grouped || p.with_positions() || p.grad_output) gqa = take_grouped(p);
+    if (p.grad_output) check_backward_memory(p, *gqa);
     if (p.grouped)
         require_no_overflow(p.query, p.key(), p.value(), gqa->with_repeated_kv());  // the equal MHA bounds GQA
-    else
-        require_no_overflow(p.query, p.key(), p.value(), p.mha);  // (a ?: between the two would copy mha's weights)
 
     Tensor4 weights;  // (B, H, N_q, N_k), only with --weights
     std::optional<LayerGrads> grads;

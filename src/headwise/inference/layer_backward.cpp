@@ -215,9 +215,10 @@ void fused_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_head
 }
 
 // Through the projections, one path at a time: dW[r0 .. r0 + width) = dy^T . x, db = the column
-// sums of dy, and d_x = dy . W[r0 .. r0 + width) (each input has one path).
+// sums of dy, and d_x = dy . W[r0 .. r0 + width) (each input has one path). The query's d_x is
+// written into `spare`, a dead (B, N_q, d_model) buffer whose pages are already touched.
 void projection_grads(const GroupedQueryAttention& m, const std::vector<Path>& paths, const std::vector<Tensor3>& dy,
-                      LayerGrads& g) {
+                      Tensor3&& spare, LayerGrads& g) {
     const std::size_t d = m.d_model();
     Tensor3* dx[] = {&g.query, &g.key, &g.value};
     for (const Path& p : paths) {
@@ -231,7 +232,7 @@ void projection_grads(const GroupedQueryAttention& m, const std::vector<Path>& p
             std::copy(db.begin(), db.end(), g.in_proj_bias.begin() + p.r0);
         }
         Tensor3& d_input = *dx[p.slot];
-        d_input = fresh(x.shape()[0], x.shape()[1], d);
+        d_input = p.slot == 0 ? std::move(spare) : fresh(x.shape()[0], x.shape()[1], d);
         detail::gemm_rows(false, false, rows, d, p.width, dy_p, p.width, m.in_proj_weight.data() + p.r0 * d, d, 0.0f,
                           d_input.data(), d);
     }
@@ -306,22 +307,19 @@ LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, 
     const std::vector<Path> paths = paths_of(s, query, key, value, tape.self_attention);
     std::vector<Tensor3> d_projected(paths.size());
     for (const Path& p : paths) d_projected[p.slot] = fresh(p.x->shape()[0], p.x->shape()[1], p.width);
-    {
-        Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
-        detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(),
-                          d);
-        if (positions.alibi)
-            alibi_backward(s, tape, d_heads, options, d_projected);
-        else
-            fused_backward(s, tape, d_heads, options, d_projected);
-    }
+    Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
+    detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
+    if (positions.alibi)
+        alibi_backward(s, tape, d_heads, options, d_projected);
+    else
+        fused_backward(s, tape, d_heads, options, d_projected);
     if (positions.rope) {
         rope(block(d_projected, s, 0), s.heads, s.d_head, positions, true);
         rope(block(d_projected, s, 1), s.kv_heads, s.d_head, positions, true);
     }
     // Through the projections: W_in's rows, its bias, and the inputs (self-attention: one path, so
     // d_x is the three paths' sum by construction).
-    projection_grads(m, paths, d_projected, g);
+    projection_grads(m, paths, d_projected, std::move(d_heads), g);  // d_heads is dead: d_query takes its pages
     return g;
 }
 
@@ -329,10 +327,10 @@ std::size_t layer_backward_bytes(const GroupedQueryAttention& m, std::size_t bat
                                  bool self_attention, bool alibi) {
     const std::size_t d = m.d_model(), kvw = m.kv_width(), g = m.group();
     const std::size_t q_sized = batch * nq * d, kv_sized = batch * nk * kvw, inputs = batch * nk * d;
-    // Tape: q, heads, k, v and the lse; gradients: the inputs' and the parameters'; temporaries:
-    // d_heads, dq, dk, dv and the later group members' dk, dv.
+    // Tape: q, heads, k, v and the lse; gradients: the inputs' (the query's in d_heads' buffer) and
+    // the parameters'; temporaries: d_heads, dq, dk, dv and the later group members' dk, dv.
     std::size_t floats = 2 * q_sized + 2 * kv_sized + batch * m.heads * nq;
-    floats += q_sized + (self_attention ? 0 : 2 * inputs) + m.in_proj_weight.size() + m.in_proj_bias.size() +
+    floats += (self_attention ? 0 : 2 * inputs) + m.in_proj_weight.size() + m.in_proj_bias.size() +
               m.out_proj_weight.size() + m.out_proj_bias.size();
     floats += 2 * q_sized + 2 * kv_sized + (g > 1 ? 2 * kv_sized : 0);
     std::size_t bytes = floats * sizeof(float);
