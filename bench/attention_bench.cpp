@@ -31,6 +31,7 @@
 #include <ctime>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace headwise;
@@ -127,7 +128,7 @@ void BM_mha_backward(benchmark::State& state) {
     for (auto _ : state) {
         LayerTape tape;
         Tensor3 y = layer_forward(m, x, x, x, {}, o, tape);
-        LayerGrads g = layer_backward(m, x, x, x, {}, o, tape, d_y);
+        LayerGrads g = layer_backward(m, x, x, x, {}, o, std::move(tape), d_y);
         benchmark::DoNotOptimize(y.data());
         benchmark::DoNotOptimize(g.query.data());
     }

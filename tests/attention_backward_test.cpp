@@ -16,6 +16,7 @@
 #include <new>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace headwise;
@@ -233,8 +234,10 @@ TEST_CASE("attention backward: a d_out that is not the output's shape is refused
 
 namespace {
 
-// The fused backward on (b, h, n, d) tensors, its lse from the fused forward, against the reference.
-void check_fast_against_reference(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
+// The fused backward on (b, h, n, d) tensors, its lse from the fused forward, against the reference;
+// where backward_writes_in_place, again with dq, dk, dv in q's, k's and v's storage, to the same
+// bits. Returns whether it wrote in place.
+bool check_fast_against_reference(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
     const auto [q, k, v, d_out] = Inputs(c, seed);
     const AttentionGrads want = attention_backward_reference(q, k, v, d_out, c.options);
     auto view = [&](auto* data, std::size_t n) {
@@ -256,6 +259,16 @@ void check_fast_against_reference(const Case& c, const detail::BackwardTiling& t
     CHECK(relative_error(dq, as_doubles(want.dq)) < 1e-4);
     CHECK(relative_error(dk, as_doubles(want.dk)) < 1e-4);
     CHECK(relative_error(dv, as_doubles(want.dv)) < 1e-4);
+    if (!detail::backward_writes_in_place(shape, tiling)) return false;
+    Tensor4 q_dq = q, k_dk = k, v_dv = v;  // each the input, then its gradient
+    detail::fused_attention_backward(
+        shape, view(std::as_const(q_dq).data(), c.nq), view(std::as_const(k_dk).data(), c.nk),
+        view(std::as_const(v_dv).data(), c.nk), view(o.data(), c.nq), view(d_out.data(), c.nq), lse.data(),
+        view(q_dq.data(), c.nq), view(k_dk.data(), c.nk), view(v_dv.data(), c.nk), scale, c.options, tiling);
+    CHECK((q_dq == dq));  // the same bits: (( )) keeps Catch from taking the tensors apart
+    CHECK((k_dk == dk));
+    CHECK((v_dv == dv));
+    return true;
 }
 
 }  // namespace
@@ -279,28 +292,31 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     using detail::Kernel;
     // BLAS calls on any d_head; the micro-kernels (d_head a multiple of 16, on a CPU with AVX-512;
     // elsewhere they fall back to BLAS) with blocks of 32 keys, and with 128.
+    std::size_t in_place = 0;  // cases also run with the gradients over their inputs
     for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel})
         for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
             INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
                           << (kernel == Kernel::blas ? "blas" : "micro_kernel"));
             const detail::BackwardTiling small{8, 5, split, kernel};
-            check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
-            check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);
-            check_fast_against_reference({2, 3, 37, 29, 8, causal}, small, 23);  // N_q > N_k
-            check_fast_against_reference({2, 3, 37, 29, 16, causal}, small, 23);
-            check_fast_against_reference({2, 2, 29, 37, 8, padded}, small, 24);
-            check_fast_against_reference({2, 2, 29, 37, 32, padded}, small, 24);
-            check_fast_against_reference({2, 2, 29, 37, 16, empty}, small, 31);
-            check_fast_against_reference({1, 2, 29, 37, 8, masked}, small, 25);
-            check_fast_against_reference({1, 2, 29, 37, 16, masked}, small, 25);
-            check_fast_against_reference({2, 2, 1, 1, 8, causal}, small, 26);
-            check_fast_against_reference({2, 2, 1, 1, 16, causal}, small, 26);
-            check_fast_against_reference({1, 2, 300, 300, 32, causal}, {128, 128, split, kernel}, 27);
-            check_fast_against_reference({2, 2, 100, 37, 64, padded}, {40, 20, split, kernel}, 28);
-            check_fast_against_reference({2, 1, 130, 130, 48, {}}, {64, 64, split, kernel}, 29);
+            in_place += check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
+            in_place += check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);
+            in_place += check_fast_against_reference({2, 3, 37, 29, 8, causal}, small, 23);  // N_q > N_k
+            in_place += check_fast_against_reference({2, 3, 37, 29, 16, causal}, small, 23);
+            in_place += check_fast_against_reference({2, 2, 29, 37, 8, padded}, small, 24);
+            in_place += check_fast_against_reference({2, 2, 29, 37, 32, padded}, small, 24);
+            in_place += check_fast_against_reference({2, 2, 29, 37, 16, empty}, small, 31);
+            in_place += check_fast_against_reference({1, 2, 29, 37, 8, masked}, small, 25);
+            in_place += check_fast_against_reference({1, 2, 29, 37, 16, masked}, small, 25);
+            in_place += check_fast_against_reference({2, 2, 1, 1, 8, causal}, small, 26);
+            in_place += check_fast_against_reference({2, 2, 1, 1, 16, causal}, small, 26);
+            in_place += check_fast_against_reference({1, 2, 300, 300, 32, causal}, {128, 128, split, kernel}, 27);
+            in_place += check_fast_against_reference({2, 2, 100, 37, 64, padded}, {40, 20, split, kernel}, 28);
+            in_place += check_fast_against_reference({2, 1, 130, 130, 48, {}}, {64, 64, split, kernel}, 29);
             // N_q * d_head past what a core packs whole: q and d_out a tile at a time
-            check_fast_against_reference({1, 2, 1100, 40, 64, causal}, {128, 32, split, kernel}, 30);
+            in_place += check_fast_against_reference({1, 2, 1100, 40, 64, causal}, {128, 32, split, kernel}, 30);
         }
+    // Where the micro-kernels run, a head per core writes in place: the cases above cover it.
+    if (detail::resolve_kernel(Kernel::micro_kernel, 16) == Kernel::micro_kernel) CHECK(in_place > 0);
 }
 
 TEST_CASE("attention backward: the fused backward's scratch is what it allocates, and bounded at long context",

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <utility>
 
 using namespace headwise;
 
@@ -75,8 +76,8 @@ TEST_CASE("layer backward: every gradient matches PyTorch's float64 autograd wit
         LayerTape tape;
         const Tensor3 y = layer_forward(m, query, key, value, positions, options, tape);
         CHECK(relative_error(y, npy::read(folder + "grads/output.npy").values) < 1e-5);
-        const LayerGrads g =
-            layer_backward(m, query, key, value, positions, options, tape, load<3>(folder + "grad_output.npy"));
+        const LayerGrads g = layer_backward(m, query, key, value, positions, options, std::move(tape),
+                                            load<3>(folder + "grad_output.npy"));
         auto check = [&](const std::string& grad, const auto& got) {
             INFO(grad);
             CHECK(relative_error(got, npy::read(folder + "grads/" + grad + ".npy").values) < 1e-4);
@@ -108,6 +109,6 @@ TEST_CASE("layer backward: a d_y that is not the output's shape is refused, nami
     LayerTape tape;
     layer_forward(m, x, x, x, {}, {}, tape);
     const Tensor3 wrong = xt::ones<float>({1, 4, 8});
-    CHECK_THROWS_WITH(layer_backward(m, x, x, x, {}, {}, tape, wrong),
+    CHECK_THROWS_WITH(layer_backward(m, x, x, x, {}, {}, std::move(tape), wrong),
                       Catch::Contains("(1, 3, 8)") && Catch::Contains("(1, 4, 8)"));
 }

@@ -468,7 +468,8 @@ int attend(const AttendArgs& a) {
     if (p.grad_output) {  // the forward keeps its tape, and the backward follows
         LayerTape tape;
         output = layer_forward(*gqa, p.query, p.key(), p.value(), p.positions, p.options, tape);
-        grads = layer_backward(*gqa, p.query, p.key(), p.value(), p.positions, p.options, tape, *p.grad_output);
+        grads =
+            layer_backward(*gqa, p.query, p.key(), p.value(), p.positions, p.options, std::move(tape), *p.grad_output);
         if (!a.weights.empty()) run_forward(p, gqa, &weights);
     } else {
         output = run_forward(p, gqa, a.weights.empty() ? nullptr : &weights);

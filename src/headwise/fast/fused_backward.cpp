@@ -322,6 +322,10 @@ void backward_head(const AttentionShape& s, const BackwardSizes& z, const Attent
 
 }  // namespace
 
+bool backward_writes_in_place(const AttentionShape& s, const BackwardTiling& tiling) {
+    return sizes_of(s, tiling).whole_head;  // backward_head: q packed whole, k and v block by block
+}
+
 std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, const BackwardTiling& tiling) {
     const std::size_t per_core = ScratchFloats(s, sizes_of(s, tiling)).total();
     const std::size_t d = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;

@@ -42,11 +42,17 @@ struct BackwardTiling {
 
 // The gradients of out = softmax(scale q . k^T + masks) v, given d_out. lse (B, H, N_q), C order,
 // is the forward's log-sum-exp of each row (-inf where the row saw no key: its gradients are 0).
-// dq, dk and dv are overwritten; they must not overlap the inputs.
+// dq, dk and dv are overwritten; they must not overlap the inputs, except where
+// backward_writes_in_place says they may be q, k and v themselves.
 void fused_attention_backward(const AttentionShape& shape, Strided<const float> q, Strided<const float> k,
                               Strided<const float> v, Strided<const float> out, Strided<const float> d_out,
                               const float* lse, Strided<float> dq, Strided<float> dk, Strided<float> dv, float scale,
                               const AttentionOptions& options, const BackwardTiling& tiling = {});
+
+// True when dq, dk and dv may be exactly q, k and v (the same storage, the same strides): each core
+// then packs a whole head's q and a key block's k and v before it writes any of their gradients,
+// and writes nothing of another head's. (An activation-sized buffer the process need not touch.)
+bool backward_writes_in_place(const AttentionShape& shape, const BackwardTiling& tiling = {});
 
 // Bytes fused_attention_backward allocates, whatever N is: two tiles of (rows, keys) per core and
 // the rows' D (one head's per core, or every head's when the heads are fewer than the cores).

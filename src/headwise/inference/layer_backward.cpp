@@ -189,7 +189,7 @@ void alibi_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_head
 }
 
 // The fused backward, once per member of each query group; the later members' dk, dv are added to
-// the first's.
+// the first's. `grads` may be tape.projected itself where backward_writes_in_place (one member).
 void fused_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_heads, const AttentionOptions& options,
                     std::vector<Tensor3>& grads) {
     const Columns<const float> q = block(tape.projected, s, 0), k = block(tape.projected, s, 1),
@@ -282,7 +282,7 @@ Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, cons
 
 LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key,
                           const Tensor3& value, const PositionEncoding& positions, const AttentionOptions& options,
-                          const LayerTape& tape, const Tensor3& d_y) {
+                          LayerTape&& tape, const Tensor3& d_y) {
     const Sizes s = sizes_of(m, query, key, value);
     const std::size_t d = s.d_model, kvw = s.kv_width(), rows_q = s.batch * s.nq;
     if (d_y.shape()[0] != s.batch || d_y.shape()[1] != s.nq || d_y.shape()[2] != d)
@@ -305,14 +305,17 @@ LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, 
     if (m.out_proj_bias.size() != 0) g.out_proj_bias = column_sums(d_y.data(), rows_q, d);
     // Through the attention into dq, dk, dv (laid out as the tape's q, k, v), then RoPE back.
     const std::vector<Path> paths = paths_of(s, query, key, value, tape.self_attention);
+    const bool in_place = !positions.alibi && s.group() == 1 && detail::backward_writes_in_place(s.per_member());
     std::vector<Tensor3> d_projected(paths.size());
-    for (const Path& p : paths) d_projected[p.slot] = fresh(p.x->shape()[0], p.x->shape()[1], p.width);
+    if (!in_place)
+        for (const Path& p : paths) d_projected[p.slot] = fresh(p.x->shape()[0], p.x->shape()[1], p.width);
     Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
     detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
     if (positions.alibi)
         alibi_backward(s, tape, d_heads, options, d_projected);
     else
-        fused_backward(s, tape, d_heads, options, d_projected);
+        fused_backward(s, tape, d_heads, options, in_place ? tape.projected : d_projected);
+    if (in_place) d_projected = std::move(tape.projected);  // q, k, v are dq, dk, dv now
     if (positions.rope) {
         rope(block(d_projected, s, 0), s.heads, s.d_head, positions, true);
         rope(block(d_projected, s, 1), s.kv_heads, s.d_head, positions, true);
