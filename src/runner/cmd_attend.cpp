@@ -291,35 +291,39 @@ GroupedQueryAttention take_grouped(Problem& p) {
             std::move(m.out_proj_bias)};
 }
 
+// The output (B, N_q, d_model), in bytes.
+std::size_t output_bytes(const Problem& p) {
+    return cli::checked_product({p.batch, p.n_q, p.d_model, sizeof(float)}, "output");
+}
+
 // Memory for what is really allocated: the forward's scratch (with --weights, the
 // (B, H, N_q, N_k) weights; without, a bounded workspace and nothing of size N_q x N_k) and the
 // output (with --grads, check_backward_memory adds the backward's). Files are written straight
 // from the tensors (npy::stage): no second copy.
 void check_memory(const AttendArgs& a, const Problem& p) {
-    const std::size_t output_bytes = cli::checked_product({p.batch, p.n_q, p.d_model, sizeof(float)}, "output");
+    const std::size_t output = output_bytes(p);
     if (!a.weights.empty()) {
         const std::size_t weight_count =
             cli::checked_product({p.batch, p.heads, p.n_q, p.n_k}, "attention weights (B, H, N_q, N_k)");
         cli::require_memory(
             cli::checked_product({weight_count, sizeof(float)}, "attention weights") +
-                p.mha.forward_scratch_bytes(p.batch, p.n_q, p.n_k, true) + output_bytes,
+                p.mha.forward_scratch_bytes(p.batch, p.n_q, p.n_k, true) + output,
             fmt::format("attention weights (B, H, N_q, N_k) = ({}, {}, {}, {})", p.batch, p.heads, p.n_q, p.n_k));
     } else {
         cli::require_memory(
-            p.mha.forward_scratch_bytes(p.batch, p.n_q, p.n_k, false) + output_bytes,
+            p.mha.forward_scratch_bytes(p.batch, p.n_q, p.n_k, false) + output,
             fmt::format("attention (B, N_q, N_k, d_model) = ({}, {}, {}, {})", p.batch, p.n_q, p.n_k, p.d_model));
     }
     if (a.alibi) {  // the (H, N_q, N_k) bias
-        cli::require_memory(cli::checked_product({p.heads, p.n_q, p.n_k, sizeof(float)}, "ALiBi bias") + output_bytes,
+        cli::require_memory(cli::checked_product({p.heads, p.n_q, p.n_k, sizeof(float)}, "ALiBi bias") + output,
                             fmt::format("the ALiBi bias (H, N_q, N_k) = ({}, {}, {})", p.heads, p.n_q, p.n_k));
     }
 }
 
 // With --grads: the backward's tape, gradients and temporaries.
 void check_backward_memory(const Problem& p, const GroupedQueryAttention& gqa) {
-    const std::size_t output_bytes = cli::checked_product({p.batch, p.n_q, p.d_model, sizeof(float)}, "output");
     cli::require_memory(
-        layer_backward_bytes(gqa, p.batch, p.n_q, p.n_k, p.self_attention, p.positions.alibi) + output_bytes,
+        layer_backward_bytes(gqa, p.batch, p.n_q, p.n_k, p.self_attention, p.positions.alibi) + output_bytes(p),
         fmt::format("the backward (B, N_q, N_k, d_model) = ({}, {}, {}, {})", p.batch, p.n_q, p.n_k, p.d_model));
 }
 

@@ -54,8 +54,10 @@ void fused_attention_backward(const AttentionShape& shape, Strided<const float> 
 // and writes nothing of another head's. (An activation-sized buffer the process need not touch.)
 bool backward_writes_in_place(const AttentionShape& shape, const BackwardTiling& tiling = {});
 
-// Bytes fused_attention_backward allocates, whatever N is: two tiles of (rows, keys) per core and
-// the rows' D (one head's per core, or every head's when the heads are fewer than the cores).
+// Bytes fused_attention_backward allocates, whatever N is: each core's tiles (P and dP; with the
+// micro-kernels also their transposes, a key block's packed K and V, the packed q and d_out, and with
+// a whole head per core its dq, dk and dv sums) and the rows' D (one head's per core, or every
+// head's when the heads are fewer than the cores).
 std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& shape, const BackwardTiling& tiling = {});
 
 }  // namespace headwise::detail
