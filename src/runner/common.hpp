@@ -66,5 +66,6 @@ void add_grade_command(CLI::App& app, Action& action);
 void add_figures_command(CLI::App& app, Action& action);
 void add_heads_command(CLI::App& app, Action& action);
 void add_train_command(CLI::App& app, Action& action);
+void add_generate_command(CLI::App& app, Action& action);
 
 }  // namespace headwise::runner

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     add_figures_command(app, action);
     add_heads_command(app, action);
     add_train_command(app, action);
+    add_generate_command(app, action);
 
     // A mistyped command: CLI11 would only say "A subcommand is required"; name it and the valid ones.
     if (argc > 1 && argv[1][0] != '-') {

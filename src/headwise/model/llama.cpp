@@ -1,0 +1,518 @@
+#include "headwise/model/llama.hpp"
+
+#include "headwise/base/cli.hpp"
+#include "headwise/fast/blas.hpp"
+#include "headwise/fast/fused_attention.hpp"
+#include "headwise/fast/parallel.hpp"
+#include "headwise/fast/team.hpp"
+#include "headwise/model/quant.hpp"
+#include "headwise/model/quant_dot.hpp"
+#include "headwise/reference/positions.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+namespace headwise::llama {
+
+// ---------------------------------------------------------------------------------------------
+// The file: config, tensors, tokenizer.
+
+namespace {
+
+std::size_t size_key(const gguf::File& file, std::string_view key) {
+    const std::uint64_t value = file.get_uint(key);
+    if (value == 0 || value > (std::uint64_t{1} << 24))
+        throw usage_error(fmt::format("{}: {} = {} is not a size a decoder can have", file.path().string(), key, value));
+    return static_cast<std::size_t>(value);
+}
+
+const gguf::TensorInfo& tensor_of_shape(const gguf::File& file, const std::string& name,
+                                        std::vector<std::size_t> shape) {
+    const gguf::TensorInfo& t = file.tensor(name);
+    if (t.shape != shape) {
+        auto text = [](const std::vector<std::size_t>& s) { return fmt::format("({})", fmt::join(s, ", ")); };
+        throw usage_error(fmt::format("{}: tensor {} is {}, where the config makes it {}", file.path().string(), name,
+                                      text(t.shape), text(shape)));
+    }
+    return t;
+}
+
+// Matrices must be in a type the fast path multiplies on its blocks; norms in float32.
+void require_type(const gguf::File& file, const gguf::TensorInfo& t, std::initializer_list<gguf::Type> types) {
+    for (gguf::Type type : types)
+        if (t.type == type) return;
+    throw usage_error(fmt::format("{}: tensor {} is {}, which lesson 12's decoder does not multiply",
+                                  file.path().string(), t.name, gguf::to_string(t.type)));
+}
+
+}  // namespace
+
+Config Config::from(const gguf::File& file) {
+    const std::string arch = file.get_string("general.architecture");
+    if (arch != "llama")
+        throw usage_error(fmt::format("{}: general.architecture is '{}', not 'llama'", file.path().string(), arch));
+    Config c;
+    c.layers = size_key(file, "llama.block_count");
+    c.d_model = size_key(file, "llama.embedding_length");
+    c.heads = size_key(file, "llama.attention.head_count");
+    c.kv_heads = size_key(file, "llama.attention.head_count_kv");
+    c.d_ff = size_key(file, "llama.feed_forward_length");
+    c.context = size_key(file, "llama.context_length");
+    c.vocab = file.get_strings("tokenizer.ggml.tokens").size();
+    c.rope_base = file.get_float("llama.rope.freq_base");
+    c.rms_eps = static_cast<float>(file.get_float("llama.attention.layer_norm_rms_epsilon"));
+    const std::string where = file.path().string();
+    if (c.d_model % c.heads != 0)
+        throw usage_error(fmt::format("{}: d_model {} does not split into {} heads", where, c.d_model, c.heads));
+    c.d_head = c.d_model / c.heads;
+    if (c.heads % c.kv_heads != 0)
+        throw usage_error(fmt::format("{}: {} key/value heads do not divide {} query heads", where, c.kv_heads, c.heads));
+    if (c.d_head % 2 != 0 || c.d_model % quant::block != 0 || c.d_ff % quant::block != 0)
+        throw usage_error(fmt::format("{}: d_head {}, d_model {}, d_ff {}: RoPE needs an even d_head and the blocks a "
+                                      "multiple of 32",
+                                      where, c.d_head, c.d_model, c.d_ff));
+    if (!(c.rope_base > 1.0) || !(c.rms_eps > 0.0f))
+        throw usage_error(fmt::format("{}: rope base {} or RMSNorm eps {} out of range", where, c.rope_base, c.rms_eps));
+    return c;
+}
+
+std::filesystem::path default_model_path() {
+    const char* dir = std::getenv("HEADWISE_DECODER_DIR");
+    std::filesystem::path folder;
+    if (dir != nullptr && *dir != '\0') {
+        folder = dir;
+    } else {
+        const char* cache = std::getenv("XDG_CACHE_HOME");
+        const char* home = std::getenv("HOME");
+        folder = cache != nullptr && *cache != '\0' ? std::filesystem::path(cache)
+                                                     : std::filesystem::path(home != nullptr ? home : ".") / ".cache";
+        folder /= "headwise/models/SmolLM2-135M-Instruct";
+    }
+    return folder / "SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+std::string_view to_string(Path path) { return path == Path::exact ? "exact" : "fast"; }
+
+struct Model::Cache {
+    std::mutex mutex;
+    std::map<const gguf::TensorInfo*, std::vector<float>> tensors;
+};
+
+Model Model::open(const std::filesystem::path& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error))
+        throw usage_error(fmt::format("{}: no such model file; scripts/fetch-model fetches SmolLM2-135M-Instruct (about "
+                                      "98 MB, once), HEADWISE_DECODER_DIR names a folder that already has it",
+                                      path.string()));
+    Model m;
+    m.file_ = std::make_unique<gguf::File>(gguf::File::open(path));
+    const gguf::File& f = *m.file_;
+    m.config_ = Config::from(f);
+    const Config& c = m.config_;
+    m.embedding_ = &tensor_of_shape(f, "token_embd.weight", {c.vocab, c.d_model});
+    require_type(f, *m.embedding_, {gguf::Type::q8_0, gguf::Type::q4_1});
+    m.output_norm_ = &tensor_of_shape(f, "output_norm.weight", {c.d_model});
+    require_type(f, *m.output_norm_, {gguf::Type::f32});
+    if (f.contains("output.weight"))
+        throw usage_error(fmt::format("{}: has its own output.weight; lesson 12's decoder expects it tied to the "
+                                      "token embedding",
+                                      path.string()));
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        const std::string p = fmt::format("blk.{}.", l);
+        Block b{};
+        b.attn_norm = &tensor_of_shape(f, p + "attn_norm.weight", {c.d_model});
+        b.w_q = &tensor_of_shape(f, p + "attn_q.weight", {c.heads * c.d_head, c.d_model});
+        b.w_k = &tensor_of_shape(f, p + "attn_k.weight", {c.kv_width(), c.d_model});
+        b.w_v = &tensor_of_shape(f, p + "attn_v.weight", {c.kv_width(), c.d_model});
+        b.w_o = &tensor_of_shape(f, p + "attn_output.weight", {c.d_model, c.heads * c.d_head});
+        b.ffn_norm = &tensor_of_shape(f, p + "ffn_norm.weight", {c.d_model});
+        b.w_gate = &tensor_of_shape(f, p + "ffn_gate.weight", {c.d_ff, c.d_model});
+        b.w_up = &tensor_of_shape(f, p + "ffn_up.weight", {c.d_ff, c.d_model});
+        b.w_down = &tensor_of_shape(f, p + "ffn_down.weight", {c.d_model, c.d_ff});
+        for (const gguf::TensorInfo* t : {b.attn_norm, b.ffn_norm}) require_type(f, *t, {gguf::Type::f32});
+        for (const gguf::TensorInfo* t : {b.w_q, b.w_k, b.w_v, b.w_o, b.w_gate, b.w_up, b.w_down})
+            require_type(f, *t, {gguf::Type::q4_1, gguf::Type::q8_0});
+        m.blocks_.push_back(b);
+    }
+    static const std::vector<std::int64_t> no_types;
+    m.tokenizer_ = std::make_unique<bpe::Tokenizer>(
+        f.get_strings("tokenizer.ggml.tokens"), f.get_strings("tokenizer.ggml.merges"),
+        f.has("tokenizer.ggml.token_type") ? f.get_ints("tokenizer.ggml.token_type") : no_types);
+    const std::uint64_t eos = f.get_uint("tokenizer.ggml.eos_token_id");
+    if (eos >= c.vocab) throw usage_error(fmt::format("{}: eos token id {} is past the vocabulary", path.string(), eos));
+    m.eos_ = static_cast<std::int32_t>(eos);
+    m.im_end_ = m.tokenizer_->find("<|im_end|>");
+    m.fp32_ = std::make_shared<Cache>();
+    return m;
+}
+
+std::string Model::chat_prompt(std::string_view user) const {
+    const bool chatml = file_->has("tokenizer.chat_template") &&
+                        file_->get_string("tokenizer.chat_template").find("<|im_start|>") != std::string::npos;
+    if (!chatml || im_end_ < 0 || tokenizer_->find("<|im_start|>") < 0)
+        throw usage_error(fmt::format("{}: --chat needs a ChatML chat template (<|im_start|> ... <|im_end|>)",
+                                      file_->path().string()));
+    return fmt::format(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+        "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
+        user);
+}
+
+const float* Model::dequantized(const gguf::TensorInfo& tensor) const {
+    const std::lock_guard lock(fp32_->mutex);
+    auto [it, fresh] = fp32_->tensors.try_emplace(&tensor);
+    if (fresh) it->second = quant::dequantize(tensor);
+    return it->second.data();
+}
+
+std::uint64_t Model::bytes_per_token() const {
+    std::uint64_t bytes = embedding_->bytes + embedding_->row_bytes() + output_norm_->bytes;
+    for (const Block& b : blocks_)
+        for (const gguf::TensorInfo* t : {b.attn_norm, b.w_q, b.w_k, b.w_v, b.w_o, b.ffn_norm, b.w_gate, b.w_up, b.w_down})
+            bytes += t->bytes;
+    return bytes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A forward pass.
+
+namespace {
+
+// Up to this many tokens the fast path multiplies on the blocks (quantized activations, integer
+// dot products); above it, panels of dequantized rows through BLAS.
+constexpr std::size_t max_integer_tokens = 4;
+// Weight rows per task: small enough that two cores share a 192-row matrix, big enough that a task
+// is a few microseconds.
+constexpr std::size_t rows_per_task = 32;
+// Tokens one forward step takes at once (a longer prompt is run in pieces of this many).
+constexpr std::size_t max_step = 512;
+
+// y (n, d) = x / sqrt(mean(x^2) + eps) * weight, row by row.
+void rms_norm(const float* x, const float* weight, std::size_t n, std::size_t d, float eps, float* y) {
+    for (std::size_t i = 0; i < n; ++i, x += d, y += d) {
+        double squares = 0.0;
+        for (std::size_t c = 0; c < d; ++c) squares += double(x[c]) * x[c];
+        const float scale = static_cast<float>(1.0 / std::sqrt(squares / double(d) + eps));
+        for (std::size_t c = 0; c < d; ++c) y[c] = x[c] * scale * weight[c];
+    }
+}
+
+// g <- silu(g) * u, silu(g) = g / (1 + exp(-g)).
+void swiglu(float* g, const float* u, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void add(float* x, const float* y, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+struct Session::Scratch {
+    std::vector<float> x, h, q, k, v, att, g, u, out;  // (n, width) each
+    std::vector<quant::BlockQ8> qx;                    // (n, columns / 32) quantized activations
+    std::vector<std::vector<float>> panels;            // one per thread: rows_per_task... dequantized rows
+};
+
+Session::Session(const Model& model, Path path, std::size_t capacity, std::size_t threads)
+    : model_(model), path_(path), capacity_(capacity) {
+    const Config& c = model.config();
+    if (capacity == 0 || capacity > c.context)
+        throw usage_error(fmt::format("a sequence of {} tokens: this model takes 1 to {}", capacity, c.context));
+    cli::require_memory(c.layers * 2 * c.kv_width() * capacity * sizeof(float), "the KV cache");
+    for (std::size_t l = 0; l < c.layers; ++l) caches_.emplace_back(1, c.kv_heads, c.d_head, capacity);
+    team_ = std::make_unique<detail::Team>(threads);
+    scratch_ = std::make_unique<Scratch>();
+    const std::size_t widest = std::max({c.d_model, c.d_ff, c.heads * c.d_head});
+    scratch_->panels.resize(team_->size(), std::vector<float>(64 * widest));
+    if (path == Path::exact) {
+        // Dequantize everything now, so that no forward pass is timed with it.
+        model.dequantized(model.embedding());
+        for (const Block& b : model.blocks())
+            for (const gguf::TensorInfo* t : {b.w_q, b.w_k, b.w_v, b.w_o, b.w_gate, b.w_up, b.w_down})
+                model.dequantized(*t);
+    }
+    kept_q_.resize(c.layers);
+}
+
+Session::~Session() = default;
+
+void Session::clear() {
+    for (KVCache& cache : caches_) cache.clear();
+}
+
+// y (n, out) = x (n, in) . W^T for one or two weight matrices of the same input, the rows of W
+// shared out in tasks of rows_per_task (the two matrices' tasks in one list: one wake-up of the
+// team, not two).
+void Session::linear2(const gguf::TensorInfo& w1, float* y1, const gguf::TensorInfo& w2, float* y2, const float* x,
+                      std::size_t n) {
+    struct Product {
+        const gguf::TensorInfo* w;
+        float* y;
+        std::size_t first_task;
+    };
+    Product products[2] = {{&w1, y1, 0}, {&w2, y2, 0}};
+    const std::size_t count = y2 == nullptr ? 1 : 2;
+    const std::size_t in = w1.columns();
+    const bool integer = path_ == Path::fast && n <= max_integer_tokens;
+    const std::size_t rows = integer ? rows_per_task : 64;
+    std::size_t tasks = 0;
+    for (std::size_t p = 0; p < count; ++p) {
+        products[p].first_task = tasks;
+        tasks += (products[p].w->rows() + rows - 1) / rows;
+    }
+    if (integer) {
+        scratch_->qx.resize(n * in / quant::block);
+        for (std::size_t i = 0; i < n; ++i)
+            quant::quantize_activations(x + i * in, scratch_->qx.data() + i * (in / quant::block), in);
+    }
+    team_->run(tasks, [&](std::size_t task, std::size_t member) {
+        const Product& p = task >= products[count - 1].first_task ? products[count - 1] : products[0];
+        const gguf::TensorInfo& w = *p.w;
+        const std::size_t out = w.rows();
+        const std::size_t first = (task - p.first_task) * rows, last = std::min(out, first + rows);
+        if (integer) {
+            for (std::size_t i = 0; i < n; ++i)
+                quant::matvec_rows(w, scratch_->qx.data() + i * (in / quant::block), first, last, p.y + i * out + first);
+            return;
+        }
+        const float* panel = nullptr;
+        if (path_ == Path::exact) {
+            panel = model_.dequantized(w) + first * in;
+        } else {
+            float* own = scratch_->panels[member].data();
+            for (std::size_t r = first; r < last; ++r) quant::dequantize_row(w.type, w.row(r), own + (r - first) * in, in);
+            panel = own;
+        }
+        blas::gemm(false, true, n, last - first, in, 1.0f, x, in, panel, in, 0.0f, p.y + first, out);
+    });
+}
+
+void Session::linear(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y) {
+    linear2(w, y, w, nullptr, x, n);
+}
+
+// The rotated queries of the step's n tokens against every cached key, causal.
+void Session::attend(std::size_t layer, std::size_t n, std::size_t first_position) {
+    const Config& c = model_.config();
+    const KVCache& cache = caches_[layer];
+    const std::size_t keys = first_position + n, d = c.d_head, group = c.group(), q_width = c.heads * d;
+    const float* k = cache.key_storage().data();
+    const float* v = cache.value_storage().data();
+    const std::size_t kv_head = capacity_ * d;  // (1, H_kv, capacity, d_head)
+    Scratch& s = *scratch_;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    if (n == 1) {
+        // One new token: a group's query heads all read the same keys, with nothing to mask, so they
+        // are one K/V head's `group` query rows: H_kv heads of `group` rows each, in one call.
+        const detail::AttentionShape shape{1, c.kv_heads, group, keys, d};
+        const detail::SerialHere serial;  // the team's cores are busy enough; this is ~1% of a step
+        detail::fused_attention(shape, {s.q.data(), q_width, group * d, d}, {k, kv_head * c.kv_heads, kv_head, d},
+                                {v, kv_head * c.kv_heads, kv_head, d}, {s.att.data(), q_width, group * d, d}, scale,
+                                AttentionOptions{});
+        return;
+    }
+    // Many new tokens: one call per K/V head, its `group` query heads reading that head's keys
+    // (a head stride of 0), the mask causal from position first_position on.
+    Mask2 mask;
+    AttentionOptions options;
+    if (first_position == 0) {
+        options.causal = true;
+    } else {
+        mask = Mask2::from_shape({n, keys});
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < keys; ++j) mask(i, j) = j > first_position + i;
+        options.attn_mask = &mask;
+    }
+    for (std::size_t g = 0; g < c.kv_heads; ++g) {
+        const detail::AttentionShape shape{1, group, n, keys, d};
+        detail::fused_attention(shape, {s.q.data() + g * group * d, n * q_width, d, q_width},
+                                {k + g * kv_head, kv_head * c.kv_heads, 0, d}, {v + g * kv_head, kv_head * c.kv_heads, 0, d},
+                                {s.att.data() + g * group * d, n * q_width, d, q_width}, scale, options);
+    }
+}
+
+void Session::block(std::size_t layer, std::size_t n, std::size_t first_position) {
+    const Config& c = model_.config();
+    const Block& b = model_.blocks()[layer];
+    Scratch& s = *scratch_;
+    const std::size_t d = c.d_model, q_width = c.heads * c.d_head, kv = c.kv_width();
+    auto f32 = [](const gguf::TensorInfo* t) { return reinterpret_cast<const float*>(t->data); };
+
+    // h = rmsnorm(x); q, k, v (n, width)
+    rms_norm(s.x.data(), f32(b.attn_norm), n, d, c.rms_eps, s.h.data());
+    linear2(*b.w_q, s.q.data(), *b.w_k, s.k.data(), s.h.data(), n);
+    linear(*b.w_v, s.h.data(), n, s.v.data());
+
+    // RoPE at positions first_position .. first_position + n - 1, adjacent pairs (GGUF's layout)
+    std::vector<double> positions(n);
+    std::iota(positions.begin(), positions.end(), double(first_position));
+    const Rope rope{c.rope_base, RopeLayout::interleaved, 1.0};
+    rotate_in_place({s.q.data(), n * q_width, c.d_head, q_width}, {1, c.heads, n, c.d_head}, rope, positions);
+    rotate_in_place({s.k.data(), n * kv, c.d_head, kv}, {1, c.kv_heads, n, c.d_head}, rope, positions);
+    if (keep_queries_) kept_q_[layer].assign(s.q.begin(), s.q.begin() + n * q_width);
+
+    // the cache grows by n: (1, H_kv, n, d_head) from the (n, H_kv * d_head) rows
+    Tensor4 k_new = Tensor4::from_shape({1, c.kv_heads, n, c.d_head});
+    Tensor4 v_new = Tensor4::from_shape({1, c.kv_heads, n, c.d_head});
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t g = 0; g < c.kv_heads; ++g)
+            for (std::size_t e = 0; e < c.d_head; ++e) {
+                k_new(0, g, i, e) = s.k[i * kv + g * c.d_head + e];
+                v_new(0, g, i, e) = s.v[i * kv + g * c.d_head + e];
+            }
+    caches_[layer].append(k_new, v_new);
+
+    // x += attention . W_o^T
+    attend(layer, n, first_position);
+    linear(*b.w_o, s.att.data(), n, s.out.data());
+    add(s.x.data(), s.out.data(), n * d);
+
+    // x += (silu(h W_gate^T) * h W_up^T) W_down^T
+    rms_norm(s.x.data(), f32(b.ffn_norm), n, d, c.rms_eps, s.h.data());
+    linear2(*b.w_gate, s.g.data(), *b.w_up, s.u.data(), s.h.data(), n);
+    swiglu(s.g.data(), s.u.data(), n * c.d_ff);
+    linear(*b.w_down, s.g.data(), n, s.out.data());
+    add(s.x.data(), s.out.data(), n * d);
+}
+
+void Session::forward(std::span<const std::int32_t> tokens, float* logits, bool all_logits) {
+    const Config& c = model_.config();
+    if (tokens.empty()) throw usage_error("a forward pass needs at least one token");
+    if (length() + tokens.size() > capacity_)
+        throw usage_error(fmt::format("{} tokens after {} do not fit in a sequence of {} (the model's context is {})",
+                                      tokens.size(), length(), capacity_, c.context));
+    for (std::int32_t id : tokens)
+        if (id < 0 || static_cast<std::size_t>(id) >= c.vocab)
+            throw usage_error(fmt::format("token id {} is outside the vocabulary (0 .. {})", id, c.vocab - 1));
+    // a long prompt in steps of max_step tokens: the scratch stays (max_step, width)
+    if (tokens.size() > max_step) {
+        for (std::size_t first = 0; first < tokens.size(); first += max_step) {
+            const std::size_t n = std::min(max_step, tokens.size() - first);
+            const bool last = first + n == tokens.size();
+            if (all_logits) forward(tokens.subspan(first, n), logits + first * c.vocab, true);
+            else if (last) forward(tokens.subspan(first, n), logits, false);
+            else forward(tokens.subspan(first, n), nullptr, false);
+        }
+        return;
+    }
+    const std::size_t n = tokens.size(), first_position = length(), d = c.d_model;
+    Scratch& s = *scratch_;
+    for (auto* buffer : {&s.x, &s.h, &s.out}) buffer->resize(n * d);
+    for (auto* buffer : {&s.q, &s.att}) buffer->resize(n * c.heads * c.d_head);
+    for (auto* buffer : {&s.k, &s.v}) buffer->resize(n * c.kv_width());
+    for (auto* buffer : {&s.g, &s.u}) buffer->resize(n * c.d_ff);
+
+    // x (n, d_model): each token's row of the embedding
+    const gguf::TensorInfo& embedding = model_.embedding();
+    for (std::size_t i = 0; i < n; ++i) quant::dequantize_row(embedding.type, embedding.row(tokens[i]), &s.x[i * d], d);
+    for (std::size_t layer = 0; layer < c.layers; ++layer) block(layer, n, first_position);
+    kept_first_ = first_position;
+    kept_n_ = n;
+    if (logits == nullptr) return;
+
+    // logits = rmsnorm(x) E^T, for the last token or all of them
+    const std::size_t rows = all_logits ? n : 1;
+    const float* x_last = s.x.data() + (n - rows) * d;
+    rms_norm(x_last, reinterpret_cast<const float*>(model_.output_norm().data), rows, d, c.rms_eps, s.h.data());
+    linear(embedding, s.h.data(), rows, logits);
+}
+
+std::vector<float> Session::attention_weights(std::size_t layer) const {
+    const Config& c = model_.config();
+    if (!keep_queries_ || kept_q_.at(layer).empty())
+        throw usage_error("attention_weights: call keep_queries(true) before the forward pass");
+    const std::size_t n = kept_n_, keys = kept_first_ + n, d = c.d_head, q_width = c.heads * d;
+    const float* k = caches_[layer].key_storage().data();
+    const double scale = 1.0 / std::sqrt(double(d));
+    std::vector<float> weights(c.heads * n * keys, 0.0f);  // (H, n, keys)
+    std::vector<double> row(keys);
+    for (std::size_t h = 0; h < c.heads; ++h) {
+        const float* k_head = k + (h / c.group()) * capacity_ * d;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float* q = kept_q_[layer].data() + i * q_width + h * d;
+            const std::size_t seen = kept_first_ + i + 1;  // causal: keys 0 .. position
+            double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+            for (std::size_t j = 0; j < seen; ++j) {
+                double dot = 0.0;
+                for (std::size_t e = 0; e < d; ++e) dot += double(q[e]) * k_head[j * d + e];
+                row[j] = dot * scale;
+                max = std::max(max, row[j]);
+            }
+            for (std::size_t j = 0; j < seen; ++j) sum += (row[j] = std::exp(row[j] - max));
+            for (std::size_t j = 0; j < seen; ++j) weights[(h * n + i) * keys + j] = static_cast<float>(row[j] / sum);
+        }
+    }
+    return weights;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling.
+
+void validate(const Sampling& sampling) {
+    if (!std::isfinite(sampling.temperature) || sampling.temperature < 0.0f)
+        throw usage_error(fmt::format("--temperature {}: must be 0 (greedy) or more", sampling.temperature));
+    if (!(sampling.top_p > 0.0f && sampling.top_p <= 1.0f))
+        throw usage_error(fmt::format("--top-p {}: must be in (0, 1]", sampling.top_p));
+}
+
+Sampler::Sampler(const Sampling& sampling) : sampling_(sampling), state_(sampling.seed * 0x9E3779B97F4A7C15ull + 1) {
+    validate(sampling);
+}
+
+std::int32_t Sampler::next(std::span<const float> logits) {
+    if (sampling_.temperature == 0.0f)
+        return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    // candidates by logit, largest first; top-k keeps the first k
+    candidates_.resize(logits.size());
+    for (std::size_t i = 0; i < logits.size(); ++i) candidates_[i] = {logits[i], static_cast<std::int32_t>(i)};
+    std::size_t keep = sampling_.top_k == 0 ? logits.size() : std::min(sampling_.top_k, logits.size());
+    auto larger = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), larger);
+    // probabilities at the temperature; top-p keeps the smallest prefix that reaches p
+    const double top = candidates_[0].first;
+    std::vector<double> p(keep);
+    double total = 0.0;
+    for (std::size_t i = 0; i < keep; ++i) total += p[i] = std::exp((candidates_[i].first - top) / sampling_.temperature);
+    double reached = 0.0;
+    for (std::size_t i = 0; i < keep; ++i) {
+        reached += p[i] / total;
+        if (reached >= sampling_.top_p) {
+            keep = i + 1;
+            break;
+        }
+    }
+    total = std::accumulate(p.begin(), p.begin() + keep, 0.0);
+    // splitmix64: the same seed gives the same text on every machine
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = double(z >> 11) * 0x1.0p-53 * total;
+    double sum = 0.0;
+    for (std::size_t i = 0; i < keep; ++i)
+        if ((sum += p[i]) > u) return candidates_[i].second;
+    return candidates_[keep - 1].second;
+}
+
+double mean_log_likelihood(std::span<const float> logits, std::span<const std::int32_t> ids, std::size_t vocab) {
+    if (ids.size() < 2) return 0.0;
+    double total = 0.0;
+    for (std::size_t i = 1; i < ids.size(); ++i) {
+        const float* row = logits.data() + (i - 1) * vocab;
+        const double max = *std::max_element(row, row + vocab);
+        double sum = 0.0;
+        for (std::size_t j = 0; j < vocab; ++j) sum += std::exp(double(row[j]) - max);
+        total += double(row[ids[i]]) - max - std::log(sum);
+    }
+    return total / double(ids.size() - 1);
+}
+
+}  // namespace headwise::llama

@@ -1,0 +1,137 @@
+// The integer dot products of lesson 12's fast path: each instruction set against the definition,
+// which is the dequantized weights times the dequantized activations, summed in double.
+#include "headwise/base/random.hpp"
+#include "headwise/model/quant.hpp"
+#include "headwise/model/quant_dot.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+using namespace headwise;
+
+namespace {
+
+struct Row {
+    std::vector<std::byte> bytes;
+    std::vector<float> weights;  // the row dequantized by quant::dequantize_row (not by quant_dot)
+};
+
+Row quantized_row(gguf::Type type, const std::vector<float>& w) {
+    const std::size_t blocks = w.size() / quant::block;
+    Row r;
+    r.bytes.resize(blocks * gguf::block_bytes(type));
+    if (type == gguf::Type::q4_1)
+        quant::quantize_row_q4_1(w.data(), reinterpret_cast<quant::BlockQ4_1*>(r.bytes.data()), w.size());
+    else
+        quant::quantize_row_q8_0(w.data(), reinterpret_cast<quant::BlockQ8_0*>(r.bytes.data()), w.size());
+    r.weights.resize(w.size());
+    quant::dequantize_row(type, r.bytes.data(), r.weights.data(), w.size());
+    return r;
+}
+
+std::vector<float> normal(Random& rng, std::size_t n, float stddev, float mean = 0.0f) {
+    std::vector<float> v(n);
+    for (float& x : v) x = mean + stddev * rng.normal();
+    return v;
+}
+
+// sum_j w_j * d_b * q_j in double: the value every spelling of the product must give.
+double definition(const Row& row, const std::vector<quant::BlockQ8>& x) {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < row.weights.size(); ++j) {
+        const quant::BlockQ8& b = x[j / quant::block];
+        sum += double(row.weights[j]) * double(b.d) * double(b.qs[j % quant::block]);
+    }
+    return sum;
+}
+
+}  // namespace
+
+TEST_CASE("quantized activations: each block keeps its largest value at +-127 and its sum in s", "[quant_dot]") {
+    std::vector<float> x(64);
+    for (std::size_t i = 0; i < 64; ++i) x[i] = float(i) - 20.0f;  // block 0: -20..11, block 1: 12..43
+    std::vector<quant::BlockQ8> q(2);
+    quant::quantize_activations(x.data(), q.data(), 64);
+    CHECK(q[0].d == Approx(20.0f / 127.0f));
+    CHECK(q[0].qs[0] == -127);
+    CHECK(q[1].d == Approx(43.0f / 127.0f));
+    CHECK(q[1].qs[31] == 127);
+    int sum = 0;
+    for (int v : q[1].qs) sum += v;
+    CHECK(q[1].s == Approx(q[1].d * float(sum)));
+    std::vector<float> zeros(32, 0.0f);
+    quant::quantize_activations(zeros.data(), q.data(), 32);  // an all-zero block: d = 0, no NaN
+    CHECK(q[0].d == 0.0f);
+    CHECK(q[0].qs[5] == 0);
+}
+
+TEST_CASE("integer dot products equal the dequantized definition on every instruction set", "[quant_dot]") {
+    Random rng(3);
+    for (gguf::Type type : {gguf::Type::q4_1, gguf::Type::q8_0}) {
+        for (std::size_t n : {32u, 64u, 96u, 576u, 1536u}) {  // odd and even block counts: the AVX-512 tail
+            const Row row = quantized_row(type, normal(rng, n, 0.05f, type == gguf::Type::q4_1 ? 0.01f : 0.0f));
+            const std::vector<float> activation = normal(rng, n, 1.0f);
+            std::vector<quant::BlockQ8> x(n / quant::block);
+            quant::quantize_activations(activation.data(), x.data(), n);
+            const double expected = definition(row, x);
+            double scale = 0.0;  // the size of the terms, for a tolerance that float sums can meet
+            for (std::size_t j = 0; j < n; ++j) scale += std::fabs(double(row.weights[j]) * activation[j]);
+            for (quant::Isa isa : {quant::Isa::scalar, quant::Isa::avx2, quant::Isa::avx512}) {
+                if (!quant::cpu_has(isa)) continue;
+                quant::set_isa(isa);
+                INFO(gguf::to_string(type) << " n = " << n << " on " << quant::to_string(isa));
+                CHECK(quant::dot(type, row.bytes.data(), x.data(), n / quant::block) ==
+                      Approx(expected).margin(1e-5 * scale));
+            }
+        }
+    }
+    quant::set_isa(quant::active_isa());
+}
+
+TEST_CASE("integer dot products stay within the activation's quantization error of the float product", "[quant_dot]") {
+    Random rng(4);
+    const std::size_t n = 1536;
+    const Row row = quantized_row(gguf::Type::q4_1, normal(rng, n, 0.05f));
+    const std::vector<float> activation = normal(rng, n, 1.0f);
+    std::vector<quant::BlockQ8> x(n / quant::block);
+    quant::quantize_activations(activation.data(), x.data(), n);
+    double exact = 0.0, bound = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+        exact += double(row.weights[j]) * activation[j];
+        bound += std::fabs(row.weights[j]) * x[j / quant::block].d / 2;  // each x off by at most d / 2
+    }
+    const float got = quant::dot(gguf::Type::q4_1, row.bytes.data(), x.data(), n / quant::block);
+    CHECK(std::fabs(got - exact) <= bound);
+    CHECK(std::fabs(got - exact) > 0.0);  // quantizing did change something: the bound is not vacuous
+}
+
+TEST_CASE("matvec_rows gives each row's dot product, for a range of rows", "[quant_dot]") {
+    Random rng(5);
+    const std::size_t rows = 7, n = 64;
+    const Row all = quantized_row(gguf::Type::q4_1, normal(rng, rows * n, 0.1f));
+    gguf::TensorInfo t;
+    t.name = "w";
+    t.shape = {rows, n};
+    t.type = gguf::Type::q4_1;
+    t.bytes = all.bytes.size();
+    t.data = all.bytes.data();
+    const std::vector<float> activation = normal(rng, n, 1.0f);
+    std::vector<quant::BlockQ8> x(n / quant::block);
+    quant::quantize_activations(activation.data(), x.data(), n);
+    std::vector<float> y(rows, -1.0f);
+    quant::matvec_rows(t, x.data(), 2, 6, y.data() + 2);
+    for (std::size_t r = 2; r < 6; ++r)
+        CHECK(y[r] == quant::dot(gguf::Type::q4_1, t.row(r), x.data(), n / quant::block));
+    CHECK(y[0] == -1.0f);
+    CHECK(y[6] == -1.0f);
+}
+
+TEST_CASE("HEADWISE_ISA names the instruction set, and one the CPU lacks is refused", "[quant_dot]") {
+    CHECK(quant::to_string(quant::Isa::avx2) == "avx2");
+    CHECK(quant::cpu_has(quant::Isa::scalar));
+    if (!quant::cpu_has(quant::Isa::avx512))
+        CHECK_THROWS_WITH(quant::set_isa(quant::Isa::avx512), Catch::Contains("this CPU has no avx512"));
+}
