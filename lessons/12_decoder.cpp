@@ -21,6 +21,7 @@
 // d_head = 64, d_model = 576, d_ff = 1536, V = 49152 tokens in the vocabulary.
 // Run:  ./headwise run 12      or      build/lessons/12_decoder --help
 
+#include "headwise/fast/bandwidth.hpp"
 #include "headwise/inference/kv_cache.hpp"
 #include "headwise/lesson/lesson.hpp"
 #include "headwise/model/head_roles.hpp"
@@ -276,7 +277,7 @@ void step6_write(const Tracer& trace, const llama::Model& model) {
     llama::Session session(model, llama::Path::fast, ids.size() + 24);
     std::vector<float> logits;
     const std::vector<std::int32_t> out = greedy(session, ids, 16, logits);
-    fmt::print("  greedy:          {}{}\n", prompt, quoted(tok.decode(out)));
+    fmt::print("  greedy:       {} -> {}\n", quoted(prompt), quoted(tok.decode(out)));
     for (std::uint64_t seed : {1, 2}) {
         session.clear();
         llama::Sampler sampler({0.8f, 40, 0.9f, seed});
@@ -287,7 +288,7 @@ void step6_write(const Tracer& trace, const llama::Model& model) {
             sampled.push_back(sampler.next(l));
             session.forward(std::span(&sampled.back(), 1), l.data());
         }
-        fmt::print("  T=0.8 seed {}:    {}{}\n", seed, prompt, quoted(tok.decode(sampled)));
+        fmt::print("  T=0.8 seed {}: {} -> {}\n", seed, quoted(prompt), quoted(tok.decode(sampled)));
     }
     trace.note("Greedy takes the largest logit every time (the same text on every run); sampling divides the logits "
                "by T, keeps the 40 likeliest tokens whose probability reaches 0.9, and draws one.");
@@ -356,39 +357,20 @@ void step7_heads(const Tracer& trace, const llama::Model& model) {
                    100 * s.value);
 }
 
-// A streaming read of `bytes` over `threads` threads, GB/s (the best of three).
-double read_rate(std::size_t bytes, std::size_t threads) {
-    std::vector<float> buffer(bytes / sizeof(float), 1.0f);
-    double best = 0.0;
-    for (int round = 0; round < 3; ++round) {
-        std::vector<double> sums(threads);
-        const auto start = clock_type::now();
-        std::vector<std::thread> team;
-        for (std::size_t t = 0; t < threads; ++t)
-            team.emplace_back([&, t] {
-                const std::size_t per = buffer.size() / threads;
-                float acc[16] = {};
-                const float* p = buffer.data() + t * per;
-                for (std::size_t i = 0; i + 16 <= per; i += 16)
-                    for (std::size_t j = 0; j < 16; ++j) acc[j] += p[i + j];
-                sums[t] = std::accumulate(acc, acc + 16, 0.0);
-            });
-        for (auto& th : team) th.join();
-        best = std::max(best, double(bytes) / seconds_since(start) / 1e9);
-    }
-    return best;
-}
-
 void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::size_t decode_tokens) {
     trace.section("step 8: why decode is bound by memory -- bytes per token against the read rate");
     const llama::Config& c = model.config();
     const std::uint64_t bytes = model.bytes_per_token();
-    const double flops = 2.0 * double(bytes) / 0.5625;  // ~2 FLOPs per weight, 4.5 bits a weight on average
+    double weights = double(model.embedding().count());  // the output matrix: every row, every token
+    for (const llama::Block& b : model.blocks())
+        for (const gguf::TensorInfo* t : {b.w_q, b.w_k, b.w_v, b.w_o, b.w_gate, b.w_up, b.w_down})
+            weights += double(t->count());
+    const double flops = 2.0 * weights;  // a multiply and an add per weight
     fmt::print("  a decode step reads every weight once: {:.1f} MB (the 30 blocks' Q4_1 matrices and the Q8_0 output "
                "matrix), for ~{:.2f} GFLOP: {:.1f} FLOPs a byte\n",
                double(bytes) / 1e6, flops / 1e9, flops / double(bytes));
     const std::vector<std::int32_t> prompt = model.tokenizer().encode("Once upon a time");
-    llama::Session session(model, llama::Path::fast, prompt.size() + decode_tokens + 1);
+    llama::Session session(model, llama::Path::fast, prompt.size() + decode_tokens + 3);
     std::vector<float> logits;
     greedy(session, prompt, 2, logits);  // warm: pages touched, threads up
     const auto start = clock_type::now();
@@ -398,9 +380,9 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
         id = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const double per_token = seconds_since(start) / double(decode_tokens);
-    const double rate = read_rate(512u << 20, std::max<std::size_t>(1, std::thread::hardware_concurrency()));
+    const double rate = detail::read_rate(512u << 20);
     const double bound = rate * 1e9 / double(bytes);
-    fmt::print("  this machine reads {:.1f} GB/s (512 MiB streamed, all cores): at most {:.0f} tokens/s\n", rate, bound);
+    fmt::print("  this machine reads {:.1f} GB/s (512 MiB streamed by every core the decoder uses): at most {:.0f} tokens/s\n", rate, bound);
     fmt::print("  measured: {:.1f} ms a token = {:.0f} tokens/s, {:.0f}% of that bound (time: this machine's, fast path, "
                "{} tokens)\n",
                per_token * 1e3, 1.0 / per_token, 100.0 / per_token / bound, decode_tokens);

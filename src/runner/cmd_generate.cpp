@@ -7,30 +7,37 @@
 //   --ids            also print the prompt's and the continuation's token ids
 //   --logits F.npy   write the prompt's logits, (N, vocab) float32 (--max-tokens 0: score only)
 //   --threads N      threads for the products (default: the machine's CPUs, HEADWISE_THREADS)
+//   --timings F.json the run's figures for scripts (scripts/bench-decode): tokens, seconds, the
+//                    peak resident memory, the bytes a decode step reads and this machine's read rate
 //
 // Then, on stderr: prompt tokens/s, time to first token, decode tokens/s. The model is the one
 // scripts/fetch-model caches (HEADWISE_DECODER_DIR points at another folder holding the .gguf).
 #include "common.hpp"
 
+#include "headwise/fast/bandwidth.hpp"
 #include "headwise/io/npy.hpp"
+#include "headwise/model/quant_dot.hpp"
 #include "headwise/model/llama.hpp"
 
 #include <fmt/format.h>
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 namespace headwise::runner {
 
 namespace {
 
 struct GenerateArgs {
-    std::string prompt, logits, model;
-    bool prompt_given = false, chat = false, exact = false, ids = false;
-    long long max_tokens = 64, top_k = 0, threads = 0;
+    std::string prompt, logits, model, timings;
+    bool prompt_given = false, chat = false, exact = false, ids = false, no_stop = false;
+    long long max_tokens = 64, top_k = 0, threads = 0, prompt_tokens = 0;
     double temperature = 0.0, top_p = 1.0;
     unsigned long long seed = 0;
 };
@@ -43,8 +50,9 @@ void check_args(const GenerateArgs& a) {
         throw usage_error(fmt::format("--max-tokens {}: must be 0 to 1048576", a.max_tokens));
     if (a.top_k < 0) throw usage_error(fmt::format("--top-k {}: must be 0 (every token) or more", a.top_k));
     if (a.threads < 0 || a.threads > 1024) throw usage_error(fmt::format("--threads {}: must be 1 to 1024", a.threads));
-    if (a.max_tokens == 0 && a.logits.empty())
+    if (a.max_tokens == 0 && a.logits.empty() && a.timings.empty())
         throw usage_error("--max-tokens 0 generates nothing: give --logits FILE.npy to score the prompt");
+    if (a.prompt_tokens < 0) throw usage_error(fmt::format("--prompt-tokens {}: must be 1 or more", a.prompt_tokens));
 }
 
 int generate(GenerateArgs a) {
@@ -61,7 +69,14 @@ int generate(GenerateArgs a) {
     const llama::Model model = llama::Model::open(a.model.empty() ? llama::default_model_path() : std::filesystem::path(a.model));
     const llama::Config& config = model.config();
     const std::string text = a.chat ? model.chat_prompt(a.prompt) : a.prompt;
-    const std::vector<std::int32_t> prompt = model.tokenizer().encode(text, a.chat);
+    std::vector<std::int32_t> prompt = model.tokenizer().encode(text, a.chat);
+    if (a.prompt_tokens > 0) {
+        if (static_cast<std::size_t>(a.prompt_tokens) > prompt.size())
+            throw usage_error(fmt::format("--prompt-tokens {}: the prompt has only {} tokens", a.prompt_tokens,
+                                          prompt.size()));
+        prompt.resize(static_cast<std::size_t>(a.prompt_tokens));
+    }
+    if (prompt.empty()) throw usage_error("the prompt has no tokens");
     const std::size_t total = prompt.size() + static_cast<std::size_t>(a.max_tokens);
     if (total > config.context)
         throw usage_error(fmt::format("the prompt's {} tokens and --max-tokens {} make {}, past the model's context of {}",
@@ -94,7 +109,7 @@ int generate(GenerateArgs a) {
         const std::int32_t id = sampler.next(next);
         if (t == 0) first_token_seconds = seconds_since(start);
         generated.push_back(id);
-        if (id == model.eos() || id == model.im_end()) break;
+        if (!a.no_stop && (id == model.eos() || id == model.im_end())) break;
         fmt::print("{}", stream.push(id));
         std::fflush(stdout);
         if (t + 1 < a.max_tokens) session.forward(std::span(&id, 1), next.data());
@@ -105,12 +120,37 @@ int generate(GenerateArgs a) {
 
     if (a.ids) fmt::print(stderr, "continuation ids ({}): {}\n", generated.size(), fmt::join(generated, " "));
     const std::size_t decoded = generated.empty() ? 0 : generated.size() - 1;  // forward passes after the prompt's
-    fmt::print(stderr,
-               "headwise generate ({} path, {} threads): prompt {} tokens in {:.1f} ms ({:.1f} tokens/s); first token "
-               "after {:.1f} ms; {} more tokens at {:.1f} tokens/s\n",
-               llama::to_string(session.path()), a.threads == 0 ? std::string("all") : std::to_string(a.threads),
-               prompt.size(), prompt_seconds * 1e3, double(prompt.size()) / prompt_seconds, first_token_seconds * 1e3,
-               decoded, decoded == 0 ? 0.0 : double(decoded) / decode_seconds);
+    const std::string threads = a.threads == 0 ? std::string("all") : std::to_string(a.threads);
+    if (a.max_tokens == 0)
+        fmt::print(stderr, "headwise generate ({} path, {} threads): prompt {} tokens scored in {:.1f} ms ({:.1f} tokens/s)\n",
+                   llama::to_string(session.path()), threads, prompt.size(), prompt_seconds * 1e3,
+                   double(prompt.size()) / prompt_seconds);
+    else
+        fmt::print(stderr,
+                   "headwise generate ({} path, {} threads): prompt {} tokens in {:.1f} ms ({:.1f} tokens/s); first "
+                   "token after {:.1f} ms; {} more tokens at {:.1f} tokens/s\n",
+                   llama::to_string(session.path()), threads, prompt.size(), prompt_seconds * 1e3,
+                   double(prompt.size()) / prompt_seconds, first_token_seconds * 1e3, decoded,
+                   decoded == 0 ? 0.0 : double(decoded) / decode_seconds);
+    if (!a.timings.empty()) {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        const nlohmann::json j = {
+            {"path", llama::to_string(session.path())},
+            {"isa", quant::to_string(quant::active_isa())},
+            {"threads", a.threads},
+            {"prompt_tokens", prompt.size()},
+            {"prompt_seconds", prompt_seconds},
+            {"first_token_seconds", first_token_seconds},
+            {"decode_tokens", decoded},
+            {"decode_seconds", decode_seconds},
+            {"max_rss_bytes", std::uint64_t(usage.ru_maxrss) * 1024},
+            {"model_file_bytes", model.file().file_bytes()},
+            {"bytes_per_token", model.bytes_per_token()},
+            {"read_gb_per_s", detail::read_rate(std::size_t{512} << 20, static_cast<std::size_t>(a.threads))}};
+        npy::PendingFile file(a.timings, j.dump(2) + "\n");
+        file.commit();
+    }
     return 0;
 }
 
@@ -135,9 +175,12 @@ void add_generate_command(CLI::App& app, Action& action) {
     cmd->add_option("--seed", a->seed, "the sampler's seed: the same seed gives the same text");
     cmd->add_flag("--chat", a->chat, "wrap the prompt in the model's chat template (a user turn)");
     cmd->add_flag("--exact", a->exact, "the float32 path: every weight dequantized, BLAS products");
+    cmd->add_option("--prompt-tokens", a->prompt_tokens, "keep only the prompt's first N tokens (benchmarks)");
+    cmd->add_flag("--no-stop", a->no_stop, "go on past the end-of-text token, to exactly --max-tokens (benchmarks)");
     cmd->add_flag("--ids", a->ids, "also print the prompt's and the continuation's token ids (stderr)");
     cmd->add_option("--logits", a->logits, "write the prompt's logits, (N, vocab) float32 .npy");
     cmd->add_option("--threads", a->threads, "threads for the products (default: the machine's CPUs)");
+    cmd->add_option("--timings", a->timings, "write the run's figures as JSON (tokens, seconds, memory, read rate)");
     cmd->add_option("--model", a->model, "a .gguf file (default: the one scripts/fetch-model caches)");
     cmd->callback([&action, a] {
         action = [a] {

@@ -191,6 +191,9 @@ constexpr std::size_t max_integer_tokens = 4;
 // Weight rows per task: small enough that two cores share a 192-row matrix, big enough that a task
 // is a few microseconds.
 constexpr std::size_t rows_per_task = 32;
+// The most of a weight matrix the fast path holds in float32 at once (the whole of any block's
+// matrix, 3.5 MiB at most; the 113 MB output matrix in slices).
+constexpr std::size_t float_block_bytes = std::size_t{8} << 20;
 // Tokens one forward step takes at once (a longer prompt is run in pieces of this many).
 constexpr std::size_t max_step = 512;
 
@@ -217,8 +220,8 @@ void add(float* x, const float* y, std::size_t count) {
 
 struct Session::Scratch {
     std::vector<float> x, h, q, k, v, att, g, u, out;  // (n, width) each
-    std::vector<quant::BlockQ8> qx;                    // (n, columns / 32) quantized activations
-    std::vector<std::vector<float>> panels;            // one per thread: rows_per_task... dequantized rows
+    std::vector<quant::QuantizedRow> qx;               // each token's activation row, quantized per block
+    std::vector<float> weights;                        // rows of a weight matrix in float32 (fast path, prefill)
 };
 
 Session::Session(const Model& model, Path path, std::size_t capacity, std::size_t threads)
@@ -230,8 +233,6 @@ Session::Session(const Model& model, Path path, std::size_t capacity, std::size_
     for (std::size_t l = 0; l < c.layers; ++l) caches_.emplace_back(1, c.kv_heads, c.d_head, capacity);
     team_ = std::make_unique<detail::Team>(threads);
     scratch_ = std::make_unique<Scratch>();
-    const std::size_t widest = std::max({c.d_model, c.d_ff, c.heads * c.d_head});
-    scratch_->panels.resize(team_->size(), std::vector<float>(64 * widest));
     if (path == Path::exact) {
         // Dequantize everything now, so that no forward pass is timed with it.
         model.dequantized(model.embedding());
@@ -248,51 +249,61 @@ void Session::clear() {
     for (KVCache& cache : caches_) cache.clear();
 }
 
-// y (n, out) = x (n, in) . W^T for one or two weight matrices of the same input, the rows of W
-// shared out in tasks of rows_per_task (the two matrices' tasks in one list: one wake-up of the
-// team, not two).
+// y (n, out) = x (n, in) . W^T for one or two weight matrices of the same input (one wake-up of
+// the team for both).
+//   Few tokens on the fast path (decode): x quantized per block, the rows of W shared out in tasks
+//   of rows_per_task, each row an integer dot product on its blocks.
+//   Otherwise: W in float32 (the exact path's copy; on the fast path dequantized now, by the team,
+//   at most float_block_bytes of it at a time), then the tokens shared out, each core one BLAS call
+//   on its rows of x against all of W.
 void Session::linear2(const gguf::TensorInfo& w1, float* y1, const gguf::TensorInfo& w2, float* y2, const float* x,
                       std::size_t n) {
-    struct Product {
-        const gguf::TensorInfo* w;
-        float* y;
-        std::size_t first_task;
-    };
-    Product products[2] = {{&w1, y1, 0}, {&w2, y2, 0}};
-    const std::size_t count = y2 == nullptr ? 1 : 2;
-    const std::size_t in = w1.columns();
-    const bool integer = path_ == Path::fast && n <= max_integer_tokens;
-    const std::size_t rows = integer ? rows_per_task : 64;
-    std::size_t tasks = 0;
-    for (std::size_t p = 0; p < count; ++p) {
-        products[p].first_task = tasks;
-        tasks += (products[p].w->rows() + rows - 1) / rows;
-    }
-    if (integer) {
-        scratch_->qx.resize(n * in / quant::block);
-        for (std::size_t i = 0; i < n; ++i)
-            quant::quantize_activations(x + i * in, scratch_->qx.data() + i * (in / quant::block), in);
-    }
-    team_->run(tasks, [&](std::size_t task, std::size_t member) {
-        const Product& p = task >= products[count - 1].first_task ? products[count - 1] : products[0];
-        const gguf::TensorInfo& w = *p.w;
-        const std::size_t out = w.rows();
-        const std::size_t first = (task - p.first_task) * rows, last = std::min(out, first + rows);
-        if (integer) {
+    const gguf::TensorInfo* w[2] = {&w1, &w2};
+    float* y[2] = {y1, y2};
+    const std::size_t count = y2 == nullptr ? 1 : 2, in = w1.columns();
+    if (path_ == Path::fast && n <= max_integer_tokens) {
+        Scratch& s = *scratch_;
+        if (s.qx.size() < n) s.qx.resize(n);
+        for (std::size_t i = 0; i < n; ++i) s.qx[i].quantize(x + i * in, in);
+        const std::size_t tasks1 = (w1.rows() + rows_per_task - 1) / rows_per_task;
+        const std::size_t tasks = tasks1 + (count == 2 ? (w2.rows() + rows_per_task - 1) / rows_per_task : 0);
+        team_->run(tasks, [&](std::size_t task, std::size_t) {
+            const std::size_t p = task < tasks1 ? 0 : 1, out = w[p]->rows();
+            const std::size_t first = (task - (p == 0 ? 0 : tasks1)) * rows_per_task;
+            const std::size_t last = std::min(out, first + rows_per_task);
             for (std::size_t i = 0; i < n; ++i)
-                quant::matvec_rows(w, scratch_->qx.data() + i * (in / quant::block), first, last, p.y + i * out + first);
-            return;
-        }
-        const float* panel = nullptr;
-        if (path_ == Path::exact) {
-            panel = model_.dequantized(w) + first * in;
-        } else {
-            float* own = scratch_->panels[member].data();
-            for (std::size_t r = first; r < last; ++r) quant::dequantize_row(w.type, w.row(r), own + (r - first) * in, in);
-            panel = own;
-        }
-        blas::gemm(false, true, n, last - first, in, 1.0f, x, in, panel, in, 0.0f, p.y + first, out);
-    });
+                quant::matvec_rows(*w[p], s.qx[i], first, last, y[p] + i * out + first);
+        });
+        return;
+    }
+    for (std::size_t p = 0; p < count; ++p) float_product(*w[p], x, n, y[p]);
+}
+
+void Session::float_product(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y) {
+    const std::size_t in = w.columns(), out = w.rows(), members = team_->size();
+    // token rows per task: one share per core, each at least 16 rows (a BLAS call's worth)
+    const std::size_t share = std::max<std::size_t>(16, (n + members - 1) / members);
+    const std::size_t token_tasks = (n + share - 1) / share;
+    auto multiply = [&](const float* w_rows, std::size_t first, std::size_t last) {
+        team_->run(token_tasks, [&](std::size_t task, std::size_t) {
+            const std::size_t r0 = task * share, r1 = std::min(n, r0 + share);
+            blas::gemm(false, true, r1 - r0, last - first, in, 1.0f, x + r0 * in, in, w_rows, in, 0.0f,
+                       y + r0 * out + first, out);
+        });
+    };
+    if (path_ == Path::exact) return multiply(model_.dequantized(w), 0, out);
+    // fast path: dequantize a block of rows of W (all of a block's matrix, a slice of the output's)
+    const std::size_t block_rows = std::max<std::size_t>(64, float_block_bytes / (in * sizeof(float)));
+    std::vector<float>& f32 = scratch_->weights;
+    for (std::size_t first = 0; first < out; first += block_rows) {
+        const std::size_t last = std::min(out, first + block_rows);
+        f32.resize((last - first) * in);
+        team_->run((last - first + 63) / 64, [&](std::size_t task, std::size_t) {
+            for (std::size_t r = first + task * 64; r < std::min(last, first + task * 64 + 64); ++r)
+                quant::dequantize_row(w.type, w.row(r), f32.data() + (r - first) * in, in);
+        });
+        multiply(f32.data(), first, last);
+    }
 }
 
 void Session::linear(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y) {

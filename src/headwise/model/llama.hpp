@@ -16,10 +16,10 @@
 // Two paths through the same code, differing only in the matrix products:
 //   Path::exact  every weight dequantized to float32 once (4x the file's memory), BLAS products:
 //                the definition, checked against an independent PyTorch implementation;
-//   Path::fast   weights stay in their Q4_1 / Q8_0 blocks. One token (decode): the activation row
-//                quantized per block and integer dot products on the blocks (quant_dot.hpp). Many
-//                tokens (prefill): each panel of 32 weight rows dequantized into a core's cache and
-//                multiplied by BLAS. Checked against the exact path.
+//   Path::fast   weights stay in their Q4_1 / Q8_0 blocks. A few tokens (decode): the activation
+//                rows quantized per block and integer dot products on the blocks (quant_dot.hpp).
+//                Many tokens (prefill): one matrix at a time dequantized into a float32 scratch and
+//                multiplied by BLAS, the tokens shared between the cores. Checked against the exact path.
 // Both spread their products over a Team of threads started once (fast/team.hpp).
 #pragma once
 
@@ -133,6 +133,7 @@ private:
     struct Scratch;
     void block(std::size_t layer, std::size_t n, std::size_t first_position);
     void linear(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y);
+    void float_product(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y);
     void linear2(const gguf::TensorInfo& w1, float* y1, const gguf::TensorInfo& w2, float* y2, const float* x,
                  std::size_t n);
     void attend(std::size_t layer, std::size_t n, std::size_t first_position);

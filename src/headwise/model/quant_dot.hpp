@@ -13,26 +13,48 @@
 // product, picked once per process by the CPU (or HEADWISE_ISA=scalar|avx2|avx512): plain C++,
 // AVX2 (32 byte lanes, maddubs), AVX-512 with VNNI (64 lanes: two blocks, dpbusd). All three give
 // the same integer sums; only the order of the float additions differs.
+//
+// AVX-512 takes two blocks a step. Two Q4_1 blocks' 16 bytes of nibbles each make one 256-bit
+// register; low and high nibbles split into a 512-bit register whose 128-bit lanes are put in
+// element order (block b's weights 0-15, 16-31, then block b + 1's) to meet the
+// codes of x as they lie; one dpbusd gives 16 sums of four products; the two blocks' scales
+// d_w d_x and minimum terms m_w s_x come from one 128-bit multiply.
 #pragma once
 
 #include "headwise/model/gguf.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
 #include <string_view>
 
 namespace headwise::quant {
 
-// One block of 32 activations: x_j ~ d * qs[j]; s = d * sum(qs).
-struct BlockQ8 {
-    float d;
-    float s;
-    std::int8_t qs[32];
-};
-static_assert(sizeof(BlockQ8) == 40);
+// An activation row quantized per block of 32: x_j ~ d_b * q_j for j in block b. The codes lie in
+// one 64-byte aligned run (two blocks are one 512-bit load); each block's d_b and s_b = d_b * sum of
+// its codes lie side by side in ds() (two blocks' four floats are one 128-bit load).
+class QuantizedRow {
+public:
+    // d_b = max |x_j| / 127 over the block, q_j = round(x_j / d_b). n a multiple of 32.
+    void quantize(const float* x, std::size_t n);
 
-// x[0, n) -> n / 32 blocks (n a multiple of 32): d = max|x| / 127, q = round(x / d).
-void quantize_activations(const float* x, BlockQ8* out, std::size_t n);
+    std::size_t size() const { return n_; }
+    std::size_t blocks() const { return n_ / 32; }
+    const std::int8_t* q() const { return q_.get(); }
+    const float* ds() const { return ds_.data(); }  // d_0, s_0, d_1, s_1, ...
+    float d(std::size_t b) const { return ds_[2 * b]; }
+    float s(std::size_t b) const { return ds_[2 * b + 1]; }
+
+private:
+    struct Free {
+        void operator()(std::int8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+    };
+    std::unique_ptr<std::int8_t[], Free> q_;
+    std::size_t n_ = 0, capacity_ = 0;
+    std::vector<float> ds_;
+};
 
 enum class Isa { scalar, avx2, avx512 };
 std::string_view to_string(Isa isa);
@@ -44,11 +66,11 @@ Isa active_isa();
 void set_isa(Isa isa);
 bool cpu_has(Isa isa);
 
-// The dot product of weight row `w` (`blocks` blocks of `type`: Q4_1 or Q8_0) with x.
-float dot(gguf::Type type, const std::byte* w, const BlockQ8* x, std::size_t blocks);
+// The dot product of weight row `w` (x.blocks() blocks of `type`: Q4_1 or Q8_0) with x.
+float dot(gguf::Type type, const std::byte* w, const QuantizedRow& x);
 
 // y[r - first] for rows [first, last) of `weights` (rows x columns, Q4_1 or Q8_0) against one
-// quantized activation row x (columns / 32 blocks).
-void matvec_rows(const gguf::TensorInfo& weights, const BlockQ8* x, std::size_t first, std::size_t last, float* y);
+// quantized activation row of `columns` values.
+void matvec_rows(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last, float* y);
 
 }  // namespace headwise::quant
