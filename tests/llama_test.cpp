@@ -107,16 +107,34 @@ TEST_CASE("the tokenizer gives the reference's ids for the committed prompts", "
     }
 }
 
-TEST_CASE("fast path: a prompt's logits through dequantized panels equal the exact path's", "[llama]") {
+TEST_CASE("fast path: a long prompt's logits through dequantized matrices and BLAS equal the exact path's",
+          "[llama]") {
     const llama::Model& model = model_or_skip();
     const std::size_t V = model.config().vocab;
-    const auto p = reference()["prompts"][1];
-    const std::vector<std::int32_t> ids = ids_of(p["ids"]);
-    REQUIRE(ids.size() > 4);  // many tokens: the BLAS panels, not the integer products
+    std::vector<std::int32_t> ids = model.tokenizer().encode(text_long());
+    ids.resize(48);  // more than 32 tokens: the float products, not the integer ones
     std::vector<float> exact(ids.size() * V), fast(ids.size() * V);
     llama::Session(model, llama::Path::exact, ids.size()).forward(ids, exact.data(), true);
     llama::Session(model, llama::Path::fast, ids.size()).forward(ids, fast.data(), true);
     CHECK(max_abs_diff(exact.data(), fast.data(), exact.size()) <= 1e-3);
+}
+
+TEST_CASE("fast path: a short prompt through the integer products stays close to the exact path", "[llama]") {
+    const llama::Model& model = model_or_skip();
+    const std::size_t V = model.config().vocab;
+    const auto p = reference()["prompts"][0];
+    const std::vector<std::int32_t> ids = ids_of(p["ids"]);
+    std::vector<float> exact(ids.size() * V), fast(ids.size() * V);
+    llama::Session(model, llama::Path::exact, ids.size()).forward(ids, exact.data(), true);
+    llama::Session(model, llama::Path::fast, ids.size()).forward(ids, fast.data(), true);
+    // quantized activations move logits of size ~10-20 by ~0.25 on average (at most ~1 here); the argmax stays
+    double total = 0.0;
+    for (std::size_t i = 0; i < exact.size(); ++i) total += std::fabs(double(exact[i]) - fast[i]);
+    CHECK(total / double(exact.size()) <= 0.5);
+    CHECK(max_abs_diff(exact.data(), fast.data(), exact.size()) <= 3.0);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        CHECK(std::max_element(exact.begin() + i * V, exact.begin() + (i + 1) * V) - exact.begin() ==
+              std::max_element(fast.begin() + i * V, fast.begin() + (i + 1) * V) - fast.begin());
 }
 
 TEST_CASE("fast path: decoding a long text token by token keeps its mean log-likelihood within 0.5%", "[llama]") {

@@ -457,7 +457,9 @@ File File::open(const std::filesystem::path& path) {
     auto storage = std::make_shared<Storage>();
     const auto size = static_cast<std::size_t>(st.st_size);
     if (size > 0) {
-        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        // MAP_POPULATE: fault every page in one go (a decoder reads the whole file for its first token;
+        // 24,000 separate 4 KiB faults took ~100 ms of it).
+        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         if (p == MAP_FAILED) {
             const int err = errno;
             ::close(fd);
