@@ -336,3 +336,28 @@ TEST_CASE("the published configurations are consistent: d_model = H x d_head, H_
         CHECK(m.attention == (m.kv_heads == m.heads ? "MHA" : m.kv_heads == 1 ? "MQA" : "GQA"));
     }
 }
+
+TEST_CASE("attend_new_token: one token's raw rows against the cache equal grouped-query attention", "[kv_cache]") {
+    Random rng(21);
+    const std::size_t B = 2, H = 6, H_kv = 2, d = 40, N = 37;  // d not a multiple of 16: the scalar tail too
+    KVCache cache(B, H_kv, d, N + 3);
+    const Tensor4 k = rng.normal<4>({B, H_kv, N, d}), v = rng.normal<4>({B, H_kv, N, d});
+    cache.append(k, v);
+    Tensor4 q = rng.normal<4>({B, H, 1, d});
+    for (std::size_t c = 0; c < d; ++c) q(1, 4, 0, c) *= 30.0f;  // one head with large scores: exp must not overflow
+    const float scale = 1.0f / std::sqrt(float(d));
+    const Tensor4 expected = grouped_query_attention(q, k, v);  // (B, H, 1, d)
+    for (std::size_t b = 0; b < B; ++b) {
+        std::vector<float> q_rows(H * d), out(H * d);
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t c = 0; c < d; ++c) q_rows[h * d + c] = q(b, h, 0, c);
+        attend_new_token(cache, b, q_rows.data(), H, scale, out.data());
+        double diff = 0.0;
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t c = 0; c < d; ++c) diff = std::max(diff, double(std::fabs(out[h * d + c] - expected(b, h, 0, c))));
+        INFO("batch row " << b);
+        CHECK(diff <= 1e-5);
+    }
+    CHECK_THROWS_AS(attend_new_token(KVCache(1, 2, d, 4), 0, q.data(), H, scale, std::vector<float>(H * d).data()),
+                    usage_error);  // an empty cache
+}

@@ -3,6 +3,7 @@
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/base/limits.hpp"
 #include "headwise/fast/parallel.hpp"
+#include "headwise/fast/vexp.hpp"
 
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
@@ -356,6 +357,50 @@ void require_one_token(const Tensor3& x_new) {
 Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& prompt, Tensor4* weights) {
     require_empty(cache);
     return attend_with_cache(m, cache, prompt, weights);
+}
+
+namespace {
+
+// dot(a, b) over n floats in 16 independent partial sums: a loop the compiler vectorizes without
+// reordering any one sum.
+inline float dot16(const float* a, const float* b, std::size_t n) {
+    float part[16] = {};
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (std::size_t l = 0; l < 16; ++l) part[l] += a[i + l] * b[i + l];
+    float sum = 0.0f;
+    for (; i < n; ++i) sum += a[i] * b[i];
+    for (float p : part) sum += p;
+    return sum;
+}
+
+}  // namespace
+
+void attend_new_token(const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale,
+                      float* out) {
+    const std::size_t kv_heads = cache.kv_heads(), d = cache.d_head(), n = cache.length();
+    const std::size_t group = query_group(heads, kv_heads);
+    if (b >= cache.batch()) throw usage_error(fmt::format("batch row {} of a cache of {}", b, cache.batch()));
+    if (n == 0) throw usage_error("attend_new_token: the cache is empty (append the new token's k and v first)");
+    thread_local std::vector<float> scores;
+    scores.resize(group * n);  // (group, n): this K/V head's query heads against its keys
+    for (std::size_t g = 0; g < kv_heads; ++g) {
+        const float* k = cache.key_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
+        const float* v = cache.value_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
+        const float* q_group = q + g * group * d;  // heads g * group .. (g + 1) * group - 1
+        for (std::size_t j = 0; j < n; ++j)
+            for (std::size_t r = 0; r < group; ++r) scores[r * n + j] = scale * dot16(q_group + r * d, k + j * d, d);
+        for (std::size_t r = 0; r < group; ++r) {
+            float* s = scores.data() + r * n;
+            const float sum = detail::exp_shifted_sum(s, n, detail::row_max(s, n));
+            float* o = out + (g * group + r) * d;
+            std::fill(o, o + d, 0.0f);
+            for (std::size_t j = 0; j < n; ++j) {
+                const float p = s[j] / sum;
+                for (std::size_t e = 0; e < d; ++e) o[e] += p * v[j * d + e];
+            }
+        }
+    }
 }
 
 Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights) {

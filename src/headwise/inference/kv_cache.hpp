@@ -130,6 +130,16 @@ Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& p
 // lies in the past of the new token, so there is nothing to mask.
 Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& x_new, Tensor4* weights = nullptr);
 
+// One new token's attention over everything cached, on raw rows: the inner step of decode_step
+// without its tensors, for a decoder that calls it 30 times a token (lesson 12; exercise 12's oracle).
+// q (H, d_head), the new token's queries for batch row b, already rotated if the model uses RoPE
+// (and the cache holds its own key and value already); out (H, d_head):
+//   out_h = softmax(q_h K_g^T * scale) V_g,   g = h / (H / H_kv), over the cache's length() keys.
+// The keys are read where the cache keeps them, once per query head group (a group's heads share
+// each key row's load); nothing is masked, every cached key is in the new token's past.
+void attend_new_token(const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale,
+                      float* out);
+
 // ---------------------------------------------------------------------------------------------
 // Rotary positions with the cache (lesson 09, step 7). A new token's key is rotated once, at its
 // absolute position (the cache's length when it enters), and stored rotated: a cached key is never

@@ -324,13 +324,8 @@ void Session::attend(std::size_t layer, std::size_t n, std::size_t first_positio
     Scratch& s = *scratch_;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     if (n == 1) {
-        // One new token: a group's query heads all read the same keys, with nothing to mask, so they
-        // are one K/V head's `group` query rows: H_kv heads of `group` rows each, in one call.
-        const detail::AttentionShape shape{1, c.kv_heads, group, keys, d};
-        const detail::SerialHere serial;  // the team's cores are busy enough; this is ~1% of a step
-        detail::fused_attention(shape, {s.q.data(), q_width, group * d, d}, {k, kv_head * c.kv_heads, kv_head, d},
-                                {v, kv_head * c.kv_heads, kv_head, d}, {s.att.data(), q_width, group * d, d}, scale,
-                                AttentionOptions{});
+        // One new token: lesson 08's decode step on the cache's rows, no mask (every key is in its past)
+        attend_new_token(cache, 0, s.q.data(), c.heads, scale, s.att.data());
         return;
     }
     // Many new tokens: one call per K/V head, its `group` query heads reading that head's keys
