@@ -361,44 +361,81 @@ Tensor3 prefill(const GroupedQueryAttention& m, KVCache& cache, const Tensor3& p
 
 namespace {
 
-// dot(a, b) over n floats in 16 independent partial sums: a loop the compiler vectorizes without
-// reordering any one sum.
-inline float dot16(const float* a, const float* b, std::size_t n) {
-    float part[16] = {};
-    std::size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (std::size_t l = 0; l < 16; ++l) part[l] += a[i + l] * b[i + l];
-    float sum = 0.0f;
-    for (; i < n; ++i) sum += a[i] * b[i];
-    for (float p : part) sum += p;
-    return sum;
+// 16 floats as one value: in a clone compiled for AVX-512 one register, for AVX2 two, for plain
+// x86-64 four, and kept in registers where an array of floats would live on the stack.
+using v16 = float __attribute__((vector_size(64)));
+
+// Always inlined into the clones below, so v16 never crosses a call: GCC's note that passing it
+// would change the ABI without AVX-512 does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+[[gnu::always_inline]] inline v16 load16(const float* p) {
+    v16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
 }
+
+[[gnu::always_inline]] inline float sum16(v16 v) {
+    float s = 0.0f;
+    for (int l = 0; l < 16; ++l) s += v[l];
+    return s;
+}
+
+// y[row] = scale * dot(a, b + row * ldb) for `rows` <= 4 rows of b; n a multiple of 16.
+[[gnu::always_inline]] inline void dots(const float* a, const float* b, std::size_t ldb, std::size_t n, std::size_t rows, float scale,
+                 float* y) {
+    v16 part[4] = {};
+    for (std::size_t i = 0; i < n; i += 16) {
+        const v16 x = load16(a + i);
+        for (std::size_t row = 0; row < rows; ++row) part[row] += x * load16(b + row * ldb + i);
+    }
+    for (std::size_t row = 0; row < rows; ++row) y[row] = scale * sum16(part[row]);
+}
+
+// o (d) = inv * sum_j p_j v_j over the rows j < keys of v (d apart); d a multiple of 16.
+[[gnu::always_inline]] inline void weighted_rows(const float* p, const float* v, std::size_t keys, std::size_t d, float inv, float* o) {
+    for (std::size_t e0 = 0; e0 < d; e0 += 64) {
+        const std::size_t chunks = std::min<std::size_t>(4, (d - e0) / 16);
+        v16 acc[4] = {};
+        for (std::size_t j = 0; j < keys; ++j)
+            for (std::size_t c = 0; c < chunks; ++c) acc[c] += p[j] * load16(v + j * d + e0 + 16 * c);
+        for (std::size_t c = 0; c < chunks; ++c) {
+            const v16 out = acc[c] * inv;
+            __builtin_memcpy(o + e0 + 16 * c, &out, sizeof out);
+        }
+    }
+}
+
+#pragma GCC diagnostic pop
 
 }  // namespace
 
-void attend_new_token(const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale,
-                      float* out) {
+// Compiled three times, the widest the CPU runs chosen when the program loads (the library is built for
+// any x86-64, so without this the loops would use 128-bit SSE).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_new_token(const KVCache& cache,
+                                                                                   std::size_t b, const float* q,
+                                                                                   std::size_t heads, float scale,
+                                                                                   float* out) {
     const std::size_t kv_heads = cache.kv_heads(), d = cache.d_head(), n = cache.length();
     const std::size_t group = query_group(heads, kv_heads);
     if (b >= cache.batch()) throw usage_error(fmt::format("batch row {} of a cache of {}", b, cache.batch()));
     if (n == 0) throw usage_error("attend_new_token: the cache is empty (append the new token's k and v first)");
+    if (d % 16 != 0) throw usage_error(fmt::format("attend_new_token: d_head {} is not a multiple of 16", d));
     thread_local std::vector<float> scores;
     scores.resize(group * n);  // (group, n): this K/V head's query heads against its keys
     for (std::size_t g = 0; g < kv_heads; ++g) {
         const float* k = cache.key_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
         const float* v = cache.value_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
         const float* q_group = q + g * group * d;  // heads g * group .. (g + 1) * group - 1
-        for (std::size_t j = 0; j < n; ++j)
-            for (std::size_t r = 0; r < group; ++r) scores[r * n + j] = scale * dot16(q_group + r * d, k + j * d, d);
+        for (std::size_t r = 0; r < group; ++r)
+            for (std::size_t j = 0; j < n; j += 4)  // four keys at a time: four independent chains
+                dots(q_group + r * d, k + j * d, d, d, std::min<std::size_t>(4, n - j), scale, scores.data() + r * n + j);
         for (std::size_t r = 0; r < group; ++r) {
             float* s = scores.data() + r * n;
             const float sum = detail::exp_shifted_sum(s, n, detail::row_max(s, n));
-            float* o = out + (g * group + r) * d;
-            std::fill(o, o + d, 0.0f);
-            for (std::size_t j = 0; j < n; ++j) {
-                const float p = s[j] / sum;
-                for (std::size_t e = 0; e < d; ++e) o[e] += p * v[j * d + e];
-            }
+            // out = sum_j p_j v_j, 64 columns at a time: their sums stay in registers
+            weighted_rows(s, v, n, d, 1.0f / sum, out + (g * group + r) * d);
         }
     }
 }
