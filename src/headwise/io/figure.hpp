@@ -1,12 +1,18 @@
 // headwise/io/figure.hpp -- the pictures in docs/figures/, drawn by the lessons themselves.
 //
-// A Canvas is a plain RGB image. Text comes from stb_easy_font (a segment font, scaled up), and
-// save_png() hands the pixels to stb_image_write (Debian's libstb). On top of the canvas there
-// are three kinds of chart, which is all the course needs:
+// PLplot draws them (Debian's libplplot-dev): its own tick logic (plbox) for every numeric axis,
+// its legend (pllegend), anti-aliased text through its cairo driver for the PNG (pngcairo) and
+// text kept as <text> by its SVG driver (svg). figure.cpp says why PLplot rather than cairo alone.
+// There are three kinds of chart, which is all the course needs:
 //
 //   heatmaps()    matrices side by side (one panel per head), labels on both axes
 //   bar_chart()   one bar per label, optionally against a reference line, linear or log scale
 //   line_plot()   series of (x, y) points on log-log (or linear) axes
+//
+// Each returns a Canvas: the figure's size and how to draw it, rendered when it is written.
+// save() writes NAME.png and NAME.svg side by side. Rendering returns every piece of text the
+// figure asked PLplot to write (title, axis labels, tick labels with their values, legend), so a
+// test can read the SVG back and compare.
 //
 // No xtensor in here: the charts take a Grid (rows, cols, values) and grid_of() converts any
 // 2-D tensor, so tests of this file compile fast.
@@ -40,32 +46,39 @@ Rgb palette(std::size_t i);
 // Weight 0 -> white, weight 1 -> dark blue, through light blue; clamped to [0, 1].
 Rgb weight_color(float weight);
 
+// One piece of text a figure asked PLplot to write, in the order it was written.
+struct Text {
+    enum class Role {
+        title,   // the figure's title, a panel's title
+        label,   // an axis's name
+        tick,    // a tick label: PLplot chose `value` (numeric axes), or one per row/column/bar
+        legend,  // a legend entry, a head band's name, the reference line's name
+        value,   // the number written above a bar
+        note,    // the line of explanation under a figure
+    };
+    Role role = Role::note;
+    std::string text{};
+    char axis = 0;     // 'x' or 'y' for tick labels and axis names, 0 otherwise
+    double value = 0;  // a tick's value (the index for a row, column or bar label)
+    bool operator==(const Text&) const = default;
+};
+
 class Canvas {
 public:
-    Canvas(int width, int height, Rgb background = white);
+    using Draw = std::function<void(std::vector<Text>&)>;  // PLplot calls; appends what it writes
+    Canvas(int width, int height, Draw draw);
 
     int width() const { return width_; }
     int height() const { return height_; }
-    Rgb at(int x, int y) const;
 
-    // Everything is clipped to the canvas: drawing outside it is not an error.
-    void fill_rect(int x, int y, int w, int h, Rgb color);
-    void rect_outline(int x, int y, int w, int h, Rgb color);
-    void line(int x0, int y0, int x1, int y1, Rgb color, int thickness = 1);
-    // Text with its top-left corner at (x, y); `scale` multiplies the 1-pixel segment font.
-    void text(int x, int y, std::string_view s, Rgb color = black, int scale = 2);
-    // Centred on x.
-    void text_centered(int x, int y, std::string_view s, Rgb color = black, int scale = 2);
-
-    static int text_width(std::string_view s, int scale = 2);
-    static int text_height(int scale = 2);
-
-    // Writes a PNG through stb_image_write; std::runtime_error naming the file if that fails.
-    void save_png(const std::filesystem::path& file) const;
+    // Renders with the PLplot driver the extension names: .png (pngcairo: anti-aliased, fonts from
+    // fontconfig) or .svg (svg: text stays text). Returns the text written, in order. A file that
+    // cannot be written is std::runtime_error naming it; any other extension std::invalid_argument.
+    std::vector<Text> render(const std::filesystem::path& file) const;
 
 private:
     int width_, height_;
-    std::vector<std::uint8_t> pixels_;  // (height, width, 3), row-major
+    Draw draw_;
 };
 
 // A (rows, cols) matrix, row-major. NaN marks a hidden cell (e.g. masked): drawn hatched.
@@ -127,8 +140,9 @@ struct LinePlot {
 };
 Canvas line_plot(const LinePlot& plot);
 
-// Writes `canvas` to dir/name (creating dir), prints "  figure: dir/name (W x H)" and returns
-// the path. A directory that cannot be made or written is a usage_error (one line, exit 2).
+// Writes `canvas` to dir/name, a .png (creating dir), and beside it the same figure as .svg; prints
+// "  figure: dir/name (W x H), and .svg" and returns the PNG's path. A directory that cannot be
+// made or written is a usage_error (one line, exit 2).
 std::filesystem::path save(const Canvas& canvas, const std::filesystem::path& dir, std::string_view name);
 
 // Reads the width and height from a PNG file's header (signature + IHDR), or nullopt when the
