@@ -7,7 +7,7 @@ and the circuit measured on fresh repeated sequences drawn by numpy, not by head
   python3 scripts/check-induction model.safetensors            # the four figures, exit 1 if one misses
   python3 scripts/check-induction model.safetensors --logits tokens.npy logits.npy
                                                                # headwise's logits reproduced (<= 1e-4)
-Exit 77 when torch is not installed (a test runs this where it is).
+Exit 77 (skipped) when numpy or torch is not installed (a test runs this where they are).
 """
 import argparse
 import json
@@ -15,13 +15,15 @@ import math
 import struct
 import sys
 
-import numpy as np
-
+# Both optional (Debian's python3-numpy and python3-torch): without either, exit 77 (ctest:
+# skipped) with one line naming what is missing, before anything imports them.
 try:
+    import numpy as np
     import torch
     from torch import nn
-except ImportError:
-    print("check-induction: torch is not installed; skipped", file=sys.stderr)
+except ImportError as e:
+    print(f"skipped: check-induction needs {e.name or 'numpy and torch'}, which {sys.executable} cannot import "
+          "(apt-get install python3-numpy python3-torch)")
     sys.exit(77)
 
 

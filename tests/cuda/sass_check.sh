@@ -8,8 +8,8 @@
 #   kernel's shape was built for (its __launch_bounds__ minimum, below).
 # Version 5 (wmma) at d_head 64: HMMA, no LDL or STL, 4 blocks of 4 warps (25%, what docs/06
 # says of it); at d_head 128 (2 warps, O and Q in 128 registers) it is listed, not checked. Exit
-# 77 (skipped) without nvcc or cuobjdump: /usr/local/cuda/bin, then scripts/fetch-cuda-binutils's
-# cache, then PATH.
+# 77 (skipped) without nvcc or cuobjdump: ${HEADWISE_CUDA_HOME:-/usr/local/cuda}/bin (as gpu-check), then
+# scripts/fetch-cuda-binutils's cache, then PATH.
 #
 # Blocks built for, per kernel (the `blocks` of kernels/flash_tiles.hpp's shapes; version 7's
 # shape is the FlashTilesE<n>E in its name, n its place in the enum):
@@ -34,7 +34,7 @@ nvcc=$1
 src=$2
 [ -x "$nvcc" ] || { echo "skipped: no nvcc at $nvcc"; exit 77; }
 cuobjdump=""
-for dir in /usr/local/cuda/bin "${XDG_CACHE_HOME:-$HOME/.cache}/headwise/cuda-binutils"; do
+for dir in "${HEADWISE_CUDA_HOME:-/usr/local/cuda}/bin" "${XDG_CACHE_HOME:-$HOME/.cache}/headwise/cuda-binutils"; do
     [ -x "$dir/cuobjdump" ] && { cuobjdump=$dir/cuobjdump; break; }
 done
 [ -n "$cuobjdump" ] || cuobjdump=$(command -v cuobjdump || true)
