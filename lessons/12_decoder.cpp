@@ -22,6 +22,7 @@
 // Run:  ./headwise run 12      or      build/lessons/12_decoder --help
 
 #include "headwise/fast/bandwidth.hpp"
+#include "headwise/io/figure.hpp"
 #include "headwise/inference/kv_cache.hpp"
 #include "headwise/lesson/lesson.hpp"
 #include "headwise/model/head_roles.hpp"
@@ -294,7 +295,7 @@ void step6_write(const Tracer& trace, const llama::Model& model) {
                "by T, keeps the 40 likeliest tokens whose probability reaches 0.9, and draws one.");
 }
 
-void step7_heads(const Tracer& trace, const llama::Model& model) {
+void step7_heads(const Tracer& trace, const llama::Model& model, const std::string& figures_dir) {
     trace.section("step 7: the model's own heads -- previous-token, induction, sink (lessons 07 and 11's measures)");
     const llama::Config& c = model.config();
     // 40 random ordinary tokens, then the same 40 again: an induction head, on the second copy,
@@ -355,6 +356,20 @@ void step7_heads(const Tracer& trace, const llama::Model& model) {
     if (s.value > 0.5)
         fmt::print("  L{}H{} puts {:.0f}% of its attention on token 0: an attention sink\n", s.layer, s.head,
                    100 * s.value);
+    if (figures_dir.empty()) return;
+    // the three heads' weights over the 80 tokens, drawn side by side
+    std::vector<figure::HeatmapPanel> panels;
+    for (const auto& [sc, role] : {std::pair{p, "previous-token"}, std::pair{ind, "induction"}, std::pair{s, "sink"}}) {
+        const std::vector<float> w = session.attention_weights(sc.layer);  // (H, N, N)
+        figure::Grid grid{N, N, std::vector<float>(w.begin() + sc.head * N * N, w.begin() + (sc.head + 1) * N * N)};
+        panels.push_back({fmt::format("L{}H{}, {} ({:.2f})", sc.layer, sc.head, role, sc.value), std::move(grid)});
+    }
+    const auto path = figure::save(
+        figure::heatmaps("SmolLM2-135M on 40 random tokens repeated: three of its heads", panels,
+                         "rows: queries, columns: keys (tokens 0-79, the repeat starts at 40); white = 0, dark blue = 1",
+                         4),
+        figures_dir, "12_heads.png");
+    fmt::print("  drew {}\n", path.string());
 }
 
 void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::size_t decode_tokens) {
@@ -400,8 +415,10 @@ int main(int argc, char** argv) {
                  "12_decoder"};
     std::size_t decode_tokens = 32;
     bool quiet = false;
+    std::string figures_dir;
     lesson::add_bounded_option(app, "--decode-tokens", decode_tokens, "tokens timed in step 8", 4, 512);
     app.add_flag("--quiet", quiet, "no shape lines");
+    lesson::add_save_figures(app, figures_dir, "three of the model's heads as heat maps (PNG and SVG)");
     return lesson::run(app, argc, argv, [&] {
         const Tracer trace(!quiet);
         const llama::Model model = llama::Model::open(llama::default_model_path());
@@ -414,7 +431,7 @@ int main(int argc, char** argv) {
         step4_one_block(trace, model, sentence, session);
         step5_cache(trace, model, sentence);
         step6_write(trace, model);
-        step7_heads(trace, model);
+        step7_heads(trace, model, figures_dir);
         step8_memory_bound(trace, model, decode_tokens);
         return 0;
     });
