@@ -14,9 +14,10 @@ namespace headwise::detail {
 
 namespace {
 
-// How long a worker spins on the counter before it sleeps: a decoder's next product comes within
-// microseconds, a sleeping thread takes ~50 us to wake.
-constexpr int spin_rounds = 4000;
+// How long a worker spins on the counter before it sleeps (~1-2 ms of pause instructions): a
+// decoder's next product comes after the attention of a layer, ~100 us later, and a thread that
+// fell asleep in between takes ~50 us to wake, by when the caller has done most of the tasks alone.
+constexpr int spin_rounds = 50000;
 
 constexpr std::uint64_t field = (std::uint64_t{1} << 20) - 1;
 

@@ -191,9 +191,6 @@ namespace {
 // above it, each matrix dequantized and multiplied by BLAS, whose packing of the float32 weights
 // costs the same for 8 tokens as for 512 (measured: the integer products win up to ~32 tokens).
 constexpr std::size_t max_integer_tokens = 32;
-// Weight rows per task: small enough that two cores share a 192-row matrix, big enough that a task
-// is a few microseconds.
-constexpr std::size_t rows_per_task = 32;
 // The most of a weight matrix the fast path holds in float32 at once (the whole of any block's
 // matrix, 3.5 MiB at most; the 113 MB output matrix in slices).
 constexpr std::size_t float_block_bytes = std::size_t{8} << 20;
@@ -252,34 +249,36 @@ void Session::clear() {
     for (KVCache& cache : caches_) cache.clear();
 }
 
-// y (n, out) = x (n, in) . W^T for one or two weight matrices of the same input (one wake-up of
-// the team for both).
-//   Few tokens on the fast path (decode): x quantized per block, the rows of W shared out in tasks
-//   of rows_per_task, each row an integer dot product on its blocks.
+// y (n, out) = x (n, in) . W^T for each product, all of the same input x (q, k and v; gate and up:
+// one wake-up of the team for all of them).
+//   Up to max_integer_tokens on the fast path: x quantized per block, the rows of every W shared
+//   out in one contiguous share per thread, each row an integer dot product on its blocks.
 //   Otherwise: W in float32 (the exact path's copy; on the fast path dequantized now, by the team,
 //   at most float_block_bytes of it at a time), then the tokens shared out, each core one BLAS call
 //   on its rows of x against all of W.
-void Session::linear2(const gguf::TensorInfo& w1, float* y1, const gguf::TensorInfo& w2, float* y2, const float* x,
-                      std::size_t n) {
-    const gguf::TensorInfo* w[2] = {&w1, &w2};
-    float* y[2] = {y1, y2};
-    const std::size_t count = y2 == nullptr ? 1 : 2, in = w1.columns();
+void Session::linear(std::initializer_list<Product> products, const float* x, std::size_t n) {
+    const std::size_t in = products.begin()->w->columns();
     if (path_ == Path::fast && n <= max_integer_tokens) {
         Scratch& s = *scratch_;
         if (s.qx.size() < n) s.qx.resize(n);
         for (std::size_t i = 0; i < n; ++i) s.qx[i].quantize(x + i * in, in);
-        const std::size_t tasks1 = (w1.rows() + rows_per_task - 1) / rows_per_task;
-        const std::size_t tasks = tasks1 + (count == 2 ? (w2.rows() + rows_per_task - 1) / rows_per_task : 0);
-        team_->run(tasks, [&](std::size_t task, std::size_t) {
-            const std::size_t p = task < tasks1 ? 0 : 1, out = w[p]->rows();
-            const std::size_t first = (task - (p == 0 ? 0 : tasks1)) * rows_per_task;
-            const std::size_t last = std::min(out, first + rows_per_task);
+        // each matrix in one contiguous share of rows per thread: a core that reads one long run of
+        // rows keeps its prefetcher streaming (two threads taking turns at 32-row tasks ran no faster
+        // than one)
+        const std::size_t shares = team_->size(), count = products.size();
+        const Product* list = products.begin();
+        team_->run(count * shares, [&](std::size_t task, std::size_t) {
+            const gguf::TensorInfo& w = *list[task / shares].w;
+            const std::size_t out = w.rows(), per = (out / shares + 3) / 4 * 4;  // a multiple of 4 rows
+            const std::size_t first = std::min(out, (task % shares) * per);
+            const std::size_t last = task % shares == shares - 1 ? out : std::min(out, first + per);
+            const std::size_t p = task / shares;
             for (std::size_t i = 0; i < n; ++i)
-                quant::matvec_rows(*w[p], s.qx[i], first, last, y[p] + i * out + first);
+                quant::matvec_rows(w, s.qx[i], first, last, list[p].y + i * out + first);
         });
         return;
     }
-    for (std::size_t p = 0; p < count; ++p) float_product(*w[p], x, n, y[p]);
+    for (const Product& p : products) float_product(*p.w, x, n, p.y);
 }
 
 void Session::float_product(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y) {
@@ -309,9 +308,6 @@ void Session::float_product(const gguf::TensorInfo& w, const float* x, std::size
     }
 }
 
-void Session::linear(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y) {
-    linear2(w, y, w, nullptr, x, n);
-}
 
 // The rotated queries of the step's n tokens against every cached key, causal.
 void Session::attend(std::size_t layer, std::size_t n, std::size_t first_position) {
@@ -357,8 +353,7 @@ void Session::block(std::size_t layer, std::size_t n, std::size_t first_position
 
     // h = rmsnorm(x); q, k, v (n, width)
     rms_norm(s.x.data(), f32(b.attn_norm), n, d, c.rms_eps, s.h.data());
-    linear2(*b.w_q, s.q.data(), *b.w_k, s.k.data(), s.h.data(), n);
-    linear(*b.w_v, s.h.data(), n, s.v.data());
+    linear({{b.w_q, s.q.data()}, {b.w_k, s.k.data()}, {b.w_v, s.v.data()}}, s.h.data(), n);
 
     // RoPE at positions first_position .. first_position + n - 1, adjacent pairs (GGUF's layout)
     std::vector<double> positions(n);
@@ -381,14 +376,14 @@ void Session::block(std::size_t layer, std::size_t n, std::size_t first_position
 
     // x += attention . W_o^T
     attend(layer, n, first_position);
-    linear(*b.w_o, s.att.data(), n, s.out.data());
+    linear({{b.w_o, s.out.data()}}, s.att.data(), n);
     add(s.x.data(), s.out.data(), n * d);
 
     // x += (silu(h W_gate^T) * h W_up^T) W_down^T
     rms_norm(s.x.data(), f32(b.ffn_norm), n, d, c.rms_eps, s.h.data());
-    linear2(*b.w_gate, s.g.data(), *b.w_up, s.u.data(), s.h.data(), n);
+    linear({{b.w_gate, s.g.data()}, {b.w_up, s.u.data()}}, s.h.data(), n);
     swiglu(s.g.data(), s.u.data(), n * c.d_ff);
-    linear(*b.w_down, s.g.data(), n, s.out.data());
+    linear({{b.w_down, s.out.data()}}, s.g.data(), n);
     add(s.x.data(), s.out.data(), n * d);
 }
 
@@ -431,7 +426,7 @@ void Session::forward(std::span<const std::int32_t> tokens, float* logits, bool 
     const std::size_t rows = all_logits ? n : 1;
     const float* x_last = s.x.data() + (n - rows) * d;
     rms_norm(x_last, reinterpret_cast<const float*>(model_.output_norm().data), rows, d, c.rms_eps, s.h.data());
-    linear(embedding, s.h.data(), rows, logits);
+    linear({{&embedding, logits}}, s.h.data(), rows);
 }
 
 std::vector<float> Session::attention_weights(std::size_t layer) const {

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -132,10 +133,12 @@ public:
 private:
     struct Scratch;
     void block(std::size_t layer, std::size_t n, std::size_t first_position);
-    void linear(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y);
+    struct Product {
+        const gguf::TensorInfo* w;
+        float* y;
+    };
+    void linear(std::initializer_list<Product> products, const float* x, std::size_t n);  // at most 4
     void float_product(const gguf::TensorInfo& w, const float* x, std::size_t n, float* y);
-    void linear2(const gguf::TensorInfo& w1, float* y1, const gguf::TensorInfo& w2, float* y2, const float* x,
-                 std::size_t n);
     void attend(std::size_t layer, std::size_t n, std::size_t first_position);
 
     const Model& model_;
