@@ -357,6 +357,11 @@ TEST_CASE("attend_new_token: one token's raw rows against the cache equal groupe
             for (std::size_t c = 0; c < d; ++c) diff = std::max(diff, double(std::fabs(out[h * d + c] - expected(b, h, 0, c))));
         INFO("batch row " << b);
         CHECK(diff <= 1e-4);  // float sums in another order; scores up to ~100 in head 4
+        // the heads in two ranges, as two threads would share them: the same rows, bit for bit
+        std::vector<float> halves(H * d, -1.0f);
+        attend_new_token(cache, b, q_rows.data(), H, scale, halves.data(), 0, 4);
+        attend_new_token(cache, b, q_rows.data(), H, scale, halves.data(), 4, H);
+        CHECK(halves == out);
     }
     CHECK_THROWS_AS(attend_new_token(KVCache(1, 2, d, 4), 0, q.data(), H, scale, std::vector<float>(H * d).data()),
                     usage_error);  // an empty cache

@@ -413,30 +413,26 @@ using v16 = float __attribute__((vector_size(64)));
 
 // Compiled three times, the widest the CPU runs chosen when the program loads (the library is built for
 // any x86-64, so without this the loops would use 128-bit SSE).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_new_token(const KVCache& cache,
-                                                                                   std::size_t b, const float* q,
-                                                                                   std::size_t heads, float scale,
-                                                                                   float* out) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_new_token(
+    const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale, float* out,
+    std::size_t first_head, std::size_t last_head) {
     const std::size_t kv_heads = cache.kv_heads(), d = cache.d_head(), n = cache.length();
     const std::size_t group = query_group(heads, kv_heads);
     if (b >= cache.batch()) throw usage_error(fmt::format("batch row {} of a cache of {}", b, cache.batch()));
     if (n == 0) throw usage_error("attend_new_token: the cache is empty (append the new token's k and v first)");
     if (d % 16 != 0) throw usage_error(fmt::format("attend_new_token: d_head {} is not a multiple of 16", d));
+    last_head = std::min(last_head, heads);
     thread_local std::vector<float> scores;
-    scores.resize(group * n);  // (group, n): this K/V head's query heads against its keys
-    for (std::size_t g = 0; g < kv_heads; ++g) {
+    scores.resize(n);
+    for (std::size_t h = first_head; h < last_head; ++h) {
+        const std::size_t g = h / group;  // the K/V head query head h reads
         const float* k = cache.key_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
         const float* v = cache.value_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
-        const float* q_group = q + g * group * d;  // heads g * group .. (g + 1) * group - 1
-        for (std::size_t r = 0; r < group; ++r)
-            for (std::size_t j = 0; j < n; j += 4)  // four keys at a time: four independent chains
-                dots(q_group + r * d, k + j * d, d, d, std::min<std::size_t>(4, n - j), scale, scores.data() + r * n + j);
-        for (std::size_t r = 0; r < group; ++r) {
-            float* s = scores.data() + r * n;
-            const float sum = detail::exp_shifted_sum(s, n, detail::row_max(s, n));
-            // out = sum_j p_j v_j, 64 columns at a time: their sums stay in registers
-            weighted_rows(s, v, n, d, 1.0f / sum, out + (g * group + r) * d);
-        }
+        for (std::size_t j = 0; j < n; j += 4)  // four keys at a time: four independent chains
+            dots(q + h * d, k + j * d, d, d, std::min<std::size_t>(4, n - j), scale, scores.data() + j);
+        const float sum = detail::exp_shifted_sum(scores.data(), n, detail::row_max(scores.data(), n));
+        // out = sum_j p_j v_j, 64 columns at a time: their sums stay in registers
+        weighted_rows(scores.data(), v, n, d, 1.0f / sum, out + h * d);
     }
 }
 

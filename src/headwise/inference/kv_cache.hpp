@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -135,10 +136,11 @@ Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor
 // q (H, d_head), the new token's queries for batch row b, already rotated if the model uses RoPE
 // (and the cache holds its own key and value already); out (H, d_head):
 //   out_h = softmax(q_h K_g^T * scale) V_g,   g = h / (H / H_kv), over the cache's length() keys.
-// The keys are read where the cache keeps them, once per query head group (a group's heads share
-// each key row's load); nothing is masked, every cached key is in the new token's past.
+// The keys are read where the cache keeps them; nothing is masked, every cached key is in the new
+// token's past. Only heads [first_head, last_head) are computed (their rows of out written): a
+// caller can share the heads between threads.
 void attend_new_token(const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale,
-                      float* out);
+                      float* out, std::size_t first_head = 0, std::size_t last_head = SIZE_MAX);
 
 // ---------------------------------------------------------------------------------------------
 // Rotary positions with the cache (lesson 09, step 7). A new token's key is rotated once, at its

@@ -320,8 +320,11 @@ void Session::attend(std::size_t layer, std::size_t n, std::size_t first_positio
     Scratch& s = *scratch_;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     if (n == 1) {
-        // One new token: lesson 08's decode step on the cache's rows, no mask (every key is in its past)
-        attend_new_token(cache, 0, s.q.data(), c.heads, scale, s.att.data());
+        // One new token: lesson 08's decode step on the cache's rows, no mask (every key is in its
+        // past), the heads shared between the threads
+        team_->run(c.heads, [&](std::size_t h, std::size_t) {
+            attend_new_token(cache, 0, s.q.data(), c.heads, scale, s.att.data(), h, h + 1);
+        });
         return;
     }
     // Many new tokens: one call per K/V head, its `group` query heads reading that head's keys
