@@ -40,6 +40,11 @@ int run(const std::string& which, const std::vector<std::string>& extra) {
     for (const auto& l : course) {
         fmt::print("\n{:=^96}\n", fmt::format(" lesson {:02} -- {} ", l.number, l.title));
         const int rc = run_lesson(l, extra);
+        if (rc == exit_usage && l.needs_model && extra.empty()) {
+            // no bad flag was given: the lesson's one line said its model is not cached and how to get it
+            fmt::print(stderr, "headwise: lesson {:02} skipped (its model is not here); going on\n", l.number);
+            continue;
+        }
         if (rc == exit_usage) return rc;  // bad flags: the lesson has said which, in its one line
         if (rc != 0) {
             fmt::print(stderr, "headwise: lesson {:02} ({}) exited with code {}; stopping here.\n", l.number, l.name,

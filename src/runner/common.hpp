@@ -41,6 +41,7 @@ struct Lesson {
     std::string title;
     std::string doc;  // docs/<name>.md
     std::optional<Exercise> exercise;
+    bool needs_model = false;  // runs a trained model the cache may lack: exit 2 then means "not fetched"
 };
 
 std::vector<Lesson> load_course();
