@@ -136,14 +136,14 @@ class SmolLM2:
                     k = torch.cat([cache[l][0], k], dim=1)
                     v = torch.cat([cache[l][1], v], dim=1)
                     cache[l] = (k, v)
-            # query head hq reads KV head hq // group
-            kk = k.repeat_interleave(group, dim=0)                           # (n_head, total, d_head)
-            vv = v.repeat_interleave(group, dim=0)
-            s = (q @ kk.transpose(1, 2)) * scale                             # (n_head, n, total)
+            # Query head hq = j * group + g reads KV head j = hq // group: the group's queries are
+            # stacked as rows of one product with that KV head's keys (no copies of K or V).
+            qg = q.reshape(self.n_kv, group * n, self.d_head)                # rows (g, i) of KV head j
+            s = (qg @ k.transpose(1, 2)) * scale                             # (n_kv, group * n, total)
             if mask is not None:
-                s = s + mask
+                s = (s.view(self.n_kv, group, n, total) + mask).view(self.n_kv, group * n, total)
             a = torch.softmax(s, dim=-1)
-            o = (a @ vv).transpose(0, 1).reshape(n, self.d_model)
+            o = (a @ v).view(self.n_head, n, self.d_head).transpose(0, 1).reshape(n, self.d_model)
             x = x + o @ W[p + "attn_output.weight"].T
             h = self.rms_norm(x, W[p + "ffn_norm.weight"])
             g = h @ W[p + "ffn_gate.weight"].T
