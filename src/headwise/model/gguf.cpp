@@ -154,7 +154,7 @@ std::string printable(std::string_view s, std::size_t limit = 80) {
     return out;
 }
 
-std::string named(std::string_view s) { return "\"" + printable(s) + "\""; }
+std::string named(std::string_view s) { return fmt::format("\"{}\"", printable(s)); }
 
 // ---------------------------------------------------------------------------------------------
 // A cursor over the file's bytes: every read is bounds-checked and names what it was reading.
@@ -759,7 +759,7 @@ std::vector<File::Entry> File::metadata() const {
             text = scalar_text(v);
         } else if (v.element == ValueType::string && v.count <= 4) {
             std::vector<std::string> items;
-            for (const std::string& s : v.strings) items.push_back("\"" + printable(s, 20) + "\"");
+            for (const std::string& s : v.strings) items.push_back(fmt::format("\"{}\"", printable(s, 20)));
             text = fmt::format("[{}]", fmt::join(items, ", "));
         } else if (v.element == ValueType::string) {
             text = fmt::format("[{} strings]", v.count);

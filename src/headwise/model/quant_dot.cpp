@@ -184,13 +184,13 @@ HEADWISE_AVX512 void rows_q4_1_avx512(const std::byte* w, std::size_t stride, co
             // nibbles: [b | b+1] -> lanes (b low, b+1 low, b high, b+1 high) -> (b low, b high, b+1 low, b+1 high)
             const __m256i raw = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(q[1].qs),
                                                     reinterpret_cast<const __m128i*>(q[0].qs));
-            const __m512i split = _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
+            const __m512i split = _mm512_inserti64x4(_mm512_zextsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
             const __m512i q4 = _mm512_and_si512(_mm512_shuffle_i64x2(split, split, _MM_SHUFFLE(3, 1, 2, 0)), low);
             const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4, q8);
             // (d_w, m_w, d_w', m_w') * (d_x, s_x, d_x', s_x')
             const __m128 products = _mm_mul_ps(_mm_cvtph_ps(_mm_set_epi32(0, 0, word(&q[1]), word(&q[0]))), xds);
             scales_and_mins[r] = _mm_add_ps(scales_and_mins[r], products);
-            acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread, _mm512_castps128_ps512(products)),
+            acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread, _mm512_zextps128_ps512(products)),
                                      _mm512_cvtepi32_ps(sums), acc[r]);
         }
     }
@@ -213,14 +213,14 @@ HEADWISE_AVX512 void rows_q8_0_avx512(const std::byte* w, std::size_t stride, co
             const __m512i qx = _mm512_load_si512(x.q() + b * block);
             const __m128 xds = _mm_loadu_ps(x.ds() + 2 * b);
             const auto* q = reinterpret_cast<const BlockQ8_0*>(w + r * stride) + b;
-            const __m512i qw = _mm512_inserti64x4(_mm512_castsi256_si512(load32(q[0].qs)), load32(q[1].qs), 1);
+            const __m512i qw = _mm512_inserti64x4(_mm512_zextsi256_si512(load32(q[0].qs)), load32(q[1].qs), 1);
             // |w| . (x with w's sign): dpbusd wants its first operand unsigned
             const __mmask64 negative = _mm512_movepi8_mask(qw);
             const __m512i signed_x = _mm512_mask_sub_epi8(qx, negative, _mm512_setzero_si512(), qx);
             const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(qw), signed_x);
             // (d_w, -, d_w', -) * (d_x, s_x, d_x', s_x'): lanes 1 and 3 unused
             const __m128 products = _mm_mul_ps(_mm_cvtph_ps(_mm_set_epi32(0, 0, word(&q[1]), word(&q[0]))), xds);
-            acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread, _mm512_castps128_ps512(products)),
+            acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread, _mm512_zextps128_ps512(products)),
                                      _mm512_cvtepi32_ps(sums), acc[r]);
         }
     }
