@@ -46,9 +46,7 @@ namespace {
 // Step helpers.
 
 using clock_type = std::chrono::steady_clock;
-double seconds_since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
-}
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 // A GGUF tensor as a float32 (rows, columns) Tensor2, dequantized.
 Tensor2 as_tensor2(const gguf::TensorInfo& t) {
@@ -119,15 +117,17 @@ void step1_the_file(const Tracer& trace, const llama::Model& model) {
     fmt::print("  {:.1f} M parameters in {:.1f} MB: {:.2f} bits a parameter (float32 would be 32)\n", parameters / 1e6,
                double(file.file_bytes()) / 1e6, 8.0 * double(file.file_bytes()) / double(parameters));
     const llama::Config& c = model.config();
-    fmt::print("  config: {} blocks, d_model {}, {} query heads and {} key/value heads of d_head {}, d_ff {}, "
-               "vocabulary {}, context {}, RoPE base {:g}, RMSNorm eps {:g}\n",
-               c.layers, c.d_model, c.heads, c.kv_heads, c.d_head, c.d_ff, c.vocab, c.context, c.rope_base, c.rms_eps);
-    trace.note("GGUF lists a tensor's dimensions fastest first ([576, 49152] for the embedding); headwise reverses "
-               "them once, when it reads the file, into PyTorch's order:");
+    fmt::print(
+        "  config: {} blocks, d_model {}, {} query heads and {} key/value heads of d_head {}, d_ff {}, "
+        "vocabulary {}, context {}, RoPE base {:g}, RMSNorm eps {:g}\n",
+        c.layers, c.d_model, c.heads, c.kv_heads, c.d_head, c.d_ff, c.vocab, c.context, c.rope_base, c.rms_eps);
+    trace.note(
+        "GGUF lists a tensor's dimensions fastest first ([576, 49152] for the embedding); headwise reverses "
+        "them once, when it reads the file, into PyTorch's order:");
     const llama::Block& b = model.blocks()[0];
     const std::pair<const gguf::TensorInfo*, std::string_view> rows[] = {
-        {&model.embedding(), "V, d_model"}, {b.attn_norm, "d_model"},      {b.w_q, "H*d_head, d_model"},
-        {b.w_k, "H_kv*d_head, d_model"},   {b.w_v, "H_kv*d_head, d_model"}, {b.w_o, "d_model, H*d_head"},
+        {&model.embedding(), "V, d_model"}, {b.attn_norm, "d_model"},        {b.w_q, "H*d_head, d_model"},
+        {b.w_k, "H_kv*d_head, d_model"},    {b.w_v, "H_kv*d_head, d_model"}, {b.w_o, "d_model, H*d_head"},
         {b.w_gate, "d_ff, d_model"},        {b.w_up, "d_ff, d_model"},       {b.w_down, "d_model, d_ff"}};
     for (const auto& [t, dims] : rows) {
         trace.shape_line(fmt::format("{} {}", t->name, gguf::to_string(t->type)), t->shape, dims);
@@ -139,11 +139,12 @@ void step2_one_block_by_hand(const Tracer& trace, const llama::Model& model) {
     const gguf::TensorInfo& w_q = *model.blocks()[0].w_q;
     const auto& block = *reinterpret_cast<const quant::BlockQ4_1*>(w_q.row(0));
     const float d = quant::fp16_to_float(block.d), m = quant::fp16_to_float(block.m);
-    fmt::print("  {} row 0, weights 0..31: d = {:.6f} (fp16 0x{:04x}), m = {:.6f} (fp16 0x{:04x}), 16 bytes of nibbles\n",
-               w_q.name, d, block.d, m, block.m);
+    fmt::print(
+        "  {} row 0, weights 0..31: d = {:.6f} (fp16 0x{:04x}), m = {:.6f} (fp16 0x{:04x}), 16 bytes of nibbles\n",
+        w_q.name, d, block.d, m, block.m);
     float by_hand[32];
     for (std::size_t j = 0; j < 16; ++j) {
-        by_hand[j] = d * float(block.qs[j] & 0x0F) + m;   // low nibble: weight j
+        by_hand[j] = d * float(block.qs[j] & 0x0F) + m;     // low nibble: weight j
         by_hand[j + 16] = d * float(block.qs[j] >> 4) + m;  // high nibble: weight j + 16
     }
     fmt::print("  byte 0 = 0x{:02x}: weight 0 = d * {} + m = {:+.6f}, weight 16 = d * {} + m = {:+.6f}\n", block.qs[0],
@@ -153,9 +154,10 @@ void step2_one_block_by_hand(const Tracer& trace, const llama::Model& model) {
     double diff = 0.0;
     for (std::size_t j = 0; j < 32; ++j) diff = std::max(diff, double(std::fabs(by_hand[j] - library[j])));
     fmt::print("  by hand vs quant::dequantize_row: max |diff| = {:.1e} over the 32 weights\n", diff);
-    fmt::print("  16 levels from m = {:+.4f} to m + 15 d = {:+.4f}: a weight is off by at most d / 2 = {:.4f} "
-               "({:.1f}% of the block's range)\n",
-               m, m + 15 * d, d / 2, 100.0 / 30.0);
+    fmt::print(
+        "  16 levels from m = {:+.4f} to m + 15 d = {:+.4f}: a weight is off by at most d / 2 = {:.4f} "
+        "({:.1f}% of the block's range)\n",
+        m, m + 15 * d, d / 2, 100.0 / 30.0);
     // The error quantizing carries, measured: random weights through Q4_1 and Q8_0 and back.
     Random rng(12);
     const Tensor1 x = rng.normal<1>({4096}, 0.02f);
@@ -171,15 +173,17 @@ void step2_one_block_by_hand(const Tracer& trace, const llama::Model& model) {
         for (std::size_t i = 0; i < 4096; ++i) e += double(y[i] - x[i]) * (y[i] - x[i]), s += double(x[i]) * x[i];
         return std::sqrt(e / s);
     };
-    fmt::print("  4096 normal weights (std 0.02) through each format and back: relative RMS error Q4_1 {:.1f}%, "
-               "Q8_0 {:.2f}%\n",
-               100 * rms(back4), 100 * rms(back8));
+    fmt::print(
+        "  4096 normal weights (std 0.02) through each format and back: relative RMS error Q4_1 {:.1f}%, "
+        "Q8_0 {:.2f}%\n",
+        100 * rms(back4), 100 * rms(back8));
 }
 
 void step3_tokens(const Tracer& trace, const llama::Model& model) {
     trace.section("step 3: text -> pieces -> ids -> text (byte-level BPE, 48,900 merges)");
     const bpe::Tokenizer& tok = model.tokenizer();
-    for (const std::string text : {"The capital of France is", "Attention is all you need in 2017!", "naïve café 🙂"}) {
+    for (const std::string text :
+         {"The capital of France is", "Attention is all you need in 2017!", "naïve café 🙂"}) {
         const std::vector<std::string> pieces = tok.pre_tokenize(text);
         std::vector<std::string> shown;
         for (const auto& p : pieces) shown.push_back(quoted(p));
@@ -189,8 +193,9 @@ void step3_tokens(const Tracer& trace, const llama::Model& model) {
         fmt::print("  {}\n    pieces {}\n    ids    {}\n    back   {}\n", quoted(text), fmt::join(shown, " "),
                    fmt::join(id_pieces, " "), quoted(tok.decode(ids)));
     }
-    trace.note("Each piece's bytes are mapped to printable characters (a space is 'Ġ') and merged pair by pair, the "
-               "lowest-ranked merge first; a byte never merged stays a token of its own, so any text has ids.");
+    trace.note(
+        "Each piece's bytes are mapped to printable characters (a space is 'Ġ') and merged pair by pair, the "
+        "lowest-ranked merge first; a byte never merged stays a token of its own, so any text has ids.");
 }
 
 void step4_one_block(const Tracer& trace, const llama::Model& model, std::span<const std::int32_t> ids,
@@ -240,8 +245,9 @@ void step4_one_block(const Tracer& trace, const llama::Model& model, std::span<c
     const Tensor4 cached = session.cache(0).keys();  // (1, H_kv, N, d_head)
     fmt::print("  these rotated keys vs what llama::Session cached in block 0: max |diff| = {:.1e}\n",
                max_abs_diff(cached, k));
-    trace.note("GGUF's q and k rows are stored permuted so that RoPE rotates adjacent pairs (lesson 09's "
-               "'interleaved' layout): the same model as Hugging Face's 'half' layout, one permutation apart.");
+    trace.note(
+        "GGUF's q and k rows are stored permuted so that RoPE rotates adjacent pairs (lesson 09's "
+        "'interleaved' layout): the same model as Hugging Face's 'half' layout, one permutation apart.");
 }
 
 void step5_cache(const Tracer& trace, const llama::Model& model, std::span<const std::int32_t> prompt) {
@@ -251,9 +257,10 @@ void step5_cache(const Tracer& trace, const llama::Model& model, std::span<const
     llama::Session cached(model, llama::Path::exact, prompt.size() + steps);
     std::vector<float> logits;
     const std::vector<std::int32_t> out = greedy(cached, prompt, steps, logits);
-    fmt::print("  after the prompt's {} tokens and {} decode steps each block's cache holds {} positions: K {} "
-               "[B, H_kv, N, d_head]\n",
-               prompt.size(), steps, cached.length(), format_shape(cached.cache(0).keys().shape()));
+    fmt::print(
+        "  after the prompt's {} tokens and {} decode steps each block's cache holds {} positions: K {} "
+        "[B, H_kv, N, d_head]\n",
+        prompt.size(), steps, cached.length(), format_shape(cached.cache(0).keys().shape()));
     std::vector<std::int32_t> all(prompt.begin(), prompt.end());
     all.insert(all.end(), out.begin(), out.end());
     llama::Session full(model, llama::Path::exact, all.size());
@@ -261,13 +268,15 @@ void step5_cache(const Tracer& trace, const llama::Model& model, std::span<const
     full.forward(all, recomputed.data());
     double diff = 0.0;
     for (std::size_t i = 0; i < c.vocab; ++i) diff = std::max(diff, double(std::fabs(recomputed[i] - logits[i])));
-    fmt::print("  last token's logits, cached decode vs all {} tokens recomputed: max |diff| = {:.1e} (logits of "
-               "size ~10)\n",
-               all.size(), diff);
+    fmt::print(
+        "  last token's logits, cached decode vs all {} tokens recomputed: max |diff| = {:.1e} (logits of "
+        "size ~10)\n",
+        all.size(), diff);
     const std::size_t per_token = c.layers * 2 * c.kv_width() * sizeof(float);
-    fmt::print("  the cache costs {} layers x 2 (K, V) x {} x 4 bytes = {} KiB a token: {:.1f} MiB at the full "
-               "context of {}; with 9 K/V heads (no GQA) it would be 3x that\n",
-               c.layers, c.kv_width(), per_token / 1024, double(per_token) * c.context / (1 << 20), c.context);
+    fmt::print(
+        "  the cache costs {} layers x 2 (K, V) x {} x 4 bytes = {} KiB a token: {:.1f} MiB at the full "
+        "context of {}; with 9 K/V heads (no GQA) it would be 3x that\n",
+        c.layers, c.kv_width(), per_token / 1024, double(per_token) * c.context / (1 << 20), c.context);
 }
 
 void step6_write(const Tracer& trace, const llama::Model& model) {
@@ -291,8 +300,9 @@ void step6_write(const Tracer& trace, const llama::Model& model) {
         }
         fmt::print("  T=0.8 seed {}: {} -> {}\n", seed, quoted(prompt), quoted(tok.decode(sampled)));
     }
-    trace.note("Greedy takes the largest logit every time (the same text on every run); sampling divides the logits "
-               "by T, keeps the 40 likeliest tokens whose probability reaches 0.9, and draws one.");
+    trace.note(
+        "Greedy takes the largest logit every time (the same text on every run); sampling divides the logits "
+        "by T, keeps the 40 likeliest tokens whose probability reaches 0.9, and draws one.");
 }
 
 void step7_heads(const Tracer& trace, const llama::Model& model, const std::string& figures_dir) {
@@ -330,7 +340,8 @@ void step7_heads(const Tracer& trace, const llama::Model& model, const std::stri
     auto top = [](std::vector<Score> s, const char* what) {
         std::sort(s.begin(), s.end(), [](const Score& a, const Score& b) { return a.value > b.value; });
         std::vector<std::string> names;
-        for (std::size_t i = 0; i < 3; ++i) names.push_back(fmt::format("L{}H{} {:.2f}", s[i].layer, s[i].head, s[i].value));
+        for (std::size_t i = 0; i < 3; ++i)
+            names.push_back(fmt::format("L{}H{} {:.2f}", s[i].layer, s[i].head, s[i].value));
         fmt::print("  {:<28} {}   (chance ~ 1/N = {:.3f})\n", what, fmt::join(names, ", "), 1.0 / 80);
         return s[0];
     };
@@ -346,13 +357,15 @@ void step7_heads(const Tracer& trace, const llama::Model& model, const std::stri
     fmt::print("  next-token loss on the first copy {:.2f} nats (ln V = {:.2f}), on the repeat {:.2f}\n", first,
                std::log(double(c.vocab)), second);
     if (second < first / 2)
-        fmt::print("  the repeat is predicted: the model copies, and layer {}'s head {} (induction {:.2f}) is where "
-                   "it looks\n",
-                   ind.layer, ind.head, ind.value);
+        fmt::print(
+            "  the repeat is predicted: the model copies, and layer {}'s head {} (induction {:.2f}) is where "
+            "it looks\n",
+            ind.layer, ind.head, ind.value);
     if (p.value > 0.5)
-        fmt::print("  L{}H{} puts {:.0f}% of its weight on the token before: a previous-token head, as lesson 07 found "
-                   "in BERT\n",
-                   p.layer, p.head, 100 * p.value);
+        fmt::print(
+            "  L{}H{} puts {:.0f}% of its weight on the token before: a previous-token head, as lesson 07 found "
+            "in BERT\n",
+            p.layer, p.head, 100 * p.value);
     if (s.value > 0.5)
         fmt::print("  L{}H{} puts {:.0f}% of its attention on token 0: an attention sink\n", s.layer, s.head,
                    100 * s.value);
@@ -365,9 +378,9 @@ void step7_heads(const Tracer& trace, const llama::Model& model, const std::stri
         panels.push_back({fmt::format("L{}H{}, {} ({:.2f})", sc.layer, sc.head, role, sc.value), std::move(grid)});
     }
     const auto path = figure::save(
-        figure::heatmaps("SmolLM2-135M on 40 random tokens repeated: three of its heads", panels,
-                         "rows: queries, columns: keys (tokens 0-79, the repeat starts at 40); white = 0, dark blue = 1",
-                         4),
+        figure::heatmaps(
+            "SmolLM2-135M on 40 random tokens repeated: three of its heads", panels,
+            "rows: queries, columns: keys (tokens 0-79, the repeat starts at 40); white = 0, dark blue = 1", 4),
         figures_dir, "12_heads.png");
     fmt::print("  drew {}\n", path.string());
 }
@@ -381,9 +394,10 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
         for (const gguf::TensorInfo* t : {b.w_q, b.w_k, b.w_v, b.w_o, b.w_gate, b.w_up, b.w_down})
             weights += double(t->count());
     const double flops = 2.0 * weights;  // a multiply and an add per weight
-    fmt::print("  a decode step reads every weight once: {:.1f} MB (the 30 blocks' Q4_1 matrices and the Q8_0 output "
-               "matrix), for ~{:.2f} GFLOP: {:.1f} FLOPs a byte\n",
-               double(bytes) / 1e6, flops / 1e9, flops / double(bytes));
+    fmt::print(
+        "  a decode step reads every weight once: {:.1f} MB (the 30 blocks' Q4_1 matrices and the Q8_0 output "
+        "matrix), for ~{:.2f} GFLOP: {:.1f} FLOPs a byte\n",
+        double(bytes) / 1e6, flops / 1e9, flops / double(bytes));
     const std::vector<std::int32_t> prompt = model.tokenizer().encode("Once upon a time");
     llama::Session session(model, llama::Path::fast, prompt.size() + decode_tokens + 3);
     std::vector<float> logits;
@@ -397,14 +411,18 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
     const double per_token = seconds_since(start) / double(decode_tokens);
     const double rate = detail::read_rate(512u << 20);
     const double bound = rate * 1e9 / double(bytes);
-    fmt::print("  this machine reads {:.1f} GB/s (512 MiB streamed by every core the decoder uses): at most {:.0f} tokens/s\n", rate, bound);
-    fmt::print("  measured: {:.1f} ms a token = {:.0f} tokens/s, {:.0f}% of that bound (time: this machine's, fast path, "
-               "{} tokens)\n",
-               per_token * 1e3, 1.0 / per_token, 100.0 / per_token / bound, decode_tokens);
-    trace.note(fmt::format("{} tokens/s x {:.2f} GFLOP = {:.0f} GFLOP/s: far below what the cores can multiply, because "
-                           "each weight arrives from memory, is used once and is gone. Prompt tokens share each "
-                           "weight read across the whole prompt, which is why prefill runs far more tokens a second.",
-                           std::lround(1.0 / per_token), flops / 1e9, flops / per_token / 1e9));
+    fmt::print(
+        "  this machine reads {:.1f} GB/s (512 MiB streamed by every core the decoder uses): at most {:.0f} tokens/s\n",
+        rate, bound);
+    fmt::print(
+        "  measured: {:.1f} ms a token = {:.0f} tokens/s, {:.0f}% of that bound (time: this machine's, fast path, "
+        "{} tokens)\n",
+        per_token * 1e3, 1.0 / per_token, 100.0 / per_token / bound, decode_tokens);
+    trace.note(
+        fmt::format("{} tokens/s x {:.2f} GFLOP = {:.0f} GFLOP/s: far below what the cores can multiply, because "
+                    "each weight arrives from memory, is used once and is gone. Prompt tokens share each "
+                    "weight read across the whole prompt, which is why prefill runs far more tokens a second.",
+                    std::lround(1.0 / per_token), flops / 1e9, flops / per_token / 1e9));
     (void)c;
 }
 
@@ -422,8 +440,10 @@ int main(int argc, char** argv) {
     return lesson::run(app, argc, argv, [&] {
         const Tracer trace(!quiet);
         const llama::Model model = llama::Model::open(llama::default_model_path());
-        fmt::print("Lesson 12: a real decoder writes   SmolLM2-135M-Instruct, {}\n", llama::default_model_path().string());
-        const std::vector<std::int32_t> sentence = model.tokenizer().encode("The quick brown fox jumps over the lazy dog");
+        fmt::print("Lesson 12: a real decoder writes   SmolLM2-135M-Instruct, {}\n",
+                   llama::default_model_path().string());
+        const std::vector<std::int32_t> sentence =
+            model.tokenizer().encode("The quick brown fox jumps over the lazy dog");
         llama::Session session(model, llama::Path::exact, 64);
         step1_the_file(trace, model);
         step2_one_block_by_hand(trace, model);

@@ -93,8 +93,9 @@ TEST_CASE("greedy generate prints the reference's 32-token continuation, ids and
 
 TEST_CASE("the same seed samples the same text, another seed another", "[generate][model]") {
     model_or_skip();
-    const std::vector<std::string> args{"--prompt", "Once upon a time", "--max-tokens", "12", "--no-stop",
-                                        "--temperature", "0.9", "--top-k", "50", "--ids"};
+    const std::vector<std::string> args{
+        "--prompt", "Once upon a time", "--max-tokens", "12",   "--no-stop", "--temperature",
+        "0.9",      "--top-k",          "50",           "--ids"};
     auto with_seed = [&](const char* seed) {
         std::vector<std::string> a = args;
         a.insert(a.end(), {"--seed", seed});
@@ -107,18 +108,21 @@ TEST_CASE("the same seed samples the same text, another seed another", "[generat
     CHECK(a != c);
 }
 
-TEST_CASE("--logits writes the prompt's (N, V) logits, the reference's to 1e-3 on the exact path", "[generate][model]") {
+TEST_CASE("--logits writes the prompt's (N, V) logits, the reference's to 1e-3 on the exact path",
+          "[generate][model]") {
     model_or_skip();
     const auto p = reference_prompt(0);
     const TempDir dir;
-    const Result r = generate({"--prompt", p["text"], "--max-tokens", "0", "--exact", "--logits", (dir / "l.npy").string()});
+    const Result r =
+        generate({"--prompt", p["text"], "--max-tokens", "0", "--exact", "--logits", (dir / "l.npy").string()});
     INFO(r.err);
     REQUIRE(r.code == 0);
     const npy::Array got = npy::read(dir / "l.npy");
     const npy::Array expected = npy::read(fixtures / p["logits"].get<std::string>());
     REQUIRE(got.shape == expected.shape);
     double diff = 0.0;
-    for (std::size_t i = 0; i < got.values.size(); ++i) diff = std::max(diff, std::fabs(got.values[i] - expected.values[i]));
+    for (std::size_t i = 0; i < got.values.size(); ++i)
+        diff = std::max(diff, std::fabs(got.values[i] - expected.values[i]));
     CHECK(diff <= 1e-3);
 }
 

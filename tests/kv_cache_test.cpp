@@ -354,7 +354,8 @@ TEST_CASE("attend_new_token: one token's raw rows against the cache equal groupe
         attend_new_token(cache, b, q_rows.data(), H, scale, out.data());
         double diff = 0.0;
         for (std::size_t h = 0; h < H; ++h)
-            for (std::size_t c = 0; c < d; ++c) diff = std::max(diff, double(std::fabs(out[h * d + c] - expected(b, h, 0, c))));
+            for (std::size_t c = 0; c < d; ++c)
+                diff = std::max(diff, double(std::fabs(out[h * d + c] - expected(b, h, 0, c))));
         INFO("batch row " << b);
         CHECK(diff <= 1e-4);  // float sums in another order; scores up to ~100 in head 4
         // the heads in two ranges, as two threads would share them: the same rows, bit for bit

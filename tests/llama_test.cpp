@@ -30,7 +30,8 @@ const llama::Model& model_or_skip() {
         std::error_code ec;
         if (!fs::is_regular_file(path, ec)) {
             std::cout << "skipped: the SmolLM2-135M-Instruct model is not at " << path.string()
-                      << ": run scripts/fetch-model, or set HEADWISE_DECODER_DIR to the folder that holds it" << std::endl;
+                      << ": run scripts/fetch-model, or set HEADWISE_DECODER_DIR to the folder that holds it"
+                      << std::endl;
             std::exit(77);
         }
         return llama::Model::open(path);
@@ -107,8 +108,7 @@ TEST_CASE("the tokenizer gives the reference's ids for the committed prompts", "
     }
 }
 
-TEST_CASE("fast path: a long prompt's logits through dequantized matrices and BLAS equal the exact path's",
-          "[llama]") {
+TEST_CASE("fast path: a long prompt's logits through dequantized matrices and BLAS equal the exact path's", "[llama]") {
     const llama::Model& model = model_or_skip();
     const std::size_t V = model.config().vocab;
     std::vector<std::int32_t> ids = model.tokenizer().encode(text_long());

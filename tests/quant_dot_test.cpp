@@ -84,8 +84,7 @@ TEST_CASE("integer dot products equal the dequantized definition on every instru
                 if (!quant::cpu_has(isa)) continue;
                 quant::set_isa(isa);
                 INFO(gguf::to_string(type) << " n = " << n << " on " << quant::to_string(isa));
-                CHECK(quant::dot(type, row.bytes.data(), x) ==
-                      Approx(expected).margin(1e-5 * scale));
+                CHECK(quant::dot(type, row.bytes.data(), x) == Approx(expected).margin(1e-5 * scale));
             }
         }
     }

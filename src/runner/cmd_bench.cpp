@@ -17,9 +17,10 @@ namespace headwise::runner {
 
 void add_bench_command(CLI::App& app, Action& action) {
     auto extra = std::make_shared<std::vector<std::string>>();
-    auto* cmd = app.add_subcommand("bench",
-                                   "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy, and lesson 12's decoder against "
-                                   "llama.cpp (minutes)");
+    auto* cmd = app.add_subcommand(
+        "bench",
+        "benchmark the attention forward against ONNX Runtime, PyTorch and NumPy, and lesson 12's decoder against "
+        "llama.cpp (minutes)");
     auto threads_list = std::make_shared<std::string>();
     cmd->add_option("--threads", *threads_list,
                     "thread counts to sweep, e.g. 1,2,4,8,16: headwise, ONNX Runtime and PyTorch at each count, with "
@@ -73,8 +74,7 @@ void add_bench_command(CLI::App& app, Action& action) {
             // how to get the model or a peer that is missing).
             fmt::print("\nheadwise: the decoder of lesson 12 (scripts/bench-decode)\n");
             return run_program({(source_dir() / "scripts" / "bench-decode").string(), "--runner",
-                                (binary_dir() / "src" / "headwise").string(), "--threads",
-                                std::to_string(threads)});
+                                (binary_dir() / "src" / "headwise").string(), "--threads", std::to_string(threads)});
         };
     });
 }

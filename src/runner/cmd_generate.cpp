@@ -66,21 +66,23 @@ int generate(GenerateArgs a) {
     if (!a.prompt_given) a.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     if (a.prompt.empty()) throw usage_error("the prompt is empty: give --prompt TEXT or the text on stdin");
 
-    const llama::Model model = llama::Model::open(a.model.empty() ? llama::default_model_path() : std::filesystem::path(a.model));
+    const llama::Model model =
+        llama::Model::open(a.model.empty() ? llama::default_model_path() : std::filesystem::path(a.model));
     const llama::Config& config = model.config();
     const std::string text = a.chat ? model.chat_prompt(a.prompt) : a.prompt;
     std::vector<std::int32_t> prompt = model.tokenizer().encode(text, a.chat);
     if (a.prompt_tokens > 0) {
         if (static_cast<std::size_t>(a.prompt_tokens) > prompt.size())
-            throw usage_error(fmt::format("--prompt-tokens {}: the prompt has only {} tokens", a.prompt_tokens,
-                                          prompt.size()));
+            throw usage_error(
+                fmt::format("--prompt-tokens {}: the prompt has only {} tokens", a.prompt_tokens, prompt.size()));
         prompt.resize(static_cast<std::size_t>(a.prompt_tokens));
     }
     if (prompt.empty()) throw usage_error("the prompt has no tokens");
     const std::size_t total = prompt.size() + static_cast<std::size_t>(a.max_tokens);
     if (total > config.context)
-        throw usage_error(fmt::format("the prompt's {} tokens and --max-tokens {} make {}, past the model's context of {}",
-                                      prompt.size(), a.max_tokens, total, config.context));
+        throw usage_error(
+            fmt::format("the prompt's {} tokens and --max-tokens {} make {}, past the model's context of {}",
+                        prompt.size(), a.max_tokens, total, config.context));
     if (a.ids) fmt::print(stderr, "prompt ids ({}): {}\n", prompt.size(), fmt::join(prompt, " "));
 
     llama::Session session(model, a.exact ? llama::Path::exact : llama::Path::fast, total,
@@ -122,7 +124,8 @@ int generate(GenerateArgs a) {
     const std::size_t decoded = generated.empty() ? 0 : generated.size() - 1;  // forward passes after the prompt's
     const std::string threads = a.threads == 0 ? std::string("all") : std::to_string(a.threads);
     if (a.max_tokens == 0)
-        fmt::print(stderr, "headwise generate ({} path, {} threads): prompt {} tokens scored in {:.1f} ms ({:.1f} tokens/s)\n",
+        fmt::print(stderr,
+                   "headwise generate ({} path, {} threads): prompt {} tokens scored in {:.1f} ms ({:.1f} tokens/s)\n",
                    llama::to_string(session.path()), threads, prompt.size(), prompt_seconds * 1e3,
                    double(prompt.size()) / prompt_seconds);
     else
@@ -158,7 +161,8 @@ int generate(GenerateArgs a) {
 
 void add_generate_command(CLI::App& app, Action& action) {
     auto a = std::make_shared<GenerateArgs>();
-    auto* cmd = app.add_subcommand("generate", "lesson 12's decoder (SmolLM2-135M) continues your text, token by token");
+    auto* cmd =
+        app.add_subcommand("generate", "lesson 12's decoder (SmolLM2-135M) continues your text, token by token");
     cmd->footer(
         "Examples:\n"
         "  ./headwise generate --prompt \"The capital of France is\" --max-tokens 16\n"
@@ -166,8 +170,9 @@ void add_generate_command(CLI::App& app, Action& action) {
         "  echo \"Once upon a time\" | ./headwise generate --top-k 40 --top-p 0.9 --temperature 0.8\n"
         "  ./headwise generate --prompt \"Hello world\" --max-tokens 0 --logits logits.npy\n"
         "The model comes from scripts/fetch-model (HEADWISE_DECODER_DIR points at another folder with the .gguf).\n");
-    cmd->add_option("--prompt", a->prompt, "the text to continue (default: read stdin)")
-        ->each([a](const std::string&) { a->prompt_given = true; });
+    cmd->add_option("--prompt", a->prompt, "the text to continue (default: read stdin)")->each([a](const std::string&) {
+        a->prompt_given = true;
+    });
     cmd->add_option("--max-tokens", a->max_tokens, "tokens to generate (default 64; 0 with --logits: score only)");
     cmd->add_option("--temperature", a->temperature, "0 = greedy, deterministic (default); higher = more varied");
     cmd->add_option("--top-k", a->top_k, "sample among the k most likely tokens only (default 0 = all)");

@@ -30,8 +30,12 @@ std::vector<Lesson> load_course() {
     const auto j = nlohmann::json::parse(in);
     std::vector<Lesson> lessons;
     for (const auto& l : j.at("lessons")) {
-        Lesson lesson{l.at("number").get<int>(), l.at("name").get<std::string>(), l.at("title").get<std::string>(),
-                      l.value("doc", std::string()), std::nullopt, l.value("needs_model", false)};
+        Lesson lesson{l.at("number").get<int>(),
+                      l.at("name").get<std::string>(),
+                      l.at("title").get<std::string>(),
+                      l.value("doc", std::string()),
+                      std::nullopt,
+                      l.value("needs_model", false)};
         if (l.contains("exercise")) {
             const auto& e = l.at("exercise");
             lesson.exercise = Exercise{e.at("id").get<std::string>(), e.at("dir").get<std::string>(),

@@ -70,8 +70,9 @@ std::vector<quant::BlockQ4_1> random_blocks(std::size_t count, std::uint64_t see
 }
 
 void expect_dequantized(const std::string& what, const std::vector<quant::BlockQ4_1>& blocks) {
-    grade::expect<Ex12>({.what = what, .dims = "block, weight j", .tol = {1e-6, 1e-6}},
-                        [&](const Ex12& ex) { return dequantized_by(ex, blocks); }, dequantized_by_library(blocks));
+    grade::expect<Ex12>(
+        {.what = what, .dims = "block, weight j", .tol = {1e-6, 1e-6}},
+        [&](const Ex12& ex) { return dequantized_by(ex, blocks); }, dequantized_by_library(blocks));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -219,7 +220,8 @@ Tensor1 decode_with(const Ex12& ex, const llama::Model& model, const std::vector
         if (t.type == gguf::Type::q4_1) {
             ex.dequantize_q4_1(reinterpret_cast<const quant::BlockQ4_1*>(t.data), t.count(), w.data());
         } else {
-            for (std::size_t r = 0; r < t.rows(); ++r) quant::dequantize_row(t.type, t.row(r), &w[r * t.columns()], t.columns());
+            for (std::size_t r = 0; r < t.rows(); ++r)
+                quant::dequantize_row(t.type, t.row(r), &w[r * t.columns()], t.columns());
         }
         return w;
     };
@@ -291,8 +293,10 @@ Tensor2 synthetic_step(const Ex12* ex, std::uint64_t seed) {
     std::vector<quant::BlockQ4_1> w_q4(rows * d_model / quant::block);
     quant::quantize_row_q4_1(w_float.data(), w_q4.data(), rows * d_model);
     std::vector<float> w(rows * d_model);
-    if (ex) ex->dequantize_q4_1(w_q4.data(), w.size(), w.data());
-    else quant::dequantize_row(gguf::Type::q4_1, reinterpret_cast<const std::byte*>(w_q4.data()), w.data(), w.size());
+    if (ex)
+        ex->dequantize_q4_1(w_q4.data(), w.size(), w.data());
+    else
+        quant::dequantize_row(gguf::Type::q4_1, reinterpret_cast<const std::byte*>(w_q4.data()), w.data(), w.size());
     std::vector<float> qkv(rows);
     mat_vec(w, x.data(), rows, d_model, qkv.data());
     std::vector<float> q(qkv.begin(), qkv.begin() + heads * d_head);
@@ -344,9 +348,10 @@ TEST_CASE("dequantize_q4_1: one block worked by hand (d = 0.5, m = -1)", "[ex12]
         expected(0, j) = 0.5f * float(j) - 1.0f;
         expected(0, j + 16) = 0.5f * float(15 - j) - 1.0f;
     }
-    grade::expect<Ex12>({.what = "dequantize_q4_1 on one block, byte j = (15 - j) << 4 | j, d = 0.5, m = -1",
-                         .dims = "block, weight j"},
-                        [&](const Ex12& ex) { return dequantized_by(ex, one); }, expected);
+    grade::expect<Ex12>(
+        {.what = "dequantize_q4_1 on one block, byte j = (15 - j) << 4 | j, d = 0.5, m = -1",
+         .dims = "block, weight j"},
+        [&](const Ex12& ex) { return dequantized_by(ex, one); }, expected);
 }
 
 TEST_CASE("dequantize_q4_1: 6 blocks of random nibbles, d and m, vs the library", "[ex12][part1]") {
@@ -376,13 +381,13 @@ TEST_CASE("rope_adjacent_pairs: two heads at position 1, d_head = 4, base 100, w
     Tensor3 expected = Tensor3::from_shape({1, 2, 4});
     const float out[8] = {c1, s1, -s01, c01, -2 * s1, 2 * c1, 3 * c01, 3 * s01};
     std::copy(out, out + 8, expected.begin());
-    grade::expect<Ex12>({.what = "rope_adjacent_pairs on x (H = 2, d_head = 4), base 100, one token at position 1",
-                         .dims = "token, H, d_head"},
-                        [&](const Ex12& ex) { return rotated_by(ex, x, {1}, 100.0); }, expected);
+    grade::expect<Ex12>(
+        {.what = "rope_adjacent_pairs on x (H = 2, d_head = 4), base 100, one token at position 1",
+         .dims = "token, H, d_head"},
+        [&](const Ex12& ex) { return rotated_by(ex, x, {1}, 100.0); }, expected);
 }
 
-TEST_CASE("rope_adjacent_pairs: H = 5, d_head = 16, base 10,000, positions 0 to 300, vs the library",
-          "[ex12][part2]") {
+TEST_CASE("rope_adjacent_pairs: H = 5, d_head = 16, base 10,000, positions 0 to 300, vs the library", "[ex12][part2]") {
     expect_rope(5, 16, {0, 3, 7, 42, 300}, 10000.0, 3);
 }
 
@@ -398,10 +403,11 @@ TEST_CASE("decode_attention: two query heads over one K/V head and T = 2, worked
     const Tensor2 q = {{a, 0.0f}, {0.0f, 0.0f}};
     const Tensor3 k = {{{0.0f, 5.0f}, {1.0f, 0.0f}}}, v = {{{3.0f, -1.0f}, {-1.0f, 7.0f}}};
     const Tensor2 expected = {{0.0f, 5.0f}, {1.0f, 3.0f}};
-    grade::expect<Ex12>({.what = "decode_attention, H = 2, H_kv = 1, T = 2 cached tokens, d_head = 2, by hand",
-                         .dims = "H, d_head",
-                         .exp_of_finite_inputs = true},
-                        [&](const Ex12& ex) { return attended_by(ex, q, k, v); }, expected);
+    grade::expect<Ex12>(
+        {.what = "decode_attention, H = 2, H_kv = 1, T = 2 cached tokens, d_head = 2, by hand",
+         .dims = "H, d_head",
+         .exp_of_finite_inputs = true},
+        [&](const Ex12& ex) { return attended_by(ex, q, k, v); }, expected);
 }
 
 TEST_CASE("decode_attention: grouped-query (H = 6, H_kv = 2), vs the attention over K/V repeated per group",
@@ -419,7 +425,8 @@ TEST_CASE("decode_attention: SmolLM2's shape (H = 9, H_kv = 3, d_head = 64) over
     expect_attention({9, 3, 23, 64}, Oracle::library, 8);
 }
 
-TEST_CASE("decode_attention: large scores (q x100) stay finite: the softmax subtracts each row's max", "[ex12][part3]") {
+TEST_CASE("decode_attention: large scores (q x100) stay finite: the softmax subtracts each row's max",
+          "[ex12][part3]") {
     // Scores of several hundred: exp of one overflows a float, exp of its difference to the max
     // does not. The oracle is in double precision.
     expect_attention({6, 2, 9, 8}, Oracle::reference, 9, 100.0f);
@@ -432,11 +439,12 @@ TEST_CASE("decode step: SmolLM2-135M-Instruct's next token with your three funct
         // Still graded on a synthetic step; say so instead of passing silently.
         WARN("skipped: model missing (" << path.string()
                                         << "): SmolLM2 not checked, a synthetic step instead (scripts/fetch-model)");
-        grade::expect<Ex12>({.what = "a synthetic decode step (H = 6, H_kv = 2, d_head = 8, the new token at "
-                                     "position 9, Q4_1 projections), SmolLM2 not cached",
-                             .dims = "H, d_head",
-                             .exp_of_finite_inputs = true},
-                            [&](const Ex12& ex) { return synthetic_step(&ex, 10); }, synthetic_step(nullptr, 10));
+        grade::expect<Ex12>(
+            {.what = "a synthetic decode step (H = 6, H_kv = 2, d_head = 8, the new token at "
+                     "position 9, Q4_1 projections), SmolLM2 not cached",
+             .dims = "H, d_head",
+             .exp_of_finite_inputs = true},
+            [&](const Ex12& ex) { return synthetic_step(&ex, 10); }, synthetic_step(nullptr, 10));
         return;
     }
     // A short prompt run token by token through every block (~1 s under the sanitizers): the
@@ -446,8 +454,8 @@ TEST_CASE("decode step: SmolLM2-135M-Instruct's next token with your three funct
     llama::Session session(model, llama::Path::exact, ids.size());
     Tensor1 expected = Tensor1::from_shape({model.config().vocab});
     session.forward(ids, expected.data());
-    const std::string label =
-        fmt::format("SmolLM2-135M-Instruct on \"The capital of France is\" ({} tokens, each a decode step)", ids.size());
+    const std::string label = fmt::format(
+        "SmolLM2-135M-Instruct on \"The capital of France is\" ({} tokens, each a decode step)", ids.size());
     std::map<std::pair<const void*, int>, Tensor1> runs;  // one run per implementation serves both checks
     const auto run = [&](const Ex12& ex) -> const Tensor1& {
         const std::pair key{reinterpret_cast<const void*>(ex.decode_attention), grade::search::selected_variant()};
@@ -455,8 +463,10 @@ TEST_CASE("decode step: SmolLM2-135M-Instruct's next token with your three funct
         if (it != runs.end()) return it->second;
         return runs.emplace(key, decode_with(ex, model, ids)).first->second;
     };
-    grade::expect<Ex12>({.what = "the logits after " + label + ", vs llama::Session", .dims = "vocab", .tol = {2e-3, 2e-3}},
-                        [&](const Ex12& ex) { return run(ex); }, expected);
-    grade::expect<Ex12>({.what = "the next token after " + label + ", vs llama::Session", .dims = "token id"},
-                        [&](const Ex12& ex) { return argmax(run(ex)); }, argmax(expected));
+    grade::expect<Ex12>(
+        {.what = "the logits after " + label + ", vs llama::Session", .dims = "vocab", .tol = {2e-3, 2e-3}},
+        [&](const Ex12& ex) { return run(ex); }, expected);
+    grade::expect<Ex12>(
+        {.what = "the next token after " + label + ", vs llama::Session", .dims = "token id"},
+        [&](const Ex12& ex) { return argmax(run(ex)); }, argmax(expected));
 }

@@ -88,8 +88,10 @@ void Team::run(std::size_t count, const std::function<void(std::size_t, std::siz
     work(0);
     // Only tasks already taken are waited for; after a while the core is offered to their thread.
     for (int spin = 0; done_.load(std::memory_order_acquire) != count; ++spin) {
-        if (spin < 2000) relax();
-        else sched_yield();
+        if (spin < 2000)
+            relax();
+        else
+            sched_yield();
     }
 }
 

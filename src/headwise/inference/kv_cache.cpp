@@ -383,8 +383,8 @@ using v16 = float __attribute__((vector_size(64)));
 }
 
 // y[row] = scale * dot(a, b + row * ldb) for `rows` <= 4 rows of b; n a multiple of 16.
-[[gnu::always_inline]] inline void dots(const float* a, const float* b, std::size_t ldb, std::size_t n, std::size_t rows, float scale,
-                 float* y) {
+[[gnu::always_inline]] inline void dots(const float* a, const float* b, std::size_t ldb, std::size_t n,
+                                        std::size_t rows, float scale, float* y) {
     v16 part[4] = {};
     for (std::size_t i = 0; i < n; i += 16) {
         const v16 x = load16(a + i);
@@ -394,7 +394,8 @@ using v16 = float __attribute__((vector_size(64)));
 }
 
 // o (d) = inv * sum_j p_j v_j over the rows j < keys of v (d apart); d a multiple of 16.
-[[gnu::always_inline]] inline void weighted_rows(const float* p, const float* v, std::size_t keys, std::size_t d, float inv, float* o) {
+[[gnu::always_inline]] inline void weighted_rows(const float* p, const float* v, std::size_t keys, std::size_t d,
+                                                 float inv, float* o) {
     for (std::size_t e0 = 0; e0 < d; e0 += 64) {
         const std::size_t chunks = std::min<std::size_t>(4, (d - e0) / 16);
         v16 acc[4] = {};
@@ -413,9 +414,11 @@ using v16 = float __attribute__((vector_size(64)));
 
 // Compiled three times, the widest the CPU runs chosen when the program loads (the library is built for
 // any x86-64, so without this the loops would use 128-bit SSE).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_new_token(
-    const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale, float* out,
-    std::size_t first_head, std::size_t last_head) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_new_token(const KVCache& cache, std::size_t b,
+                                                                                   const float* q, std::size_t heads,
+                                                                                   float scale, float* out,
+                                                                                   std::size_t first_head,
+                                                                                   std::size_t last_head) {
     const std::size_t kv_heads = cache.kv_heads(), d = cache.d_head(), n = cache.length();
     const std::size_t group = query_group(heads, kv_heads);
     if (b >= cache.batch()) throw usage_error(fmt::format("batch row {} of a cache of {}", b, cache.batch()));

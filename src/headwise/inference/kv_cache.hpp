@@ -139,8 +139,8 @@ Tensor3 decode_step(const GroupedQueryAttention& m, KVCache& cache, const Tensor
 // The keys are read where the cache keeps them; nothing is masked, every cached key is in the new
 // token's past. Only heads [first_head, last_head) are computed (their rows of out written): a
 // caller can share the heads between threads.
-void attend_new_token(const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale,
-                      float* out, std::size_t first_head = 0, std::size_t last_head = SIZE_MAX);
+void attend_new_token(const KVCache& cache, std::size_t b, const float* q, std::size_t heads, float scale, float* out,
+                      std::size_t first_head = 0, std::size_t last_head = SIZE_MAX);
 
 // ---------------------------------------------------------------------------------------------
 // Rotary positions with the cache (lesson 09, step 7). A new token's key is rotated once, at its

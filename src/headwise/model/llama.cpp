@@ -29,7 +29,8 @@ namespace {
 std::size_t size_key(const gguf::File& file, std::string_view key) {
     const std::uint64_t value = file.get_uint(key);
     if (value == 0 || value > (std::uint64_t{1} << 24))
-        throw usage_error(fmt::format("{}: {} = {} is not a size a decoder can have", file.path().string(), key, value));
+        throw usage_error(
+            fmt::format("{}: {} = {} is not a size a decoder can have", file.path().string(), key, value));
     return static_cast<std::size_t>(value);
 }
 
@@ -73,13 +74,16 @@ Config Config::from(const gguf::File& file) {
         throw usage_error(fmt::format("{}: d_model {} does not split into {} heads", where, c.d_model, c.heads));
     c.d_head = c.d_model / c.heads;
     if (c.heads % c.kv_heads != 0)
-        throw usage_error(fmt::format("{}: {} key/value heads do not divide {} query heads", where, c.kv_heads, c.heads));
+        throw usage_error(
+            fmt::format("{}: {} key/value heads do not divide {} query heads", where, c.kv_heads, c.heads));
     if (c.d_head % 2 != 0 || c.d_model % quant::block != 0 || c.d_ff % quant::block != 0)
-        throw usage_error(fmt::format("{}: d_head {}, d_model {}, d_ff {}: RoPE needs an even d_head and the blocks a "
-                                      "multiple of 32",
-                                      where, c.d_head, c.d_model, c.d_ff));
+        throw usage_error(
+            fmt::format("{}: d_head {}, d_model {}, d_ff {}: RoPE needs an even d_head and the blocks a "
+                        "multiple of 32",
+                        where, c.d_head, c.d_model, c.d_ff));
     if (!(c.rope_base > 1.0) || !(c.rms_eps > 0.0f))
-        throw usage_error(fmt::format("{}: rope base {} or RMSNorm eps {} out of range", where, c.rope_base, c.rms_eps));
+        throw usage_error(
+            fmt::format("{}: rope base {} or RMSNorm eps {} out of range", where, c.rope_base, c.rms_eps));
     return c;
 }
 
@@ -92,7 +96,7 @@ std::filesystem::path default_model_path() {
         const char* cache = std::getenv("XDG_CACHE_HOME");
         const char* home = std::getenv("HOME");
         folder = cache != nullptr && *cache != '\0' ? std::filesystem::path(cache)
-                                                     : std::filesystem::path(home != nullptr ? home : ".") / ".cache";
+                                                    : std::filesystem::path(home != nullptr ? home : ".") / ".cache";
         folder /= "headwise/models/SmolLM2-135M-Instruct";
     }
     return folder / "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -108,10 +112,11 @@ struct Model::Cache {
 Model Model::open(const std::filesystem::path& path) {
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error))
-        throw usage_error(fmt::format("the decoder's model is not in {}: scripts/fetch-model fetches "
-                                      "SmolLM2-135M-Instruct there (about 98 MB, once); HEADWISE_DECODER_DIR names a "
-                                      "folder that already has {}",
-                                      path.parent_path().string(), path.filename().string()));
+        throw usage_error(
+            fmt::format("the decoder's model is not in {}: scripts/fetch-model fetches "
+                        "SmolLM2-135M-Instruct there (about 98 MB, once); HEADWISE_DECODER_DIR names a "
+                        "folder that already has {}",
+                        path.parent_path().string(), path.filename().string()));
     Model m;
     m.file_ = std::make_unique<gguf::File>(gguf::File::open(path));
     const gguf::File& f = *m.file_;
@@ -122,9 +127,10 @@ Model Model::open(const std::filesystem::path& path) {
     m.output_norm_ = &tensor_of_shape(f, "output_norm.weight", {c.d_model});
     require_type(f, *m.output_norm_, {gguf::Type::f32});
     if (f.contains("output.weight"))
-        throw usage_error(fmt::format("{}: has its own output.weight; lesson 12's decoder expects it tied to the "
-                                      "token embedding",
-                                      path.string()));
+        throw usage_error(
+            fmt::format("{}: has its own output.weight; lesson 12's decoder expects it tied to the "
+                        "token embedding",
+                        path.string()));
     for (std::size_t l = 0; l < c.layers; ++l) {
         const std::string p = fmt::format("blk.{}.", l);
         Block b{};
@@ -147,7 +153,8 @@ Model Model::open(const std::filesystem::path& path) {
         f.get_strings("tokenizer.ggml.tokens"), f.get_strings("tokenizer.ggml.merges"),
         f.has("tokenizer.ggml.token_type") ? f.get_ints("tokenizer.ggml.token_type") : no_types);
     const std::uint64_t eos = f.get_uint("tokenizer.ggml.eos_token_id");
-    if (eos >= c.vocab) throw usage_error(fmt::format("{}: eos token id {} is past the vocabulary", path.string(), eos));
+    if (eos >= c.vocab)
+        throw usage_error(fmt::format("{}: eos token id {} is past the vocabulary", path.string(), eos));
     m.eos_ = static_cast<std::int32_t>(eos);
     m.im_end_ = m.tokenizer_->find("<|im_end|>");
     m.fp32_ = std::make_shared<Cache>();
@@ -176,7 +183,8 @@ const float* Model::dequantized(const gguf::TensorInfo& tensor) const {
 std::uint64_t Model::bytes_per_token() const {
     std::uint64_t bytes = embedding_->bytes + embedding_->row_bytes() + output_norm_->bytes;
     for (const Block& b : blocks_)
-        for (const gguf::TensorInfo* t : {b.attn_norm, b.w_q, b.w_k, b.w_v, b.w_o, b.ffn_norm, b.w_gate, b.w_up, b.w_down})
+        for (const gguf::TensorInfo* t :
+             {b.attn_norm, b.w_q, b.w_k, b.w_v, b.w_o, b.ffn_norm, b.w_gate, b.w_up, b.w_down})
             bytes += t->bytes;
     return bytes;
 }
@@ -308,7 +316,6 @@ void Session::float_product(const gguf::TensorInfo& w, const float* x, std::size
     }
 }
 
-
 // The rotated queries of the step's n tokens against every cached key, causal.
 void Session::attend(std::size_t layer, std::size_t n, std::size_t first_position) {
     const Config& c = model_.config();
@@ -342,7 +349,8 @@ void Session::attend(std::size_t layer, std::size_t n, std::size_t first_positio
     for (std::size_t g = 0; g < c.kv_heads; ++g) {
         const detail::AttentionShape shape{1, group, n, keys, d};
         detail::fused_attention(shape, {s.q.data() + g * group * d, n * q_width, d, q_width},
-                                {k + g * kv_head, kv_head * c.kv_heads, 0, d}, {v + g * kv_head, kv_head * c.kv_heads, 0, d},
+                                {k + g * kv_head, kv_head * c.kv_heads, 0, d},
+                                {v + g * kv_head, kv_head * c.kv_heads, 0, d},
                                 {s.att.data() + g * group * d, n * q_width, d, q_width}, scale, options);
     }
 }
@@ -404,9 +412,12 @@ void Session::forward(std::span<const std::int32_t> tokens, float* logits, bool 
         for (std::size_t first = 0; first < tokens.size(); first += max_step) {
             const std::size_t n = std::min(max_step, tokens.size() - first);
             const bool last = first + n == tokens.size();
-            if (all_logits) forward(tokens.subspan(first, n), logits + first * c.vocab, true);
-            else if (last) forward(tokens.subspan(first, n), logits, false);
-            else forward(tokens.subspan(first, n), nullptr, false);
+            if (all_logits)
+                forward(tokens.subspan(first, n), logits + first * c.vocab, true);
+            else if (last)
+                forward(tokens.subspan(first, n), logits, false);
+            else
+                forward(tokens.subspan(first, n), nullptr, false);
         }
         return;
     }
@@ -481,13 +492,16 @@ std::int32_t Sampler::next(std::span<const float> logits) {
     candidates_.resize(logits.size());
     for (std::size_t i = 0; i < logits.size(); ++i) candidates_[i] = {logits[i], static_cast<std::int32_t>(i)};
     std::size_t keep = sampling_.top_k == 0 ? logits.size() : std::min(sampling_.top_k, logits.size());
-    auto larger = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    auto larger = [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), larger);
     // probabilities at the temperature; top-p keeps the smallest prefix that reaches p
     const double top = candidates_[0].first;
     std::vector<double> p(keep);
     double total = 0.0;
-    for (std::size_t i = 0; i < keep; ++i) total += p[i] = std::exp((candidates_[i].first - top) / sampling_.temperature);
+    for (std::size_t i = 0; i < keep; ++i)
+        total += p[i] = std::exp((candidates_[i].first - top) / sampling_.temperature);
     double reached = 0.0;
     for (std::size_t i = 0; i < keep; ++i) {
         reached += p[i] / total;

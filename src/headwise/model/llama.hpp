@@ -77,7 +77,7 @@ public:
     const std::vector<Block>& blocks() const { return blocks_; }
     const gguf::TensorInfo& embedding() const { return *embedding_; }  // (vocab, d_model), also the output
     const gguf::TensorInfo& output_norm() const { return *output_norm_; }
-    std::int32_t eos() const { return eos_; }      // generation stops here
+    std::int32_t eos() const { return eos_; }        // generation stops here
     std::int32_t im_end() const { return im_end_; }  // the chat turn's end (-1 if none)
 
     // The prompt as the model's chat template lays out one user turn (ChatML, with SmolLM2's

@@ -16,7 +16,8 @@
 namespace headwise::quant {
 
 void QuantizedRow::quantize(const float* x, std::size_t n) {
-    if (n % block != 0) throw std::invalid_argument(fmt::format("QuantizedRow: {} values are not whole blocks of 32", n));
+    if (n % block != 0)
+        throw std::invalid_argument(fmt::format("QuantizedRow: {} values are not whole blocks of 32", n));
     if (n > capacity_) {
         q_.reset(static_cast<std::int8_t*>(::operator new[](n, std::align_val_t{64})));
         capacity_ = n;
@@ -260,9 +261,9 @@ void rows_avx512(const gguf::TensorInfo& weights, const QuantizedRow& x, std::si
 
 Isa best_isa() {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
         return Isa::avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
     return Isa::scalar;
@@ -275,18 +276,19 @@ Isa isa_from_environment() {
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
         if (name != to_string(isa)) continue;
         if (!cpu_has(isa))
-            throw usage_error(fmt::format("HEADWISE_ISA={}: this CPU has no {} (it has {})", name, name,
-                                          to_string(best_isa())));
+            throw usage_error(
+                fmt::format("HEADWISE_ISA={}: this CPU has no {} (it has {})", name, name, to_string(best_isa())));
         return isa;
     }
-    throw usage_error(fmt::format("HEADWISE_ISA={}: not an instruction set headwise knows (scalar, avx2, avx512)", name));
+    throw usage_error(
+        fmt::format("HEADWISE_ISA={}: not an instruction set headwise knows (scalar, avx2, avx512)", name));
 }
 
 std::atomic<int> chosen{-1};
 
 template <class Block, class Dot>
-void rows_with(Dot dot_fn, const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first,
-               std::size_t last, float* y) {
+void rows_with(Dot dot_fn, const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last,
+               float* y) {
     const std::size_t stride = weights.row_bytes();
     const std::byte* row = weights.row(first);
     for (std::size_t r = first; r < last; ++r, row += stride)
@@ -295,8 +297,8 @@ void rows_with(Dot dot_fn, const gguf::TensorInfo& weights, const QuantizedRow& 
 
 void require_fits(gguf::Type type, std::size_t columns, const QuantizedRow& x) {
     if (type != gguf::Type::q4_1 && type != gguf::Type::q8_0)
-        throw usage_error(fmt::format("no integer dot product for {} weights (Q4_1 and Q8_0 have one)",
-                                      gguf::to_string(type)));
+        throw usage_error(
+            fmt::format("no integer dot product for {} weights (Q4_1 and Q8_0 have one)", gguf::to_string(type)));
     if (columns != x.size())
         throw std::invalid_argument(fmt::format("a row of {} weights against {} activations", columns, x.size()));
 }
@@ -305,9 +307,12 @@ void require_fits(gguf::Type type, std::size_t columns, const QuantizedRow& x) {
 
 std::string_view to_string(Isa isa) {
     switch (isa) {
-        case Isa::scalar: return "scalar";
-        case Isa::avx2: return "avx2";
-        case Isa::avx512: return "avx512";
+        case Isa::scalar:
+            return "scalar";
+        case Isa::avx2:
+            return "avx2";
+        case Isa::avx512:
+            return "avx512";
     }
     return "?";
 }
@@ -343,7 +348,8 @@ float dot(gguf::Type type, const std::byte* w, const QuantizedRow& x) {
     return dot_q8_0_scalar(q, x);
 }
 
-void matvec_rows(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last, float* y) {
+void matvec_rows(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last,
+                 float* y) {
     require_fits(weights.type, weights.columns(), x);
     if (first >= last) return;
     const Isa isa = active_isa();
