@@ -8,6 +8,8 @@
 #include "headwise/base/tensor.hpp"
 #include "headwise/model/gguf.hpp"
 
+#include "decoder_fixtures.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -78,35 +80,10 @@ bpe::Tokenizer small() {
 // ---------------------------------------------------------------------------------------------
 // SmolLM2's vocabulary, from its GGUF (headwise/model/gguf.hpp).
 
-// Where lesson 12 looks for the model: $HEADWISE_DECODER_DIR, else ${XDG_CACHE_HOME:-~/.cache}/headwise/models/
-// SmolLM2-135M-Instruct (scripts/fetch-model puts it there).
-fs::path gguf_path() {
-    const char* name = "SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (const char* dir = std::getenv("HEADWISE_DECODER_DIR"); dir != nullptr && *dir != '\0')
-        return fs::path(dir) / name;
-    fs::path base;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-        base = xdg;
-    } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-        base = fs::path(home) / ".cache";
-    } else {
-        base = ".cache";
-    }
-    return base / "headwise" / "models" / "SmolLM2-135M-Instruct" / name;
-}
-
 // Loaded once per process, or the test ends here as skipped (ctest SKIP_RETURN_CODE 77).
 const bpe::Tokenizer& smollm2_or_skip() {
     static const bpe::Tokenizer tokenizer = [] {
-        const fs::path path = gguf_path();
-        std::error_code ec;
-        if (!fs::is_regular_file(path, ec)) {
-            std::cout << "skipped: the SmolLM2-135M-Instruct model is not at " << path.string()
-                      << ": run scripts/fetch-model, or set HEADWISE_DECODER_DIR to the folder that holds it"
-                      << std::endl;
-            std::exit(77);
-        }
-        const gguf::File file = gguf::File::open(path);
+        const gguf::File& file = testing::decoder_file_or_skip();
         return bpe::Tokenizer(file.get_strings("tokenizer.ggml.tokens"), file.get_strings("tokenizer.ggml.merges"),
                               file.get_ints("tokenizer.ggml.token_type"));
     }();

@@ -5,6 +5,7 @@
 // without it; the rest is skipped (exit 77) when it is not cached.
 #include "headwise/io/npy.hpp"
 #include "headwise/model/llama.hpp"
+#include "decoder_fixtures.hpp"
 #include "runner_test.hpp"
 #include "temp_dir.hpp"
 
@@ -21,16 +22,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const fs::path fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "smollm2";
+const fs::path fixtures = testing::decoder_fixtures;
 
-void model_or_skip() {
-    std::error_code ec;
-    if (!fs::is_regular_file(llama::default_model_path(), ec)) {
-        std::cout << "skipped: the SmolLM2-135M-Instruct model is not at " << llama::default_model_path().string()
-                  << ": run scripts/fetch-model, or set HEADWISE_DECODER_DIR" << std::endl;
-        std::exit(77);
-    }
-}
+void model_or_skip() { testing::decoder_path_or_skip(); }
 
 nlohmann::json reference_prompt(std::size_t i) {
     std::ifstream in(fixtures / "reference_prompts.json");

@@ -5,6 +5,7 @@
 #include "headwise/io/npy.hpp"
 #include "headwise/model/llama.hpp"
 #include "headwise/model/quant_dot.hpp"
+#include "decoder_fixtures.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -22,20 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path fixtures = fs::path(HEADWISE_FIXTURES_DIR) / "smollm2";
+const fs::path fixtures = testing::decoder_fixtures;
 
 const llama::Model& model_or_skip() {
-    static const llama::Model model = [] {
-        const fs::path path = llama::default_model_path();
-        std::error_code ec;
-        if (!fs::is_regular_file(path, ec)) {
-            std::cout << "skipped: the SmolLM2-135M-Instruct model is not at " << path.string()
-                      << ": run scripts/fetch-model, or set HEADWISE_DECODER_DIR to the folder that holds it"
-                      << std::endl;
-            std::exit(77);
-        }
-        return llama::Model::open(path);
-    }();
+    static const llama::Model model = llama::Model::open(testing::decoder_path_or_skip());
     return model;
 }
 

@@ -8,6 +8,8 @@
 
 #include "headwise/io/npy.hpp"
 
+#include "decoder_fixtures.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -53,35 +55,8 @@ bool within_ulps(float a, float b, int ulps) {
     return std::abs(ia - ib) <= ulps;
 }
 
-fs::path decoder_path() {
-    const char* name = "SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (const char* dir = std::getenv("HEADWISE_DECODER_DIR"); dir != nullptr && *dir != '\0')
-        return fs::path(dir) / name;
-    fs::path base;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
-        base = xdg;
-    else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-        base = fs::path(home) / ".cache";
-    else
-        base = ".cache";
-    return base / "headwise" / "models" / "SmolLM2-135M-Instruct" / name;
-}
-
 // The lesson 12 model, or the test ends here as skipped (ctest SKIP_RETURN_CODE 77).
-const gguf::File& decoder_or_skip() {
-    static const gguf::File file = [] {
-        const fs::path path = decoder_path();
-        std::error_code ec;
-        if (!fs::is_regular_file(path, ec)) {
-            std::cout << "skipped: the SmolLM2-135M-Instruct model is not at " << path.string()
-                      << ": run scripts/fetch-model, or set HEADWISE_DECODER_DIR to the folder that holds it"
-                      << std::endl;
-            std::exit(77);
-        }
-        return gguf::File::open(path);
-    }();
-    return file;
-}
+const gguf::File& decoder_or_skip() { return testing::decoder_file_or_skip(); }
 
 nlohmann::json manifest() {
     std::ifstream in(fixtures / "dequant_manifest.json");

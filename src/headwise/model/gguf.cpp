@@ -9,11 +9,6 @@
 #include <limits>
 #include <stdexcept>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 namespace headwise::gguf {
 
 static_assert(std::endian::native == std::endian::little, "GGUF data is little-endian; this reader copies it as is");
@@ -423,59 +418,15 @@ std::string scalar_text(const Value& v) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// The bytes behind a File: an mmap'd region, or a string it owns.
-
-struct File::Storage {
-    std::string owned;
-    void* map = nullptr;
-    std::size_t map_size = 0;
-    Storage() = default;
-    Storage(const Storage&) = delete;
-    Storage& operator=(const Storage&) = delete;
-    ~Storage() {
-        if (map != nullptr) ::munmap(map, map_size);
-    }
-    const std::byte* data() const {
-        return map != nullptr ? static_cast<const std::byte*>(map) : reinterpret_cast<const std::byte*>(owned.data());
-    }
-    std::size_t size() const { return map != nullptr ? map_size : owned.size(); }
-};
-
-File::File(std::shared_ptr<const Storage> storage, std::filesystem::path path)
+File::File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::path path)
     : storage_(std::move(storage)), path_(std::move(path)) {
     index();
 }
 
-File File::open(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw usage_error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw usage_error(fmt::format("{}: not a regular file", path.string()));
-    }
-    auto storage = std::make_shared<Storage>();
-    const auto size = static_cast<std::size_t>(st.st_size);
-    if (size > 0) {
-        // MAP_POPULATE: fault every page in one go (a decoder reads the whole file for its first token;
-        // 24,000 separate 4 KiB faults took ~100 ms of it).
-        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (p == MAP_FAILED) {
-            const int err = errno;
-            ::close(fd);
-            throw usage_error(fmt::format("{}: cannot map ({})", path.string(), std::strerror(err)));
-        }
-        storage->map = p;
-        storage->map_size = size;
-    }
-    ::close(fd);
-    return File(std::move(storage), path);
-}
+File File::open(const std::filesystem::path& path) { return File(model::FileBytes::map(path), path); }
 
 File File::parse(std::string bytes, const std::filesystem::path& label) {
-    auto storage = std::make_shared<Storage>();
-    storage->owned = std::move(bytes);
-    return File(std::move(storage), label);
+    return File(model::FileBytes::hold(std::move(bytes)), label);
 }
 
 std::size_t File::file_bytes() const { return storage_->size(); }

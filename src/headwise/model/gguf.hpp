@@ -26,6 +26,8 @@
 // bytes (the tests and the fuzzer use it). How the quantized blocks decode: headwise/model/quant.hpp.
 #pragma once
 
+#include "headwise/model/file_bytes.hpp"
+
 #include "headwise/base/tensor.hpp"
 
 #include <cstddef>
@@ -110,12 +112,11 @@ public:
     std::vector<Entry> metadata() const;
 
 private:
-    struct Storage;
-    File(std::shared_ptr<const Storage> storage, std::filesystem::path path);
+    File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::path path);
     void index();
     const detail::Value& value(std::string_view key, std::string_view wanted) const;
 
-    std::shared_ptr<const Storage> storage_;
+    std::shared_ptr<const model::FileBytes> storage_;
     std::filesystem::path path_;
     std::uint32_t version_ = 0;
     std::size_t alignment_ = 32;

@@ -11,11 +11,6 @@
 #include <cstring>
 #include <limits>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 namespace headwise::safetensors {
 
 namespace {
@@ -55,53 +50,15 @@ std::size_t TensorInfo::count() const {
     return n;
 }
 
-// The bytes behind a File: an mmap'd region, or a string it owns.
-struct File::Storage {
-    std::string owned;
-    void* map = nullptr;
-    std::size_t map_size = 0;
-    ~Storage() {
-        if (map != nullptr) ::munmap(map, map_size);
-    }
-    const std::byte* data() const {
-        return map != nullptr ? static_cast<const std::byte*>(map) : reinterpret_cast<const std::byte*>(owned.data());
-    }
-    std::size_t size() const { return map != nullptr ? map_size : owned.size(); }
-};
-
-File::File(std::shared_ptr<const Storage> storage, std::filesystem::path path)
+File::File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::path path)
     : storage_(std::move(storage)), path_(std::move(path)) {
     index();
 }
 
-File File::open(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw usage_error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw usage_error(fmt::format("{}: not a regular file", path.string()));
-    }
-    auto storage = std::make_shared<Storage>();
-    const auto size = static_cast<std::size_t>(st.st_size);
-    if (size > 0) {
-        // MAP_POPULATE: fault the pages in one go (the model is read whole right after opening).
-        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (p == MAP_FAILED) {
-            ::close(fd);
-            throw usage_error(fmt::format("{}: cannot map ({})", path.string(), std::strerror(errno)));
-        }
-        storage->map = p;
-        storage->map_size = size;
-    }
-    ::close(fd);
-    return File(std::move(storage), path);
-}
+File File::open(const std::filesystem::path& path) { return File(model::FileBytes::map(path), path); }
 
 File File::parse(std::string bytes, const std::filesystem::path& label) {
-    auto storage = std::make_shared<Storage>();
-    storage->owned = std::move(bytes);
-    return File(std::move(storage), label);
+    return File(model::FileBytes::hold(std::move(bytes)), label);
 }
 
 void File::index() {

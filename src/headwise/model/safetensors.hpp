@@ -13,6 +13,8 @@
 // data stays valid as long as the File lives. parse() takes bytes (the tests and the fuzzer use it).
 #pragma once
 
+#include "headwise/model/file_bytes.hpp"
+
 #include "headwise/base/tensor.hpp"
 
 #include <algorithm>
@@ -73,12 +75,11 @@ public:
     }
 
 private:
-    struct Storage;
-    File(std::shared_ptr<const Storage> storage, std::filesystem::path path);
+    File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::path path);
     void index();
     void copy_f32(std::string_view name, const std::vector<std::size_t>& shape, float* out) const;
 
-    std::shared_ptr<const Storage> storage_;
+    std::shared_ptr<const model::FileBytes> storage_;
     std::filesystem::path path_;
     const std::byte* data_ = nullptr;  // start of the data section
     std::size_t data_size_ = 0;

@@ -1,0 +1,34 @@
+// headwise/model/file_bytes.hpp -- a model file's bytes: mapped read-only from disk, or a string held
+// in memory (tests, fuzzers). What the safetensors and GGUF readers both stand on.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace headwise::model {
+
+class FileBytes {
+public:
+    // Maps `path` read-only (MAP_POPULATE: every page faulted in at once, as a model is read whole
+    // right after it is opened). usage_error, one line starting with the path, when it cannot be
+    // opened, is not a regular file or cannot be mapped.
+    static std::shared_ptr<const FileBytes> map(const std::filesystem::path& path);
+    static std::shared_ptr<const FileBytes> hold(std::string bytes);
+
+    FileBytes(const FileBytes&) = delete;
+    FileBytes& operator=(const FileBytes&) = delete;
+    ~FileBytes();
+
+    const std::byte* data() const;
+    std::size_t size() const;
+
+private:
+    FileBytes() = default;
+    std::string owned_;
+    void* map_ = nullptr;
+    std::size_t map_size_ = 0;
+};
+
+}  // namespace headwise::model
