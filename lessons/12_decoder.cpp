@@ -28,6 +28,7 @@
 #include "headwise/model/head_roles.hpp"
 #include "headwise/model/llama.hpp"
 #include "headwise/model/quant.hpp"
+#include "headwise/model/quant_dot.hpp"
 #include "headwise/reference/positions.hpp"
 
 #include <algorithm>
@@ -385,9 +386,24 @@ void step7_heads(const Tracer& trace, const llama::Model& model, const std::stri
     fmt::print("  drew {}\n", path.string());
 }
 
+// Seconds a decode step takes on `session` (the median of `tokens` steps after two to warm up).
+double decode_seconds(llama::Session& session, std::span<const std::int32_t> prompt, std::size_t tokens) {
+    std::vector<float> logits;
+    greedy(session, prompt, 2, logits);  // pages touched, threads up
+    std::vector<double> times;
+    std::int32_t id = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    for (std::size_t t = 0; t < tokens; ++t) {
+        const auto start = clock_type::now();
+        session.forward(std::span(&id, 1), logits.data());
+        times.push_back(seconds_since(start));
+        id = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
 void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::size_t decode_tokens) {
-    trace.section("step 8: why decode is bound by memory -- bytes per token against the read rate");
-    const llama::Config& c = model.config();
+    trace.section("step 8: why decode is bound by memory -- the fast path rung by rung, against the read rate");
     const std::uint64_t bytes = model.bytes_per_token();
     double weights = double(model.embedding().count());  // the output matrix: every row, every token
     for (const llama::Block& b : model.blocks())
@@ -395,35 +411,58 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
             weights += double(t->count());
     const double flops = 2.0 * weights;  // a multiply and an add per weight
     fmt::print(
-        "  a decode step reads every weight once: {:.1f} MB (the 30 blocks' Q4_1 matrices and the Q8_0 output "
-        "matrix), for ~{:.2f} GFLOP: {:.1f} FLOPs a byte\n",
-        double(bytes) / 1e6, flops / 1e9, flops / double(bytes));
-    const std::vector<std::int32_t> prompt = model.tokenizer().encode("Once upon a time");
-    llama::Session session(model, llama::Path::fast, prompt.size() + decode_tokens + 3);
-    std::vector<float> logits;
-    greedy(session, prompt, 2, logits);  // warm: pages touched, threads up
-    const auto start = clock_type::now();
-    std::int32_t id = 42;
-    for (std::size_t t = 0; t < decode_tokens; ++t) {
-        session.forward(std::span(&id, 1), logits.data());
-        id = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    }
-    const double per_token = seconds_since(start) / double(decode_tokens);
+        "  a decode step reads every weight once: {:.1f} MB in their blocks (4.5-8.5 bits a weight), {:.1f} MB as "
+        "float32, for ~{:.2f} GFLOP: {:.1f} FLOPs a byte of blocks\n",
+        double(bytes) / 1e6, 4.0 * weights / 1e6, flops / 1e9, flops / double(bytes));
     const double rate = detail::read_rate(512u << 20);
-    const double bound = rate * 1e9 / double(bytes);
-    fmt::print(
-        "  this machine reads {:.1f} GB/s (512 MiB streamed by every core the decoder uses): at most {:.0f} tokens/s\n",
-        rate, bound);
-    fmt::print(
-        "  measured: {:.1f} ms a token = {:.0f} tokens/s, {:.0f}% of that bound (time: this machine's, fast path, "
-        "{} tokens)\n",
-        per_token * 1e3, 1.0 / per_token, 100.0 / per_token / bound, decode_tokens);
-    trace.note(
-        fmt::format("{} tokens/s x {:.2f} GFLOP = {:.0f} GFLOP/s: far below what the cores can multiply, because "
-                    "each weight arrives from memory, is used once and is gone. Prompt tokens share each "
-                    "weight read across the whole prompt, which is why prefill runs far more tokens a second.",
-                    std::lround(1.0 / per_token), flops / 1e9, flops / per_token / 1e9));
-    (void)c;
+    fmt::print("  this machine reads {:.1f} GB/s (512 MiB streamed by every core the decoder uses)\n", rate);
+
+    // Each rung checked against the exact path on the prompt's logits before it is timed.
+    const std::vector<std::int32_t> prompt = model.tokenizer().encode("Once upon a time");
+    const std::size_t V = model.config().vocab, capacity = prompt.size() + decode_tokens + 3;
+    std::vector<float> exact(V);
+    llama::Session(model, llama::Path::exact, capacity).forward(prompt, exact.data());
+    struct Rung {
+        std::string name;
+        llama::Path path;
+        quant::Isa isa;
+        std::size_t threads;  // 0: all
+    };
+    const quant::Isa best = quant::active_isa();
+    const std::vector<Rung> rungs = {
+        {"float32 weights, BLAS, 1 thread", llama::Path::exact, best, 1},
+        {"blocks, plain C++, 1 thread", llama::Path::fast, quant::Isa::scalar, 1},
+        {"blocks, AVX2, 1 thread", llama::Path::fast, quant::Isa::avx2, 1},
+        {"blocks, AVX-512 VNNI, 1 thread", llama::Path::fast, quant::Isa::avx512, 1},
+        {fmt::format("blocks, {}, every thread", quant::to_string(best)), llama::Path::fast, best, 0}};
+    fmt::print("  {:<34} {:>15} {:>7} {:>10} {:>13} {:>12}\n", "rung", "max|diff| exact", "argmax", "ms/token",
+               "MB read/token", "% of bound");
+    for (const Rung& r : rungs) {
+        if (!quant::cpu_has(r.isa)) {
+            fmt::print("  {:<34} (this CPU has no {})\n", r.name, quant::to_string(r.isa));
+            continue;
+        }
+        quant::set_isa(r.isa);
+        llama::Session session(model, r.path, capacity, r.threads);
+        std::vector<float> logits(V);
+        session.forward(prompt, logits.data());
+        double diff = 0.0;
+        for (std::size_t i = 0; i < V; ++i) diff = std::max(diff, double(std::fabs(logits[i] - exact[i])));
+        const bool same = std::max_element(logits.begin(), logits.end()) - logits.begin() ==
+                          std::max_element(exact.begin(), exact.end()) - exact.begin();
+        session.clear();
+        const double seconds = decode_seconds(session, prompt, decode_tokens);
+        const double read = r.path == llama::Path::exact ? 4.0 * weights : double(bytes);
+        fmt::print("  {:<34} {:>15.2e} {:>7} {:>10.2f} {:>13.1f} {:>11.0f}%\n", r.name, diff, same ? "same" : "differs",
+                   seconds * 1e3, read / 1e6, 100.0 * read / seconds / (rate * 1e9));
+    }
+    quant::set_isa(best);
+    trace.note(fmt::format(
+        "Times: this machine's, the median of {} greedy steps. Every rung multiplies the same ~{:.2f} GFLOP; what "
+        "changes is the bytes each token must bring in from memory and how close to the read rate the code "
+        "brings them. Each weight arrives, is used once and is gone: prefill, where it is used by every token of "
+        "the prompt, runs many times more tokens a second.",
+        decode_tokens, flops / 1e9));
 }
 
 }  // namespace
@@ -431,10 +470,10 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
 int main(int argc, char** argv) {
     CLI::App app{"Lesson 12: a real decoder writes -- SmolLM2-135M-Instruct through the course's own attention",
                  "12_decoder"};
-    std::size_t decode_tokens = 32;
+    std::size_t decode_tokens = 16;
     bool quiet = false;
     std::string figures_dir;
-    lesson::add_bounded_option(app, "--decode-tokens", decode_tokens, "tokens timed in step 8", 4, 512);
+    lesson::add_bounded_option(app, "--decode-tokens", decode_tokens, "tokens timed per rung in step 8", 4, 512);
     app.add_flag("--quiet", quiet, "no shape lines");
     lesson::add_save_figures(app, figures_dir, "three of the model's heads as heat maps (PNG and SVG)");
     return lesson::run(app, argc, argv, [&] {
