@@ -8,7 +8,8 @@
 //
 //     dL/dx[i] ~ (L(x + h e_i) - L(x - h e_i)) / 2h,   L = sum(dO * O)   (so dL/dO = dO)
 //
-// It ends with what FlashAttention-2's backward is built on: D = rowsum(dP * P) = rowsum(dO * O),
+// It ends with what FlashAttention's backward is built on (Dao et al. 2022, kept by FlashAttention-2):
+// D = rowsum(dP * P) = rowsum(dO * O),
 // and P recomputed from the saved log-sum-exp instead of stored (B H N^2 floats vs B H N) -- and
 // with the two as CUDA kernels (src/kernels/backward_*.cuh), their traffic counted by the emulator.
 //
