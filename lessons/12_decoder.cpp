@@ -280,7 +280,7 @@ void step5_cache(const Tracer& trace, const llama::Model& model, std::span<const
         c.layers, c.kv_width(), per_token / 1024, double(per_token) * c.context / (1 << 20), c.context);
 }
 
-void step6_write(const Tracer& trace, const llama::Model& model) {
+void step6_write(const Tracer& trace, const llama::Model& model, std::uint64_t first_seed) {
     trace.section("step 6: the model writes -- greedy, then sampled");
     const bpe::Tokenizer& tok = model.tokenizer();
     const std::string prompt = "The capital of France is";
@@ -289,7 +289,7 @@ void step6_write(const Tracer& trace, const llama::Model& model) {
     std::vector<float> logits;
     const std::vector<std::int32_t> out = greedy(session, ids, 16, logits);
     fmt::print("  greedy:       {} -> {}\n", quoted(prompt), quoted(tok.decode(out)));
-    for (std::uint64_t seed : {1, 2}) {
+    for (std::uint64_t seed : {first_seed, first_seed + 1}) {
         session.clear();
         llama::Sampler sampler({0.8f, 40, 0.9f, seed});
         std::vector<std::int32_t> sampled;
@@ -306,13 +306,13 @@ void step6_write(const Tracer& trace, const llama::Model& model) {
         "by T, keeps the 40 likeliest tokens whose probability reaches 0.9, and draws one.");
 }
 
-void step7_heads(const Tracer& trace, const llama::Model& model, const std::string& figures_dir) {
+void step7_heads(const Tracer& trace, const llama::Model& model, std::size_t L, std::uint64_t seed,
+                 const std::string& figures_dir) {
     trace.section("step 7: the model's own heads -- previous-token, induction, sink (lessons 07 and 11's measures)");
     const llama::Config& c = model.config();
-    // 40 random ordinary tokens, then the same 40 again: an induction head, on the second copy,
+    // L random ordinary tokens (--repeat, 40), then the same L again: an induction head, on the second copy,
     // looks at the token after the current token's first occurrence.
-    const std::size_t L = 40;
-    Random rng(7);
+    Random rng(seed + 6);
     std::vector<std::int32_t> ids;
     for (std::size_t i = 0; i < L; ++i) ids.push_back(static_cast<std::int32_t>(1000 + rng.next_u64() % 20000));
     for (std::size_t i = 0; i < L; ++i) ids.push_back(ids[i]);
@@ -338,12 +338,12 @@ void step7_heads(const Tracer& trace, const llama::Model& model, const std::stri
             induction.push_back({ind / double(L - 1), l, h});
         }
     }
-    auto top = [](std::vector<Score> s, const char* what) {
+    auto top = [N](std::vector<Score> s, const char* what) {
         std::sort(s.begin(), s.end(), [](const Score& a, const Score& b) { return a.value > b.value; });
         std::vector<std::string> names;
         for (std::size_t i = 0; i < 3; ++i)
             names.push_back(fmt::format("L{}H{} {:.2f}", s[i].layer, s[i].head, s[i].value));
-        fmt::print("  {:<28} {}   (chance ~ 1/N = {:.3f})\n", what, fmt::join(names, ", "), 1.0 / 80);
+        fmt::print("  {:<28} {}   (chance ~ 1/N = {:.3f})\n", what, fmt::join(names, ", "), 1.0 / double(N));
         return s[0];
     };
     const Score p = top(previous, "strongest previous-token:");
@@ -380,8 +380,10 @@ void step7_heads(const Tracer& trace, const llama::Model& model, const std::stri
     }
     const auto path = figure::save(
         figure::heatmaps(
-            "SmolLM2-135M on 40 random tokens repeated: three of its heads", panels,
-            "rows: queries, columns: keys (tokens 0-79, the repeat starts at 40); white = 0, dark blue = 1", 4),
+            fmt::format("SmolLM2-135M on {} random tokens repeated: three of its heads", L), panels,
+            fmt::format("rows: queries, columns: keys (tokens 0-{}, the repeat starts at {}); white = 0, dark blue = 1",
+                        N - 1, L),
+            4),
         figures_dir, "12_heads.png");
     fmt::print("  drew {}\n", path.string());
 }
@@ -470,14 +472,17 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
 int main(int argc, char** argv) {
     CLI::App app{"Lesson 12: a real decoder writes -- SmolLM2-135M-Instruct through the course's own attention",
                  "12_decoder"};
-    std::size_t decode_tokens = 16;
-    bool quiet = false;
+    cli::LessonOptions opt;
+    opt.seed = 1;
+    std::size_t decode_tokens = 16, repeat = 40;
     std::string figures_dir;
+    cli::add_lesson_options(app, opt, "seed");
     lesson::add_bounded_option(app, "--decode-tokens", decode_tokens, "tokens timed per rung in step 8", 4, 512);
-    app.add_flag("--quiet", quiet, "no shape lines");
+    lesson::add_bounded_option(app, "--repeat", repeat, "random tokens in each copy of step 7's repeated sequence", 8,
+                               500);
     lesson::add_save_figures(app, figures_dir, "three of the model's heads as heat maps (PNG and SVG)");
     return lesson::run(app, argc, argv, [&] {
-        const Tracer trace(!quiet);
+        const Tracer trace(!opt.quiet);
         const llama::Model model = llama::Model::open(llama::default_model_path());
         fmt::print("Lesson 12: a real decoder writes   SmolLM2-135M-Instruct, {}\n",
                    llama::default_model_path().string());
@@ -489,8 +494,8 @@ int main(int argc, char** argv) {
         step3_tokens(trace, model);
         step4_one_block(trace, model, sentence, session);
         step5_cache(trace, model, sentence);
-        step6_write(trace, model);
-        step7_heads(trace, model, figures_dir);
+        step6_write(trace, model, opt.seed);
+        step7_heads(trace, model, repeat, opt.seed, figures_dir);
         step8_memory_bound(trace, model, decode_tokens);
         return 0;
     });

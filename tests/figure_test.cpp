@@ -5,6 +5,8 @@
 #include "headwise/io/figure.hpp"
 #include "headwise/base/tensor.hpp"
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <stb/stb_image.h>
@@ -23,8 +25,11 @@ using namespace headwise::figure;
 
 namespace {
 
+// A fresh folder `name` in this process's own temporary folder: ctest runs the cases as separate
+// processes two at a time, and a shared path let one case delete the files of another.
 std::filesystem::path temp_dir(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("headwise_figure_test_" + name);
+    static const test::TempDir root;
+    const auto dir = root.path / name;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;

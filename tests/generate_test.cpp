@@ -102,7 +102,7 @@ TEST_CASE("the same seed samples the same text, another seed another", "[generat
     CHECK(a != c);
 }
 
-TEST_CASE("--logits writes the prompt's (N, V) logits, the reference's to 1e-3 on the exact path",
+TEST_CASE("the prompt's (N, V) logits written by --logits are the reference's to 1e-3 on the exact path",
           "[generate][model]") {
     model_or_skip();
     const auto p = reference_prompt(0);
