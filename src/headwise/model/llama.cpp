@@ -5,6 +5,7 @@
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/fast/team.hpp"
+#include "headwise/fast/vexp.hpp"
 #include "headwise/model/quant.hpp"
 #include "headwise/model/quant_dot.hpp"
 #include "headwise/reference/positions.hpp"
@@ -215,9 +216,14 @@ void rms_norm(const float* x, const float* weight, std::size_t n, std::size_t d,
     }
 }
 
-// g <- silu(g) * u, silu(g) = g / (1 + exp(-g)).
+// g <- silu(g) * u, silu(g) = g / (1 + exp(-g)), exp by the library's vectorised one (std::exp one
+// float at a time was ~0.6 ms of a 4.5 ms decode step: 1536 of them a layer).
 void swiglu(float* g, const float* u, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    thread_local std::vector<float> e;
+    e.resize(count);
+    for (std::size_t i = 0; i < count; ++i) e[i] = -g[i];
+    detail::exp_shifted_sum(e.data(), count, 0.0f);  // e = exp(-g), -g clamped at 88 (g / 1.7e38 is 0)
+    for (std::size_t i = 0; i < count; ++i) g[i] = g[i] / (1.0f + e[i]) * u[i];
 }
 
 void add(float* x, const float* y, std::size_t count) {
