@@ -248,6 +248,58 @@ std::vector<Text> Canvas::render(const std::filesystem::path& file) const {
 // ---------------------------------------------------------------------------------------------
 // Charts
 
+namespace {
+
+// Column labels lie flat when each fits the room up to the next label (labels may be sparse:
+// "0", "", ..., "8"), and read upwards otherwise.
+bool column_labels_upright(std::span<const HeatmapPanel> panels, int cell) {
+    for (const auto& p : panels) {
+        std::size_t prev = 0;
+        bool any = false;
+        for (std::size_t j = 0; j <= p.col_labels.size(); ++j) {
+            if (j < p.col_labels.size() && p.col_labels[j].empty()) continue;
+            if (any) {
+                const int room = static_cast<int>(j - prev) * cell - 4;  // the last one's room runs on
+                if (text_width(p.col_labels[prev], small_px) > (j == p.col_labels.size() ? room + cell : room))
+                    return true;
+            }
+            prev = j, any = true;
+        }
+    }
+    return false;
+}
+
+// A panel's cells in its viewport (world x = column, y = -row): weight_color(v), or with column
+// groups each band's colour at |v| / max |v|; NaN (hidden) light grey, hatched by PLplot's pattern fill.
+void draw_cells(const Page& pg, const HeatmapPanel& p) {
+    float max_abs = 0.0f;
+    for (float v : p.grid.values)
+        if (!std::isnan(v)) max_abs = std::max(max_abs, std::abs(v));
+    const std::size_t per = p.column_groups > 0 ? std::max<std::size_t>(p.grid.cols / p.column_groups, 1) : 1;
+    for (std::size_t i = 0; i < p.grid.rows; ++i) {
+        const double y = -static_cast<double>(i);
+        for (std::size_t j = 0; j < p.grid.cols; ++j) {
+            const float v = p.grid(i, j);
+            const double x = static_cast<double>(j);
+            if (std::isnan(v)) {
+                pg.color(light_grey);
+                pg.fill(x - 0.5, y - 0.5, x + 0.5, y + 0.5);
+                pg.color(grey);
+                plpsty(3);
+                pg.fill(x - 0.5, y - 0.5, x + 0.5, y + 0.5);
+                plpsty(0);
+                continue;
+            }
+            pg.color(p.column_groups > 0 ? mix(white, palette(std::min(j / per, p.column_groups - 1)),
+                                               max_abs > 0.0f ? std::abs(v) / max_abs : 0.0f)
+                                         : weight_color(v));
+            pg.fill(x - 0.5, y - 0.5, x + 0.5, y + 0.5);
+        }
+    }
+}
+
+}  // namespace
+
 Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, std::string_view legend, int cell) {
     if (panels.empty()) throw std::invalid_argument("figure: heatmaps() needs at least one panel");
     std::size_t rows = 0, cols = 0;
@@ -270,22 +322,7 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
     }
     if (numbered_rows) row_label_w = std::max(row_label_w, text_width(std::to_string(rows), small_px));
     if (cell <= 0) cell = std::clamp(static_cast<int>(320 / std::max(rows, cols)), 4, 48);
-    // Column labels lie flat when each fits the room up to the next label (labels may be sparse:
-    // "0", "", ..., "8"), and read upwards otherwise.
-    bool upright = false;
-    for (const auto& p : panels) {
-        std::size_t prev = 0;
-        bool any = false;
-        for (std::size_t j = 0; j <= p.col_labels.size(); ++j) {
-            if (j < p.col_labels.size() && p.col_labels[j].empty()) continue;
-            if (any) {
-                const int room = static_cast<int>(j - prev) * cell - 4;  // the last one's room runs on
-                if (text_width(p.col_labels[prev], small_px) > (j == p.col_labels.size() ? room + cell : room))
-                    upright = true;
-            }
-            prev = j, any = true;
-        }
-    }
+    const bool upright = column_labels_upright(panels, cell);
     const int col_label_h = numbered_cols ? 22 : upright ? col_label_w + 10 : 22;
     const int margin = 20, gap = 40, top = 54, panel_title_h = 24;
     const bool bands = std::any_of(panels.begin(), panels.end(), [](const auto& p) { return p.column_groups > 0; });
@@ -326,31 +363,7 @@ Canvas heatmaps(std::string_view title, std::span<const HeatmapPanel> panels, st
                 // The cells: world x = column, world y = -row (row 0 at the top, and PLplot's ticks on
                 // the row axis fall on round row numbers).
                 pg.viewport(gx, gx1, grid_top, gy1, -0.5, C - 0.5, 0.5 - R, 0.5);
-                float max_abs = 0.0f;
-                for (float v : p.grid.values)
-                    if (!std::isnan(v)) max_abs = std::max(max_abs, std::abs(v));
-                const std::size_t per =
-                    p.column_groups > 0 ? std::max<std::size_t>(p.grid.cols / p.column_groups, 1) : 1;
-                for (std::size_t i = 0; i < p.grid.rows; ++i) {
-                    const double y = -static_cast<double>(i);
-                    for (std::size_t j = 0; j < p.grid.cols; ++j) {
-                        const float v = p.grid(i, j);
-                        const double x = static_cast<double>(j);
-                        if (std::isnan(v)) {  // hidden: light grey, hatched by PLplot's pattern fill
-                            pg.color(light_grey);
-                            pg.fill(x - 0.5, y - 0.5, x + 0.5, y + 0.5);
-                            pg.color(grey);
-                            plpsty(3);
-                            pg.fill(x - 0.5, y - 0.5, x + 0.5, y + 0.5);
-                            plpsty(0);
-                            continue;
-                        }
-                        pg.color(p.column_groups > 0 ? mix(white, palette(std::min(j / per, p.column_groups - 1)),
-                                                           max_abs > 0.0f ? std::abs(v) / max_abs : 0.0f)
-                                                     : weight_color(v));
-                        pg.fill(x - 0.5, y - 0.5, x + 0.5, y + 0.5);
-                    }
-                }
+                draw_cells(pg, p);
                 // Numbered axes: PLplot's ticks (every index up to 10, its own step beyond), labelled on
                 // the top and the left; named ones: every non-empty label at its row or column.
                 const bool num_x = p.col_labels.empty(), num_y = p.row_labels.empty();
