@@ -4,6 +4,7 @@
 // refused with one line that starts with the path and names the problem. With the lesson 12 model
 // cached (scripts/fetch-model), its header is checked against what llama.cpp's gguf package lists;
 // without it those cases exit 77 (skipped).
+#include "headwise/fast/huge_pages.hpp"
 #include "headwise/model/gguf.hpp"
 
 #include "temp_dir.hpp"
@@ -280,7 +281,7 @@ TEST_CASE("gguf accepts version 2 and honours general.alignment", "[gguf]") {
     CHECK(f.tensor("a").bytes == 64);
 }
 
-TEST_CASE("gguf maps a file from disk, and copies share the mapping", "[gguf]") {
+TEST_CASE("gguf reads a file from disk into memory that starts on a 2 MiB page, and copies share it", "[gguf]") {
     test::TempDir dir;
     {
         std::ofstream out(dir / "small.gguf", std::ios::binary);
@@ -296,6 +297,10 @@ TEST_CASE("gguf maps a file from disk, and copies share the mapping", "[gguf]") 
     std::memcpy(&x, copy->tensor("w").data + 4, 4);
     CHECK(x == 1.0f);
     CHECK(copy->path() == dir / "small.gguf");
+    CHECK(copy->file_bytes() == small().bytes().size());
+    CHECK(reinterpret_cast<std::uintptr_t>(copy->tensor("w").data - copy->tensor("w").offset - copy->data_offset()) %
+              huge_page_bytes ==
+          0);
     CHECK_THROWS_WITH(gguf::File::open(dir / "none.gguf"), StartsWith((dir / "none.gguf").string() + ": cannot open"));
     CHECK_THROWS_WITH(gguf::File::open(dir.path), Contains("not a regular file"));
 }

@@ -224,6 +224,30 @@ TEST_CASE("several new tokens on a filled cache see the cache and each other cau
     CHECK(cache.length() == 7);
 }
 
+TEST_CASE("appending token rows fills the cache as appending (B, H_kv, n, d_head) does", "[kv_cache]") {
+    const std::size_t batch = 2, heads = 3, n = 2, d = 4;
+    std::vector<float> k(batch * n * heads * d), v(k.size());  // (B, n, H_kv * d_head)
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = float(i), v[i] = -float(i);
+    Tensor4 k4 = Tensor4::from_shape({batch, heads, n, d}), v4 = Tensor4::from_shape({batch, heads, n, d});
+    for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t h = 0; h < heads; ++h)
+            for (std::size_t t = 0; t < n; ++t)
+                for (std::size_t e = 0; e < d; ++e) {
+                    k4(b, h, t, e) = float(((b * n + t) * heads + h) * d + e);
+                    v4(b, h, t, e) = -k4(b, h, t, e);
+                }
+    KVCache rows(batch, heads, d, 5), tensors(batch, heads, d, 5);
+    rows.append_rows(k.data(), v.data(), n);
+    rows.append_rows(k.data(), v.data(), n);  // a second step lands after the first
+    tensors.append(k4, v4);
+    tensors.append(k4, v4);
+    CHECK(rows.length() == 4);
+    const bool same_keys = rows.keys() == tensors.keys(), same_values = rows.values() == tensors.values();
+    CHECK(same_keys);
+    CHECK(same_values);
+    CHECK_THROWS_AS(rows.append_rows(k.data(), v.data(), n), usage_error);  // 4 + 2 > 5
+}
+
 TEST_CASE("the cache holds what was appended, in order, and refuses to overflow", "[kv_cache]") {
     KVCache cache(2, 2, 3, 4);  // (B, H_kv, capacity, d_head) = (2, 2, 4, 3)
     CHECK(cache.length() == 0);

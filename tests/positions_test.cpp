@@ -89,6 +89,30 @@ TEST_CASE("RoPE rotates pair i by position x base^(-2i/d_head): one radian on a 
     CHECK(max_abs_diff(apply_rope(x, Rope{}, 0), x) == 0.0);
 }
 
+TEST_CASE("RoPE angles computed once rotate token rows in place as apply_rope rotates a tensor", "[positions]") {
+    // (N, H * d_head) rows, as a projection writes them: N = 2 tokens, H = 3 heads, d_head = 4
+    const std::size_t n = 2, heads = 3, d = 4;
+    std::vector<float> rows(n * heads * d);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = 0.25f * float(i) - 2.0f;
+    Tensor4 x = Tensor4::from_shape({1, heads, n, d});  // the same numbers as (B, H, N, d_head)
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t t = 0; t < n; ++t)
+            for (std::size_t e = 0; e < d; ++e) x(0, h, t, e) = rows[t * heads * d + h * d + e];
+    const Rope rope{100.0, RopeLayout::interleaved};
+    const std::vector<double> positions{5.0, 6.0};
+    const RopeAngles angles = rope_angles(rope, d, positions);
+    REQUIRE(angles.pairs == 2);
+    CHECK(angles.cos[1 * 2 + 1] == Approx(std::cos(6.0 * 0.1)).epsilon(1e-12));  // token 1, pair 1
+    rotate_in_place({rows.data(), n * heads * d, d, heads * d}, {1, heads, n, d}, rope.layout, angles);
+    const Tensor4 expected = apply_rope(x, rope, 5);
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t t = 0; t < n; ++t)
+            for (std::size_t e = 0; e < d; ++e) CHECK(rows[t * heads * d + h * d + e] == expected(0, h, t, e));
+    // angles for two tokens do not rotate three
+    CHECK_THROWS_AS(rotate_in_place({rows.data(), 0, d, heads * d}, {1, 1, 3, d}, rope.layout, angles),
+                    std::invalid_argument);
+}
+
 TEST_CASE("RoPE keeps the norm of every vector it rotates", "[positions]") {
     Random rng(3);
     const Tensor4 x = rng.normal<4>({2, 3, 9, 16});

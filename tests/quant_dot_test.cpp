@@ -72,7 +72,7 @@ TEST_CASE("quantized activations: each block keeps its largest value at +-127 an
 TEST_CASE("integer dot products equal the dequantized definition on every instruction set", "[quant_dot]") {
     Random rng(3);
     for (gguf::Type type : {gguf::Type::q4_1, gguf::Type::q8_0}) {
-        for (std::size_t n : {32u, 64u, 96u, 576u, 1536u}) {  // odd and even block counts: the AVX-512 tail
+        for (std::size_t n : {32u, 64u, 96u, 128u, 160u, 576u, 1536u}) {  // 1-5 blocks: every AVX-512 tail
             const Row row = quantized_row(type, normal(rng, n, 0.05f, type == gguf::Type::q4_1 ? 0.01f : 0.0f));
             const std::vector<float> activation = normal(rng, n, 1.0f);
             quant::QuantizedRow x;

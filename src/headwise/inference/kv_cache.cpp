@@ -250,10 +250,7 @@ void KVCache::append(const Tensor4& k, const Tensor4& v) {
                         kv_heads(), d_head()));
     }
     const std::size_t n = s[2];
-    if (n > capacity() - length_) {
-        throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens",
-                                      length_, n, capacity()));
-    }
+    require_room(n);
     const std::size_t dh = d_head(), cap = capacity();
     for (std::size_t b = 0; b < batch(); ++b)
         for (std::size_t h = 0; h < kv_heads(); ++h) {
@@ -261,6 +258,27 @@ void KVCache::append(const Tensor4& k, const Tensor4& v) {
             std::copy_n(k.data() + src, n * dh, k_.data() + dst);
             std::copy_n(v.data() + src, n * dh, v_.data() + dst);
         }
+    length_ += n;
+}
+
+void KVCache::require_room(std::size_t n) const {
+    if (n > capacity() - length_) {
+        throw usage_error(fmt::format("KV cache: {} cached + {} new tokens would exceed its capacity of {} tokens",
+                                      length_, n, capacity()));
+    }
+}
+
+void KVCache::append_rows(const float* k, const float* v, std::size_t n) {
+    require_room(n);
+    const std::size_t dh = d_head(), cap = capacity(), heads = kv_heads();
+    for (std::size_t b = 0; b < batch(); ++b)
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t h = 0; h < heads; ++h) {
+                const std::size_t src = ((b * n + i) * heads + h) * dh,
+                                  dst = ((b * heads + h) * cap + length_ + i) * dh;
+                std::copy_n(k + src, dh, k_.data() + dst);
+                std::copy_n(v + src, dh, v_.data() + dst);
+            }
     length_ += n;
 }
 

@@ -100,6 +100,9 @@ public:
     // Appends k and v (B, H_kv, n, d_head) at positions length() .. length() + n - 1. usage_error
     // when the shapes do not fit or the cache would grow past its capacity.
     void append(const Tensor4& k, const Tensor4& v);
+    // The same from rows as a projection writes them: k and v (B, n, H_kv * d_head), each token's
+    // heads side by side.
+    void append_rows(const float* k, const float* v, std::size_t n);
     void clear() { length_ = 0; }
 
     // Copies of the filled part, (B, H_kv, length, d_head).
@@ -114,6 +117,7 @@ public:
     const Tensor4& value_storage() const { return v_; }
 
 private:
+    void require_room(std::size_t n) const;  // usage_error when n more tokens do not fit
     Tensor4 k_, v_;
     std::size_t length_ = 0;
 };

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -236,6 +237,7 @@ struct Session::Scratch {
     std::vector<float> x, h, q, k, v, att, g, u, out;  // (n, width) each
     std::vector<quant::QuantizedRow> qx;               // each token's activation row, quantized per block
     std::vector<float> weights;                        // rows of a weight matrix in float32 (fast path, prefill)
+    RopeAngles angles;                                 // RoPE's cos and sin at this step's positions
 };
 
 Session::Session(const Model& model, Path path, std::size_t capacity, std::size_t threads)
@@ -281,14 +283,14 @@ void Session::linear(std::initializer_list<Product> products, const float* x, st
         // than one)
         const std::size_t shares = team_->size(), count = products.size();
         const Product* list = products.begin();
+        std::array<std::size_t, 3> outs{};  // each product's rows (at most three products share x)
+        for (std::size_t p = 0; p < count; ++p) outs.at(p) = list[p].w->rows();
         team_->run(count * shares, [&](std::size_t task, std::size_t) {
-            const gguf::TensorInfo& w = *list[task / shares].w;
-            const std::size_t out = w.rows(), per = (out / shares + 3) / 4 * 4;  // a multiple of 4 rows
+            const std::size_t p = task / shares, out = outs[p], per = (out / shares + 3) / 4 * 4;  // 4k rows
             const std::size_t first = std::min(out, (task % shares) * per);
             const std::size_t last = task % shares == shares - 1 ? out : std::min(out, first + per);
-            const std::size_t p = task / shares;
             for (std::size_t i = 0; i < n; ++i)
-                quant::matvec_rows(w, s.qx[i], first, last, list[p].y + i * out + first);
+                quant::matvec_rows(*list[p].w, s.qx[i], first, last, list[p].y + i * out + first);
         });
         return;
     }
@@ -372,24 +374,16 @@ void Session::block(std::size_t layer, std::size_t n, std::size_t first_position
     rms_norm(s.x.data(), f32(b.attn_norm), n, d, c.rms_eps, s.h.data());
     linear({{b.w_q, s.q.data()}, {b.w_k, s.k.data()}, {b.w_v, s.v.data()}}, s.h.data(), n);
 
-    // RoPE at positions first_position .. first_position + n - 1, adjacent pairs (GGUF's layout)
-    std::vector<double> positions(n);
-    std::iota(positions.begin(), positions.end(), double(first_position));
-    const Rope rope{c.rope_base, RopeLayout::interleaved, 1.0};
-    rotate_in_place({s.q.data(), n * q_width, c.d_head, q_width}, {1, c.heads, n, c.d_head}, rope, positions);
-    rotate_in_place({s.k.data(), n * kv, c.d_head, kv}, {1, c.kv_heads, n, c.d_head}, rope, positions);
+    // RoPE at positions first_position .. first_position + n - 1 (their angles computed once per
+    // forward pass, in forward()), adjacent pairs (GGUF's layout)
+    rotate_in_place({s.q.data(), n * q_width, c.d_head, q_width}, {1, c.heads, n, c.d_head}, RopeLayout::interleaved,
+                    s.angles);
+    rotate_in_place({s.k.data(), n * kv, c.d_head, kv}, {1, c.kv_heads, n, c.d_head}, RopeLayout::interleaved,
+                    s.angles);
     if (keep_queries_) kept_q_[layer].assign(s.q.begin(), s.q.begin() + n * q_width);
 
     // the cache grows by n: (1, H_kv, n, d_head) from the (n, H_kv * d_head) rows
-    Tensor4 k_new = Tensor4::from_shape({1, c.kv_heads, n, c.d_head});
-    Tensor4 v_new = Tensor4::from_shape({1, c.kv_heads, n, c.d_head});
-    for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t g = 0; g < c.kv_heads; ++g)
-            for (std::size_t e = 0; e < c.d_head; ++e) {
-                k_new(0, g, i, e) = s.k[i * kv + g * c.d_head + e];
-                v_new(0, g, i, e) = s.v[i * kv + g * c.d_head + e];
-            }
-    caches_[layer].append(k_new, v_new);
+    caches_[layer].append_rows(s.k.data(), s.v.data(), n);
 
     // x += attention . W_o^T
     attend(layer, n, first_position);
@@ -433,6 +427,10 @@ void Session::forward(std::span<const std::int32_t> tokens, float* logits, bool 
     for (auto* buffer : {&s.q, &s.att}) buffer->resize(n * c.heads * c.d_head);
     for (auto* buffer : {&s.k, &s.v}) buffer->resize(n * c.kv_width());
     for (auto* buffer : {&s.g, &s.u}) buffer->resize(n * c.d_ff);
+
+    std::vector<double> positions(n);
+    std::iota(positions.begin(), positions.end(), double(first_position));
+    s.angles = rope_angles({c.rope_base, RopeLayout::interleaved, 1.0}, c.d_head, positions);
 
     // x (n, d_model): each token's row of the embedding
     const gguf::TensorInfo& embedding = model_.embedding();

@@ -15,29 +15,78 @@
 
 namespace headwise::quant {
 
+namespace {
+
+#define HEADWISE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+
+// One block of 32: d = max |x| / 127, q = round(x / d) (to even, as nearbyint in the default
+// rounding mode: the vector conversion rounds the same way), s = d * sum q.
+void quantize_block(const float* x, std::int8_t* q, float* ds) {
+    float amax = 0.0f;
+    for (std::size_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (std::size_t j = 0; j < block; ++j) {
+        const int code = static_cast<int>(std::nearbyint(x[j] * inv));
+        q[j] = static_cast<std::int8_t>(code);
+        sum += code;
+    }
+    ds[0] = d;
+    ds[1] = d * static_cast<float>(sum);
+}
+
+HEADWISE_AVX512 void quantize_block_avx512(const float* x, std::int8_t* q, float* ds) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float d = amax / 127.0f;
+    const __m512 inv = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(c0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(c1));
+    ds[0] = d;
+    ds[1] = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1)));
+}
+
+}  // namespace
+
 void QuantizedRow::quantize(const float* x, std::size_t n) {
     if (n % block != 0)
         throw std::invalid_argument(fmt::format("QuantizedRow: {} values are not whole blocks of 32", n));
     if (n > capacity_) {
         q_.reset(static_cast<std::int8_t*>(::operator new[](n, std::align_val_t{64})));
+        groups_.reset(
+            static_cast<std::byte*>(::operator new[]((n / block + 3) / 4 * group_bytes, std::align_val_t{64})));
         capacity_ = n;
     }
     n_ = n;
     ds_.resize(2 * (n / block));
-    for (std::size_t b = 0; b < n / block; ++b, x += block) {
-        float amax = 0.0f;
-        for (std::size_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
-        const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-        int sum = 0;
-        for (std::size_t j = 0; j < block; ++j) {
-            const int q = static_cast<int>(std::nearbyint(x[j] * inv));
-            q_[b * block + j] = static_cast<std::int8_t>(q);
-            sum += q;
-        }
-        ds_[2 * b] = d;
-        ds_[2 * b + 1] = d * static_cast<float>(sum);
+    static const bool avx512 = cpu_has(Isa::avx512);
+    for (std::size_t b = 0; b < n / block; ++b) {
+        if (avx512)
+            quantize_block_avx512(x + b * block, q_.get() + b * block, ds_.data() + 2 * b);
+        else
+            quantize_block(x + b * block, q_.get() + b * block, ds_.data() + 2 * b);
+        place_in_group(b);
     }
+    if (blocks() % 4 != 0) {  // the last group's missing blocks: zeros
+        std::byte* last = groups_.get() + (groups() - 1) * group_bytes;
+        const std::size_t k = blocks() % 4;
+        std::memset(last + 16 * k, 0, 16 * (4 - k));
+        std::memset(last + 64 + 16 * k, 0, 16 * (4 - k));
+        std::memset(last + 128 + 16 * k, 0, 16 * (4 - k));
+        std::memset(last + 192 + 4 * k, 0, 4 * (4 - k));
+    }
+}
+
+void QuantizedRow::place_in_group(std::size_t b) {
+    std::byte* g = groups_.get() + b / 4 * group_bytes;
+    const std::size_t k = b % 4;
+    std::memcpy(g + 16 * k, q_.get() + b * block, 16);
+    std::memcpy(g + 64 + 16 * k, q_.get() + b * block + 16, 16);
+    float* scales = reinterpret_cast<float*>(g + 128);
+    for (std::size_t lane = 0; lane < 4; ++lane) scales[4 * k + lane] = d(b);
+    scales[16 + k] = s(b);
 }
 
 namespace {
@@ -136,8 +185,6 @@ HEADWISE_AVX2 float dot_q8_0_avx2(const BlockQ8_0* w, const QuantizedRow& x, std
 // ---------------------------------------------------------------------------------------------
 // AVX-512 with VNNI: two blocks a step, as quant_dot.hpp draws it.
 
-#define HEADWISE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-
 // The 32-bit word at p (a block's fp16 d and m, or d and the next field), unaligned.
 inline std::int32_t word(const void* p) {
     std::int32_t v;
@@ -168,39 +215,46 @@ HEADWISE_AVX512 inline void store_sums(const __m512* acc, const __m128* extra, f
 // Rows r = 0 .. R-1 of a matrix (row r at w + r * stride) against x, R sums into y. The rows are
 // read one after the other (interleaving them, to share x's loads, ran 2-3x slower from memory:
 // the prefetcher follows one ascending stream best), and their horizontal sums are folded together.
+// A group of four blocks (80 bytes: d m qs[16], four times) is two loads; a last group of fewer
+// blocks loads only its own bytes (the rest zeros, which x's zeros there meet).
 template <std::size_t R>
 HEADWISE_AVX512 void rows_q4_1_avx512(const std::byte* w, std::size_t stride, const QuantizedRow& x, float* y) {
-    // lanes 0-7 take block b's d_w d_x, lanes 8-15 block b + 1's (from d_w d_x, m_w s_x, d_w' d_x', m_w' s_x')
-    const __m512i spread = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+    // the four runs of nibbles, dwords 1-4, 6-9, 11-14 of the first 64 bytes and 0-3 of the next 16
+    const __m512i nibble_dwords = _mm512_setr_epi32(1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13, 14, 16, 17, 18, 19);
+    // halves 0, 10, 20, 30 are the blocks' d (each four times: the lanes of their sums), 1, 11, 21, 31 their m
+    const __m512i scale_halves = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 21, 11, 1, 30, 30, 30, 30, 20,
+                                                  20, 20, 20, 10, 10, 10, 10, 0, 0, 0, 0);
     const __m512i low = _mm512_set1_epi8(0x0F);
+    const std::size_t full = x.blocks() / 4, groups = x.groups();
+    const __mmask64 tail_bytes = (x.blocks() % 4) == 0 ? 0 : ~__mmask64{0} >> (64 - 20 * (x.blocks() % 4));
     __m512 acc[R];
-    __m128 scales_and_mins[R];  // lanes 1 and 3 collect the m_w s_x terms
-    for (std::size_t r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), scales_and_mins[r] = _mm_setzero_ps();
-    const std::size_t pairs = x.blocks() / 2;
+    __m128 mins[R];
     for (std::size_t r = 0; r < R; ++r) {
-        for (std::size_t b = 0; b < 2 * pairs; b += 2) {
-            const __m512i q8 = _mm512_load_si512(x.q() + b * block);
-            const __m128 xds = _mm_loadu_ps(x.ds() + 2 * b);  // (d_x, s_x, d_x', s_x')
-            const auto* q = reinterpret_cast<const BlockQ4_1*>(w + r * stride) + b;
-            // nibbles: [b | b+1] -> lanes (b low, b+1 low, b high, b+1 high) -> (b low, b high, b+1 low, b+1 high)
-            const __m256i raw = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(q[1].qs),
-                                                    reinterpret_cast<const __m128i*>(q[0].qs));
-            const __m512i split = _mm512_inserti64x4(_mm512_zextsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
-            const __m512i q4 = _mm512_and_si512(_mm512_shuffle_i64x2(split, split, _MM_SHUFFLE(3, 1, 2, 0)), low);
-            const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4, q8);
-            // (d_w, m_w, d_w', m_w') * (d_x, s_x, d_x', s_x')
-            const __m128 products = _mm_mul_ps(_mm_cvtph_ps(_mm_set_epi32(0, 0, word(&q[1]), word(&q[0]))), xds);
-            scales_and_mins[r] = _mm_add_ps(scales_and_mins[r], products);
-            acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread, _mm512_zextps128_ps512(products)),
-                                     _mm512_cvtepi32_ps(sums), acc[r]);
+        __m512 row_acc = _mm512_setzero_ps();
+        __m128 row_mins = _mm_setzero_ps();
+        const std::byte* row = w + r * stride;
+        for (std::size_t g = 0; g < groups; ++g) {
+            const std::byte* p = row + g * 4 * sizeof(BlockQ4_1);
+            const bool whole = g < full;
+            const __m512i head = whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(tail_bytes, p);
+            const __m512i next = whole
+                                     ? _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64)))
+                                     : _mm512_setzero_si512();  // only its dwords 0-3 are read
+            const __m512i qs = _mm512_permutex2var_epi32(head, nibble_dwords, next);
+            const std::byte* xg = x.group(g);
+            __m512i sums =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(qs, low), _mm512_load_si512(xg));
+            sums =
+                _mm512_dpbusd_epi32(sums, _mm512_and_si512(_mm512_srli_epi16(qs, 4), low), _mm512_load_si512(xg + 64));
+            const __m512i halves = _mm512_permutexvar_epi16(scale_halves, head);
+            const auto* xs = reinterpret_cast<const float*>(xg + 128);
+            const __m512 scales = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(halves)), _mm512_load_ps(xs));
+            row_acc = _mm512_fmadd_ps(scales, _mm512_cvtepi32_ps(sums), row_acc);
+            row_mins = _mm_fmadd_ps(_mm_cvtph_ps(_mm512_extracti32x4_epi32(halves, 2)), _mm_load_ps(xs + 16), row_mins);
         }
+        acc[r] = row_acc, mins[r] = row_mins;
     }
-    const __m128 zero = _mm_setzero_ps();
-    for (std::size_t r = 0; r < R; ++r) scales_and_mins[r] = _mm_blend_ps(zero, scales_and_mins[r], 0b1010);
-    store_sums<R>(acc, scales_and_mins, y);
-    if (2 * pairs < x.blocks())
-        for (std::size_t r = 0; r < R; ++r)
-            y[r] += dot_q4_1_avx2(reinterpret_cast<const BlockQ4_1*>(w + r * stride), x, 2 * pairs);
+    store_sums<R>(acc, mins, y);
 }
 
 template <std::size_t R>

@@ -14,11 +14,13 @@
 // AVX2 (32 byte lanes, maddubs), AVX-512 with VNNI (64 lanes: two blocks, dpbusd). All three give
 // the same integer sums; only the order of the float additions differs.
 //
-// AVX-512 takes two blocks a step. Two Q4_1 blocks' 16 bytes of nibbles each make one 256-bit
-// register; low and high nibbles split into a 512-bit register whose 128-bit lanes are put in
-// element order (block b's weights 0-15, 16-31, then block b + 1's) to meet the
-// codes of x as they lie; one dpbusd gives 16 sums of four products; the two blocks' scales
-// d_w d_x and minimum terms m_w s_x come from one 128-bit multiply.
+// AVX-512 takes four Q4_1 blocks (80 bytes) a step, and moves the activation rather than the
+// weights: x is laid out once per row in the order the nibbles lie (per group of four blocks, every
+// block's codes 0-15 in one 64-byte run, its codes 16-31 in the next), so that a group's weights
+// need one permute (their four runs of 16 bytes of nibbles, 20 bytes apart, into one register), one
+// shift and two masks, and two dpbusd give 16 sums, four a block. One more permute of the same
+// 80 bytes spreads the four fp16 scales over their blocks' lanes and gathers the four minimums.
+// Q8_0 takes two blocks a step (|w| unsigned, w's sign moved onto x).
 #pragma once
 
 #include "headwise/model/gguf.hpp"
@@ -34,11 +36,21 @@ namespace headwise::quant {
 
 // An activation row quantized per block of 32: x_j ~ d_b * q_j for j in block b. The codes lie in
 // one 64-byte aligned run (two blocks are one 512-bit load); each block's d_b and s_b = d_b * sum of
-// its codes lie side by side in ds() (two blocks' four floats are one 128-bit load).
+// its codes lie side by side in ds() (two blocks' four floats are one 128-bit load). The same row
+// is also laid out per group of four blocks for the AVX-512 Q4_1 product (see group()).
 class QuantizedRow {
 public:
     // d_b = max |x_j| / 127 over the block, q_j = round(x_j / d_b). n a multiple of 32.
     void quantize(const float* x, std::size_t n);
+
+    // Group g (blocks 4g .. 4g + 3; past the last block, zeros): 256 bytes, 64-byte aligned --
+    //   int8 [64]  codes 0-15 of each of the four blocks, one after the other
+    //   int8 [64]  codes 16-31 of each
+    //   float[16]  d of each block, four times (the lanes of that block's sums)
+    //   float[4]   s of each block
+    static constexpr std::size_t group_bytes = 256;
+    std::size_t groups() const { return (blocks() + 3) / 4; }
+    const std::byte* group(std::size_t g) const { return groups_.get() + g * group_bytes; }
 
     std::size_t size() const { return n_; }
     std::size_t blocks() const { return n_ / 32; }
@@ -49,9 +61,11 @@ public:
 
 private:
     struct Free {
-        void operator()(std::int8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+        void operator()(void* p) const { ::operator delete[](p, std::align_val_t{64}); }
     };
+    void place_in_group(std::size_t b);  // block b's codes, d and s into its group
     std::unique_ptr<std::int8_t[], Free> q_;
+    std::unique_ptr<std::byte[], Free> groups_;
     std::size_t n_ = 0, capacity_ = 0;
     std::vector<float> ds_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace headwise {
 
@@ -64,24 +65,36 @@ Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::span<const double> p
 
 void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, const Rope& rope,
                      std::span<const double> positions, bool inverse) {
-    const std::vector<double> theta = rope_frequencies(shape.d_head, rope.base);
+    rotate_in_place(x, shape, rope.layout, rope_angles(rope, shape.d_head, positions, inverse));
+}
+
+RopeAngles rope_angles(const Rope& rope, std::size_t d_head, std::span<const double> positions, bool inverse) {
+    const std::vector<double> theta = rope_frequencies(d_head, rope.base);
     const double sign = inverse ? -1.0 : 1.0;
-    // cos and sin of every (token, pair), once: (N, d_head / 2) each.
-    std::vector<double> c(shape.n * theta.size()), s(shape.n * theta.size());
-    for (std::size_t t = 0; t < shape.n; ++t)
+    RopeAngles a{theta.size(), std::vector<double>(positions.size() * theta.size()),
+                 std::vector<double>(positions.size() * theta.size())};
+    for (std::size_t t = 0; t < positions.size(); ++t)
         for (std::size_t i = 0; i < theta.size(); ++i) {
             const double angle = positions[t] * rope.position_scale * theta[i];
-            c[t * theta.size() + i] = std::cos(angle);
-            s[t * theta.size() + i] = sign * std::sin(angle);
+            a.cos[t * theta.size() + i] = std::cos(angle);
+            a.sin[t * theta.size() + i] = sign * std::sin(angle);
         }
+    return a;
+}
+
+void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, RopeLayout layout, const RopeAngles& angles) {
+    if (angles.pairs * 2 != shape.d_head || angles.cos.size() < shape.n * angles.pairs)
+        throw std::invalid_argument(
+            fmt::format("RoPE angles for {} pairs of {} tokens, asked to rotate {} tokens of d_head {}", angles.pairs,
+                        angles.cos.size() / std::max<std::size_t>(1, angles.pairs), shape.n, shape.d_head));
     for (std::size_t b = 0; b < shape.batch; ++b)
         for (std::size_t h = 0; h < shape.heads; ++h)
             for (std::size_t t = 0; t < shape.n; ++t) {
                 float* row = x.data + b * x.batch + h * x.head + t * x.row;
-                for (std::size_t i = 0; i < theta.size(); ++i) {
-                    const auto [a, z] = rope_pair(i, shape.d_head, rope.layout);
+                for (std::size_t i = 0; i < angles.pairs; ++i) {
+                    const auto [a, z] = rope_pair(i, shape.d_head, layout);
                     const double xa = row[a], xz = row[z];
-                    const double ci = c[t * theta.size() + i], si = s[t * theta.size() + i];
+                    const double ci = angles.cos[t * angles.pairs + i], si = angles.sin[t * angles.pairs + i];
                     row[a] = static_cast<float>(xa * ci - xz * si);
                     row[z] = static_cast<float>(xz * ci + xa * si);
                 }

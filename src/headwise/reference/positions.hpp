@@ -81,6 +81,16 @@ struct RopeShape {
 void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, const Rope& rope,
                      std::span<const double> positions, bool inverse = false);
 
+// The same in two halves, for many rotations at the same positions (a decoder's q and k in every
+// layer): the cos and sin of every (token, pair) angle, computed once, (N, d_head / 2) each ...
+struct RopeAngles {
+    std::size_t pairs = 0;
+    std::vector<double> cos, sin;  // sin already negated when inverse
+};
+RopeAngles rope_angles(const Rope& rope, std::size_t d_head, std::span<const double> positions, bool inverse = false);
+// ... then the rotation by them, pairs as `layout` groups them.
+void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, RopeLayout layout, const RopeAngles& angles);
+
 // The permutation of d_head dimensions that turns the half layout into the interleaved one:
 // interleaved[c] = half[perm[c]], i.e. perm = (0, d/2, 1, d/2 + 1, ...).
 std::vector<std::size_t> half_to_interleaved(std::size_t d_head);
