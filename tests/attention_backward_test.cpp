@@ -234,22 +234,36 @@ TEST_CASE("attention backward: a d_out that is not the output's shape is refused
 
 namespace {
 
+// A case's (B, H, n, d_head) tensor as the fused kernels take it.
+template <class T>
+detail::Strided<T> heads_of(T* data, const Case& c, std::size_t n) {
+    return {data, c.heads * n * c.d_head, n * c.d_head, c.d_head};
+}
+
+float scale_of(const Case& c) { return c.options.scale.value_or(1.0f / std::sqrt(float(c.d_head))); }
+
+// What the fused backward starts from: the fused forward's output and log-sum-exp.
+struct FusedForward {
+    Tensor4 out;             // (B, H, N_q, d_head)
+    std::vector<float> lse;  // (B, H, N_q)
+    FusedForward(const Case& c, const Tensor4& q, const Tensor4& k, const Tensor4& v)
+        : out(Tensor4::from_shape(q.shape())), lse(c.batch * c.heads * c.nq) {
+        detail::fused_attention({c.batch, c.heads, c.nq, c.nk, c.d_head}, heads_of(q.data(), c, c.nq),
+                                heads_of(k.data(), c, c.nk), heads_of(v.data(), c, c.nk), heads_of(out.data(), c, c.nq),
+                                scale_of(c), c.options, {}, lse.data());
+    }
+};
+
 // The fused backward on (b, h, n, d) tensors, its lse from the fused forward, against the reference;
 // where backward_writes_in_place, again with dq, dk, dv in q's, k's and v's storage, to the same
 // bits. Returns whether it wrote in place.
 bool check_fast_against_reference(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
     const auto [q, k, v, d_out] = Inputs(c, seed);
     const AttentionGrads want = attention_backward_reference(q, k, v, d_out, c.options);
-    auto view = [&](auto* data, std::size_t n) {
-        return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, c.heads * n * c.d_head, n * c.d_head,
-                                                                      c.d_head};
-    };
+    auto view = [&](auto* data, std::size_t n) { return heads_of(data, c, n); };
     const detail::AttentionShape shape{c.batch, c.heads, c.nq, c.nk, c.d_head};
-    const float scale = c.options.scale.value_or(1.0f / std::sqrt(float(c.d_head)));
-    Tensor4 out = Tensor4::from_shape(q.shape());
-    std::vector<float> lse(c.batch * c.heads * c.nq);
-    detail::fused_attention(shape, view(q.data(), c.nq), view(k.data(), c.nk), view(v.data(), c.nk),
-                            view(out.data(), c.nq), scale, c.options, {}, lse.data());
+    const float scale = scale_of(c);
+    const auto [out, lse] = FusedForward(c, q, k, v);
     // Garbage in the outputs first: the backward must overwrite every element.
     Tensor4 dq = xt::full_like(q, 1e30f), dk = xt::full_like(k, 1e30f), dv = xt::full_like(v, 1e30f);
     const Tensor4& o = out;
@@ -269,6 +283,42 @@ bool check_fast_against_reference(const Case& c, const detail::BackwardTiling& t
     CHECK((k_dk == dk));
     CHECK((v_dv == dv));
     return true;
+}
+
+// The fused backward reading the weights stored by the reference forward (P, (B, H, N_q, N_k)) against
+// the same backward recomputing them from the fused forward's log-sum-exp, and against the reference:
+// reading P where the other computes it changes the gradients by rounding only.
+void check_stored_p_against_recompute(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
+    const auto [q, k, v, d_out] = Inputs(c, seed);
+    Tensor4 p;  // (B, H, N_q, N_k)
+    attention_reference(q, k, v, c.options, &p);
+    const auto [out, lse] = FusedForward(c, q, k, v);
+    const detail::AttentionShape shape{c.batch, c.heads, c.nq, c.nk, c.d_head};
+    auto backward = [&](bool stored) {
+        AttentionGrads g{xt::full_like(q, 1e30f), xt::full_like(k, 1e30f), xt::full_like(v, 1e30f)};
+        const auto qv = heads_of(q.data(), c, c.nq), kv = heads_of(k.data(), c, c.nk), vv = heads_of(v.data(), c, c.nk);
+        const auto ov = heads_of(out.data(), c, c.nq), gv = heads_of(d_out.data(), c, c.nq);
+        const auto dq = heads_of(g.dq.data(), c, c.nq), dk = heads_of(g.dk.data(), c, c.nk),
+                   dv = heads_of(g.dv.data(), c, c.nk);
+        if (stored)
+            detail::fused_attention_backward_stored_p(shape, qv, kv, vv, ov, gv, p.data(), dq, dk, dv, scale_of(c),
+                                                      c.options, tiling);
+        else
+            detail::fused_attention_backward(shape, qv, kv, vv, ov, gv, lse.data(), dq, dk, dv, scale_of(c), c.options,
+                                             tiling);
+        return g;
+    };
+    const AttentionGrads from_p = backward(true), recomputed = backward(false);
+    const AttentionGrads want = attention_backward_reference(q, k, v, d_out, c.options);
+    const std::pair<const Tensor4*, const Tensor4*> pairs[] = {
+        {&from_p.dq, &recomputed.dq}, {&from_p.dk, &recomputed.dk}, {&from_p.dv, &recomputed.dv}};
+    const Tensor4* reference[] = {&want.dq, &want.dk, &want.dv};
+    for (int which = 0; which < 3; ++which) {
+        INFO("gradient "
+             << "qkv"[which]);
+        CHECK(relative_error(*pairs[which].first, as_doubles(*pairs[which].second)) < 1e-5);
+        CHECK(relative_error(*pairs[which].first, as_doubles(*reference[which])) < 1e-4);
+    }
 }
 
 }  // namespace
@@ -317,6 +367,28 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
         }
     // Where the micro-kernels run, a head per core writes in place: the cases above cover it.
     if (detail::resolve_kernel(Kernel::micro_kernel, 16) == Kernel::micro_kernel) CHECK(in_place > 0);
+}
+
+TEST_CASE("attention backward: reading a stored P gives the gradients recomputing it gives, either kernel and split",
+          "[attention_backward]") {
+    Mask2 padding = Mask2::from_shape({2, 37});
+    for (std::size_t j = 0; j < 37; ++j) padding(0, j) = j % 5 == 2, padding(1, j) = true;  // batch 1 sees no key
+    AttentionOptions causal, padded;
+    causal.causal = true;
+    padded.key_padding_mask = &padding;
+    using detail::BackwardSplit;
+    using detail::Kernel;
+    for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel})
+        for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
+            INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
+                          << (kernel == Kernel::blas ? "blas" : "micro_kernel"));
+            const detail::BackwardTiling small{8, 5, split, kernel};
+            check_stored_p_against_recompute({2, 3, 29, 37, 16, {}}, small, 41);
+            check_stored_p_against_recompute({2, 3, 37, 29, 16, causal}, small, 42);  // N_q > N_k
+            check_stored_p_against_recompute({2, 2, 29, 37, 8, padded}, small, 43);
+            check_stored_p_against_recompute({2, 2, 29, 37, 32, padded}, small, 43);
+            check_stored_p_against_recompute({1, 2, 300, 300, 64, causal}, {128, 128, split, kernel}, 44);
+        }
 }
 
 TEST_CASE("attention backward: the fused backward's scratch is what it allocates, and bounded at long context",

@@ -20,6 +20,7 @@ struct HeadView {
     float *dq, *dk, *dv;
     std::size_t q_row, k_row, v_row, o_row, dq_row, dk_row, dv_row;
     std::size_t dkv_from = 0;  // dk's and dv's first rows are key dkv_from's
+    const float* p = nullptr;  // the stored weights (N_q, N_k), or null: recomputed from lse
 
     float* dk_at(std::size_t j) const { return dk + (j - dkv_from) * dk_row; }
     float* dv_at(std::size_t j) const { return dv + (j - dkv_from) * dv_row; }
@@ -46,6 +47,13 @@ struct BackwardScratch {
     const float* packed_q = nullptr;
 };
 
+// dp[j] = p[j] (dp[j] - d) scale: dS from the stored weights, as softmax_backward_row_avx512 makes
+// it after the exp.
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) void softmax_backward_from_p(
+    const float* p, float* dp, std::size_t n, float d, float scale) {
+    for (std::size_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+}
+
 class PairRun {
 public:
     PairRun(const AttentionShape& s, std::size_t b, float scale, const AttentionOptions& o, bool micro,
@@ -66,12 +74,16 @@ private:
         const std::size_t n = i1 - i0, len = j1 - j0, dh = s_.d_head;
         float* const p = w_.p.data();
         float* const dp = w_.dp.data();
-        // S (n, len) = scale q (n, d_head) . k^T (d_head, len)
-        blas::gemm(false, true, n, len, dh, scale_, h.q + i0 * h.q_row, h.q_row, h.k + j0 * h.k_row, h.k_row, 0.0f, p,
-                   len);
-        // P = exp(S - L), masked keys 0 (and a row that saw no key, L = -inf, all 0)
-        for (std::size_t r = 0; r < n; ++r) mask_scores(o_, b_, i0 + r, j0, j1, p + r * len);
-        exp_shifted_rows(p, n, len, h.lse + i0);
+        if (h.p) {  // P (n, len) read from the stored weights
+            copy_rows(h.p + i0 * s_.nk + j0, s_.nk, n, len, p, len);
+        } else {
+            // S (n, len) = scale q (n, d_head) . k^T (d_head, len)
+            blas::gemm(false, true, n, len, dh, scale_, h.q + i0 * h.q_row, h.q_row, h.k + j0 * h.k_row, h.k_row, 0.0f,
+                       p, len);
+            // P = exp(S - L), masked keys 0 (and a row that saw no key, L = -inf, all 0)
+            for (std::size_t r = 0; r < n; ++r) mask_scores(o_, b_, i0 + r, j0, j1, p + r * len);
+            exp_shifted_rows(p, n, len, h.lse + i0);
+        }
         // dv (len, d_head) += P^T (len, n) . d_out (n, d_head)
         if (wants & want_dkv)
             blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.d_out + i0 * h.o_row, h.o_row, 1.0f, h.dv_at(j0),
@@ -115,8 +127,10 @@ private:
                 std::size_t valid[micro_rows];
                 std::fill(valid, valid + micro_rows, seen);
                 float ignored[micro_rows];
-                // S (rows, seen) = scale q . K^T and dP (rows, seen) = d_out . V^T
-                micro_scores(rows, q + r0 * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls, ignored);
+                // S (rows, seen) = scale q . K^T (a stored P is read in backward_row) and dP = d_out . V^T
+                if (!h.p)
+                    micro_scores(rows, q + r0 * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls,
+                                 ignored);
                 micro_scores(rows, d_out + r0 * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls, ignored);
             }
             for (std::size_t r = r0; r < r0 + rows; ++r)
@@ -131,7 +145,10 @@ private:
     // One row of P (from S) and dS (from dP) over the keys it computed, zeros up to len.
     void backward_row(const HeadView& h, std::size_t i, std::size_t j0, std::size_t seen, float* row, float* dp_row,
                       std::size_t len) const {
-        if (seen > 0) {
+        if (seen > 0 && h.p) {
+            std::copy_n(h.p + i * s_.nk + j0, seen, row);  // P, stored
+            softmax_backward_from_p(row, dp_row, seen, h.d[i], scale_);
+        } else if (seen > 0) {
             mask_scores(o_, b_, i, j0, j0 + seen, row);
             softmax_backward_row_avx512(row, dp_row, seen, h.lse[i], h.d[i], scale_);  // P, masked keys 0; dS
         }
@@ -200,13 +217,22 @@ private:
     BackwardScratch& w_;
 };
 
+// Where the weights come from: the forward's log-sum-exp (B, H, N_q), or the stored P (B, H, N_q, N_k).
+struct Weights {
+    const float* lse;
+    const float* p;
+};
+
 HeadView head_view(const AttentionShape& s, std::size_t bh, Strided<const float> q, Strided<const float> k,
-                   Strided<const float> v, Strided<const float> d_out, const float* lse, const float* d,
+                   Strided<const float> v, Strided<const float> d_out, Weights weights, const float* d,
                    Strided<float> dq, Strided<float> dk, Strided<float> dv) {
     const std::size_t b = bh / s.heads, h = bh % s.heads;
     auto at = [&](auto x) { return x.data + b * x.batch + h * x.head; };
-    return {at(q),  at(k), at(v), at(d_out), lse + bh * s.nq, d,      at(dq), at(dk),
-            at(dv), q.row, k.row, v.row,     d_out.row,       dq.row, dk.row, dv.row};
+    const float* lse = weights.lse ? weights.lse + bh * s.nq : nullptr;
+    HeadView view{at(q),  at(k), at(v), at(d_out), lse,       d,      at(dq), at(dk),
+                  at(dv), q.row, k.row, v.row,     d_out.row, dq.row, dk.row, dv.row};
+    if (weights.p) view.p = weights.p + bh * s.nq * s.nk;
+    return view;
 }
 
 // D_i = sum_c d_out_ic out_ic for the N_q rows of head bh, into d.
@@ -332,10 +358,13 @@ std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, cons
     return (per_core * worker_count() + d) * sizeof(float);
 }
 
-void fused_attention_backward(const AttentionShape& s, Strided<const float> q, Strided<const float> k,
-                              Strided<const float> v, Strided<const float> out, Strided<const float> d_out,
-                              const float* lse, Strided<float> dq, Strided<float> dk, Strided<float> dv, float scale,
-                              const AttentionOptions& options, const BackwardTiling& tiling) {
+namespace {
+
+// Both backwards: the weights recomputed from lse, or read from the stored P.
+void backward(const AttentionShape& s, Strided<const float> q, Strided<const float> k, Strided<const float> v,
+              Strided<const float> out, Strided<const float> d_out, Weights weights, Strided<float> dq,
+              Strided<float> dk, Strided<float> dv, float scale, const AttentionOptions& options,
+              const BackwardTiling& tiling) {
     const BackwardSizes z = sizes_of(s, tiling);
     const std::size_t rows = z.rows, keys = z.keys;
     std::vector<BackwardScratch> scratch = scratch_for(s, z);
@@ -345,7 +374,7 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
             w.d.resize(s.nq);
             row_dots(s, bh, out, d_out, w.d.data());
             PairRun pair(s, bh / s.heads, scale, options, z.micro, w);
-            backward_head(s, z, options, head_view(s, bh, q, k, v, d_out, lse, w.d.data(), dq, dk, dv), pair, w);
+            backward_head(s, z, options, head_view(s, bh, q, k, v, d_out, weights, w.d.data(), dq, dk, dv), pair, w);
         });
         return;
     }
@@ -355,7 +384,7 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
     const std::size_t key_blocks = (s.nk + keys - 1) / keys, query_tiles = (s.nq + rows - 1) / rows;
     parallel_for(s.batch * s.heads * key_blocks, [&](std::size_t t, std::size_t worker) {
         const std::size_t bh = t / key_blocks, j0 = t % key_blocks * keys, j1 = std::min(s.nk, j0 + keys);
-        const HeadView h = head_view(s, bh, q, k, v, d_out, lse, &d[bh * s.nq], dq, dk, dv);
+        const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &d[bh * s.nq], dq, dk, dv);
         zero_rows(h.dk + j0 * h.dk_row, j1 - j0, h.dk_row, s.d_head);
         zero_rows(h.dv + j0 * h.dv_row, j1 - j0, h.dv_row, s.d_head);
         PairRun pair(s, bh / s.heads, scale, options, z.micro, scratch[worker]);
@@ -364,12 +393,28 @@ void fused_attention_backward(const AttentionShape& s, Strided<const float> q, S
     });
     parallel_for(s.batch * s.heads * query_tiles, [&](std::size_t t, std::size_t worker) {
         const std::size_t bh = t / query_tiles, i0 = t % query_tiles * rows, i1 = std::min(s.nq, i0 + rows);
-        const HeadView h = head_view(s, bh, q, k, v, d_out, lse, &d[bh * s.nq], dq, dk, dv);
+        const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &d[bh * s.nq], dq, dk, dv);
         zero_rows(h.dq + i0 * h.dq_row, i1 - i0, h.dq_row, s.d_head);
         PairRun pair(s, bh / s.heads, scale, options, z.micro, scratch[worker]);
         for (std::size_t j0 = 0; j0 < s.nk && visible(options, i1, j0); j0 += keys)
             pair.run(h, i0, i1, j0, std::min(s.nk, j0 + keys), want_dq);
     });
+}
+
+}  // namespace
+
+void fused_attention_backward(const AttentionShape& s, Strided<const float> q, Strided<const float> k,
+                              Strided<const float> v, Strided<const float> out, Strided<const float> d_out,
+                              const float* lse, Strided<float> dq, Strided<float> dk, Strided<float> dv, float scale,
+                              const AttentionOptions& options, const BackwardTiling& tiling) {
+    backward(s, q, k, v, out, d_out, {lse, nullptr}, dq, dk, dv, scale, options, tiling);
+}
+
+void fused_attention_backward_stored_p(const AttentionShape& s, Strided<const float> q, Strided<const float> k,
+                                       Strided<const float> v, Strided<const float> out, Strided<const float> d_out,
+                                       const float* p, Strided<float> dq, Strided<float> dk, Strided<float> dv,
+                                       float scale, const AttentionOptions& options, const BackwardTiling& tiling) {
+    backward(s, q, k, v, out, d_out, {nullptr, p}, dq, dk, dv, scale, options, tiling);
 }
 
 }  // namespace headwise::detail

@@ -49,6 +49,15 @@ void fused_attention_backward(const AttentionShape& shape, Strided<const float> 
                               const float* lse, Strided<float> dq, Strided<float> dk, Strided<float> dv, float scale,
                               const AttentionOptions& options, const BackwardTiling& tiling = {});
 
+// The same backward from stored weights instead of the log-sum-exp: p (B, H, N_q, N_k), C order, is
+// softmax(scale q . k^T + masks) as a forward that keeps it writes it (0 where masked). Each pair reads
+// its tile of P there where fused_attention_backward computes it again (scale q . k^T and the exp);
+// the tiles, the kernel, the split and every other product are the same. Lesson 10 times the two.
+void fused_attention_backward_stored_p(const AttentionShape& shape, Strided<const float> q, Strided<const float> k,
+                                       Strided<const float> v, Strided<const float> out, Strided<const float> d_out,
+                                       const float* p, Strided<float> dq, Strided<float> dk, Strided<float> dv,
+                                       float scale, const AttentionOptions& options, const BackwardTiling& tiling = {});
+
 // True when dq, dk and dv may be exactly q, k and v (the same storage, the same strides): each core
 // then packs a whole head's q and a key block's k and v before it writes any of their gradients,
 // and writes nothing of another head's. (An activation-sized buffer the process need not touch.)
