@@ -121,9 +121,10 @@ int run_training(const TrainArgs& a) {
 
     const train::Config& c = o.config;
     fmt::print(
-        "training {} layers x {} heads, d_model {}, vocab {}, context {}, batch {}, {} steps, AdamW lr {:g}, "
+        "training {} layer{} x {} heads, d_model {}, vocab {}, context {}, batch {}, {} steps, AdamW lr {:g}, "
         "{} data, {} threads\n",
-        c.layers, c.heads, c.d_model, c.vocab, c.context, o.batch, steps, a.lr, train::name_of(o.data), threads);
+        c.layers, c.layers == 1 ? "" : "s", c.heads, c.d_model, c.vocab, c.context, o.batch, steps, a.lr,
+        train::name_of(o.data), threads);
     train::Trainer trainer(o);
     std::string csv = "step,loss\n";
     const auto start = std::chrono::steady_clock::now();
