@@ -1,9 +1,11 @@
 // `headwise train` -- lesson 11's attention-only transformer, trained from scratch on this CPU on
 // sequences in which a random segment repeats (headwise/train/). It prints a progress line (step,
-// loss, tokens/s, time left), then measures the circuit on fresh sequences: the copy loss, the best
-// layer-0 previous-token head, the best last-layer induction head, and the copy loss with that
-// previous-token head zeroed.
+// loss, tokens/s, time left), then measures the circuit on fresh sequences of the same kind: the
+// copy loss, the best layer-0 previous-token head, the best last-layer induction head and its
+// copying score, and the copy loss with that previous-token head zeroed and mean-ablated.
 //
+//   --layers 1                the control with no second layer to compose with
+//   --data fixed-period       the control whose repeat position alone predicts (headwise/train/data.hpp)
 //   --save FILE.safetensors   the trained model (F32, names and metadata in headwise/train/checkpoint.hpp)
 //   --log FILE.csv            step,loss for every step
 // Outputs appear only when the run finished (temporary file + rename). The same seed and thread
@@ -18,7 +20,6 @@
 #include "headwise/train/trainer.hpp"
 
 #include <fmt/format.h>
-#include <malloc.h>
 
 #include <chrono>
 #include <ctime>
@@ -36,7 +37,7 @@ struct TrainArgs {
     double lr = 3e-3, weight_decay = 0.01;
     unsigned long long seed = 1;
     long long threads = 0;  // 0: the machine's (HEADWISE_THREADS)
-    std::string save, log;
+    std::string data = "random-repeat", save, log;
 };
 
 std::size_t positive(long long v, const char* flag, long long most) {
@@ -66,6 +67,7 @@ train::TrainOptions options_of(const TrainArgs& a) {
     o.adamw.lr = float(a.lr);
     o.adamw.weight_decay = float(a.weight_decay);
     o.seed = a.seed;
+    o.data = train::parse_data_kind(a.data);
     train::check(o.config);
     if (double(o.config.vocab) * double(o.config.d_model) * double(o.batch) * double(o.config.context) > 4e10)
         throw headwise::usage_error("the model and batch are too large for this command (logits over 40 G values)");
@@ -77,32 +79,26 @@ std::string duration(double seconds) {
     return fmt::format("{:.0f} min {:02.0f} s", std::floor(seconds / 60), std::fmod(seconds, 60));
 }
 
-void report(const train::Params& params, std::uint64_t seed) {
-    Random rng(seed ^ 0xC0FFEEull);  // fresh sequences, never trained on
-    const train::Batch eval = train::make_batch(rng, 256, params.config.context, params.config.vocab);
+void report(const train::Params& params, const train::TrainOptions& o) {
+    Random rng(o.seed ^ 0xC0FFEEull);  // fresh sequences, never trained on
+    const train::Batch eval = train::make_batch(rng, 256, params.config.context, params.config.vocab, o.data);
     const train::CircuitScores s = train::measure(params, eval);
     const train::HeadRef prev = s.best_previous_token(0), ind = s.best_induction();
     train::ForwardOptions cut;
     cut.ablate_layer = prev.layer;
     cut.ablate_head = prev.head;
-    const train::CircuitScores ablated = train::measure(params, eval, cut);
+    const train::CircuitScores zeroed = train::measure(params, eval, cut);
+    cut.ablate_with = train::Ablation::mean;
+    const train::CircuitScores mean = train::measure(params, eval, cut);
     const double chance = std::log(double(params.config.vocab));
-    fmt::print("on 256 fresh sequences:\n");
+    fmt::print("on 256 fresh {} sequences:\n", train::name_of(o.data));
     fmt::print("  loss on every next token       {:.3f}  (ln V = {:.3f})\n", s.loss, chance);
     fmt::print("  copy loss (second copy)        {:.3f}  = {:.2f} ln V\n", s.copy_loss, s.copy_loss / chance);
     fmt::print("  best previous-token head       layer 0 head {}: {:.3f}\n", prev.head, prev.score);
-    fmt::print("  best induction head            layer {} head {}: {:.3f}\n", ind.layer, ind.head, ind.score);
-    fmt::print("  copy loss without layer 0 head {}: {:.3f}  = {:.2f} ln V\n", prev.head, ablated.copy_loss,
-               ablated.copy_loss / chance);
-}
-
-// Every step allocates and frees the same few megabytes (attention outputs, gradients). glibc's
-// defaults hand memory above 128 KiB back to the kernel when it is freed, and every step then
-// faults it in again, zeroed: a fifth of a step's CPU time at the default sizes. Kept instead.
-void keep_freed_memory() {
-    ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    ::mallopt(M_TOP_PAD, 64 << 20);
+    fmt::print("  best induction head            layer {} head {}: {:.3f}, copying score {:.3f}\n", ind.layer, ind.head,
+               ind.score, s.copying[ind.layer][ind.head]);
+    fmt::print("  copy loss, layer 0 head {} zeroed: {:.3f} = {:.2f} ln V; mean-ablated: {:.3f} = {:.2f} ln V\n",
+               prev.head, zeroed.copy_loss, zeroed.copy_loss / chance, mean.copy_loss, mean.copy_loss / chance);
 }
 
 int run_training(const TrainArgs& a) {
@@ -119,15 +115,16 @@ int run_training(const TrainArgs& a) {
         throw headwise::usage_error(e.what());
     }
     blas::set_threads(int(threads));
-    keep_freed_memory();
+    train::keep_freed_memory();
     if (!a.save.empty()) train::check_writable(a.save);
     if (!a.log.empty()) npy::PendingFile probe(a.log, std::string());
 
     const train::Config& c = o.config;
     fmt::print(
-        "training {} layers x {} heads, d_model {}, vocab {}, context {}, batch {}, {} steps, AdamW lr {:g}, "
-        "{} threads\n",
-        c.layers, c.heads, c.d_model, c.vocab, c.context, o.batch, steps, a.lr, threads);
+        "training {} layer{} x {} heads, d_model {}, vocab {}, context {}, batch {}, {} steps, AdamW lr {:g}, "
+        "{} data, {} threads\n",
+        c.layers, c.layers == 1 ? "" : "s", c.heads, c.d_model, c.vocab, c.context, o.batch, steps, a.lr,
+        train::name_of(o.data), threads);
     train::Trainer trainer(o);
     std::string csv = "step,loss\n";
     const auto start = std::chrono::steady_clock::now();
@@ -150,14 +147,15 @@ int run_training(const TrainArgs& a) {
     const double cpu = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     fmt::print("trained in {} ({:.2f} ms a step; {:.2f} ms of CPU time a step)\n", duration(elapsed),
                1e3 * elapsed / double(steps), 1e3 * cpu / double(steps));
-    report(trainer.params(), o.seed);
+    report(trainer.params(), o);
     if (!a.log.empty()) {
         npy::PendingFile(a.log, csv).commit();
         fmt::print("wrote {}\n", a.log);
     }
     if (!a.save.empty()) {
-        train::save_checkpoint(a.save, trainer.params(),
-                               {{"steps", std::to_string(steps)}, {"seed", std::to_string(o.seed)}});
+        train::save_checkpoint(
+            a.save, trainer.params(),
+            {{"steps", std::to_string(steps)}, {"seed", std::to_string(o.seed)}, {"data", train::name_of(o.data)}});
         fmt::print("wrote {}\n", a.save);
     }
     return 0;
@@ -182,6 +180,10 @@ void add_train_command(CLI::App& app, Action& action) {
     cmd->add_option("--steps", a->steps, "training steps")->capture_default_str();
     cmd->add_option("--lr", a->lr, "AdamW learning rate")->capture_default_str();
     cmd->add_option("--weight-decay", a->weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+    cmd->add_option("--data", a->data,
+                    "random-repeat (the repeat anywhere), or fixed-period (the control: the second half copies the "
+                    "first)")
+        ->capture_default_str();
     cmd->add_option("--seed", a->seed, "seed of the initialisation and the data")->capture_default_str();
     cmd->add_option("--threads", a->threads, "threads (default or 0: the CPUs this process may use)");
     cmd->add_option("--save", a->save, "write the trained model (.safetensors, F32)");

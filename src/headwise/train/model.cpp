@@ -85,8 +85,16 @@ void split_qkv(const float* qkv, std::size_t B, std::size_t N, std::size_t H, st
     }
 }
 
-void zero_head(float* z, std::size_t rows, std::size_t d, std::size_t dh, std::size_t h) {
-    for (std::size_t r = 0; r < rows; ++r) std::fill_n(z + r * d + h * dh, dh, 0.0f);
+// z (B, N, d): head h's columns h dh .. (h + 1) dh - 1 replaced by 0, or by their mean over b at each n.
+void ablate_head(float* z, std::size_t B, std::size_t N, std::size_t d, std::size_t dh, std::size_t h, Ablation with) {
+    std::vector<double> mean(N * dh, 0.0);  // (N, d_head)
+    if (with == Ablation::mean)
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t n = 0; n < N; ++n)
+                for (std::size_t i = 0; i < dh; ++i) mean[n * dh + i] += double(z[(b * N + n) * d + h * dh + i]);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t i = 0; i < dh; ++i) z[(b * N + n) * d + h * dh + i] = float(mean[n * dh + i] / double(B));
 }
 
 bool ablates(const ForwardOptions& o, std::size_t layer) { return o.ablate_layer && *o.ablate_layer == layer; }
@@ -163,6 +171,10 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     if (N > c.context || tokens.size() != M)
         throw usage_error(
             fmt::format("forward: {} tokens for (B {}, N {}) with context {}", tokens.size(), B, N, c.context));
+    if (options.ablate_layer.has_value() != options.ablate_head.has_value() ||
+        (options.ablate_layer && (*options.ablate_layer >= c.layers || *options.ablate_head >= H)))
+        throw usage_error(fmt::format("forward: no head to ablate at layer {}, head {} ({} layers of {} heads)",
+                                      options.ablate_layer.value_or(0), options.ablate_head.value_or(0), c.layers, H));
     acts.batch = B;
     acts.seq = N;
     acts.layers.resize(c.layers);
@@ -207,7 +219,7 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
             scaled_dot_product_attention(lc.q, lc.k, lc.v, causal, &weights);
             lc.weights = std::move(weights);
         }
-        if (ablates(options, l)) zero_head(lc.z.data(), M, d, dh, *options.ablate_head);
+        if (ablates(options, l)) ablate_head(lc.z.data(), B, N, d, dh, *options.ablate_head, options.ablate_with);
         linear(lc.z.data(), M, d, params.at(o.out_proj), d, out.data());
         for (std::size_t i = 0; i < M * d; ++i) x[i] += out[i];
     }

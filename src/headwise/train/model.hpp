@@ -100,9 +100,17 @@ struct Activations {
     } scratch;
 };
 
+// How an ablated head's output z_h (B, N, d_head) is replaced before W_o:
+//   zero: by 0 -- which also removes whatever constant the head always writes;
+//   mean: by its mean over the batch's sequences at each position, (N, d_head) broadcast over B --
+//     removes what the head says about this sequence's tokens and keeps what it says at every
+//     position whatever the tokens (the batch is the one measured: give it many sequences).
+enum class Ablation { zero, mean };
+
 struct ForwardOptions {
     bool keep_weights = false;                             // fill LayerCache::weights
-    std::optional<std::size_t> ablate_layer, ablate_head;  // zero that head's output (both or neither)
+    std::optional<std::size_t> ablate_layer, ablate_head;  // replace that head's output (both or neither)
+    Ablation ablate_with = Ablation::zero;
 };
 
 // tokens (B, N) with N <= context.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <malloc.h>
+
 namespace headwise::train {
 
 namespace {
@@ -39,7 +41,8 @@ Trainer::Trainer(const TrainOptions& options)
 }
 
 double Trainer::step() {
-    const Batch batch = make_batch(data_rng_, options_.batch, options_.config.context, options_.config.vocab);
+    const Batch batch =
+        make_batch(data_rng_, options_.batch, options_.config.context, options_.config.vocab, options_.data);
     const double loss =
         shards_.empty() ? loss_and_grads(params_, batch, grads_, acts_, dlogits_) : sharded_loss_and_grads(batch);
     adamw_.step(params_.values, grads_.values);
@@ -77,6 +80,12 @@ double loss_and_grads(const Params& params, const Batch& batch, Params& grads) {
     Activations acts;
     std::vector<float> dlogits;
     return loss_and_grads(params, batch, grads, acts, dlogits);
+}
+
+void keep_freed_memory() {
+    ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    ::mallopt(M_TOP_PAD, 64 << 20);
 }
 
 }  // namespace headwise::train

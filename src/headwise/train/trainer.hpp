@@ -1,6 +1,6 @@
 // headwise/train/trainer.hpp -- the training loop `headwise train` and lesson 11 share.
 //
-// Each step draws a fresh batch of repeated sequences (data.hpp), runs the model forward, takes
+// Each step draws a fresh batch of repeated sequences (data.hpp, of the options' kind), runs the model forward, takes
 // cross-entropy on every next token, runs it backward and takes one AdamW step. With several
 // threads the batch is shared out (data parallel): each thread runs forward and backward on its
 // own sequences, single-threaded, and the shares' gradients are summed, weighted by their size:
@@ -10,6 +10,7 @@
 
 #include "headwise/base/random.hpp"
 #include "headwise/train/adamw.hpp"
+#include "headwise/train/data.hpp"
 #include "headwise/train/model.hpp"
 
 #include <cstddef>
@@ -21,6 +22,7 @@ namespace headwise::train {
 struct TrainOptions {
     Config config;
     std::size_t batch = 32;
+    DataKind data = DataKind::random_repeat;  // the task (data.hpp): random-repeat, or the fixed-period control
     AdamWOptions adamw;
     std::uint64_t seed = 1;
 };
@@ -56,5 +58,11 @@ private:
 
 // The loss and gradients of one batch (no update): what the gradient tests compare with PyTorch.
 double loss_and_grads(const Params& params, const Batch& batch, Params& grads);
+
+// Every step allocates and frees the same few megabytes (attention outputs, gradients). glibc's
+// defaults hand memory above 128 KiB back to the kernel when it is freed, and every step then
+// faults it in again, zeroed: a fifth of a step's CPU time at the default sizes. This keeps it
+// (process-wide: mallopt), for a program whose work is training -- `headwise train`, lesson 11.
+void keep_freed_memory();
 
 }  // namespace headwise::train
