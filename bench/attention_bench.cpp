@@ -4,7 +4,12 @@
 //   build/bench/headwise_bench --benchmark_filter=mha       (scripts/bench-compare runs this)
 //   build/bench/headwise_bench --blas-kernels               which OpenBLAS kernels run, as JSON
 //   build/bench/headwise_bench --memory B N d H [causal]    one forward: seconds and peak memory
-//   build/bench/headwise_bench --kernels B N d H [causal|-] [rounds]   BLAS vs micro-kernel attention
+//   build/bench/headwise_bench --kernels B N d H [causal|-] [rounds]   BLAS vs each micro-kernel
+//
+// HEADWISE_ISA=avx2 runs the attention on the AVX2 micro-kernels (and the AVX2 exponentials) on an
+// AVX-512 machine, as an AVX2-only CPU would; OPENBLAS_CORETYPE=Haswell does the same for OpenBLAS,
+// so that the same-run sgemm (BM_sgemm), the projections and the BLAS tiles are an AVX2 CPU's too.
+// The kernel that runs is in the context ("attention_kernel") and in each BM_attention_only's label.
 //
 // Each forward is checked against the double-precision reference (on a slice) before it is
 // timed. FLOPs are the dense count 2*B*N*d*4d + 4*B*N^2*d, also for causal, so causal
@@ -14,6 +19,7 @@
 #include "headwise/fast/blas.hpp"
 #include "headwise/fast/blas_coretype.hpp"
 #include "headwise/fast/fused_attention.hpp"
+#include "headwise/fast/isa.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/inference/layer_backward.hpp"
 #include "headwise/reference/attention_backward.hpp"
@@ -137,7 +143,8 @@ void BM_mha_backward(benchmark::State& state) {
 
 // The attention part alone (no projections): softmax(q k^T / sqrt(d_head)) v on (B, H, N, d_head),
 // so a forward's time can be split into projections and attention; with the BLAS kernel
-// (kernel:0) or the AVX-512 micro-kernels (kernel:1, BLAS where the CPU lacks AVX-512).
+// (kernel:0) or the widest micro-kernels the CPU and HEADWISE_ISA allow (kernel:1; the label names
+// them, BLAS where there are none).
 void BM_attention_only(benchmark::State& state) {
     const auto [batch, n, d, heads] = sizes(state);
     Random rng(1);
@@ -146,7 +153,9 @@ void BM_attention_only(benchmark::State& state) {
     const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
     AttentionOptions o;
     o.causal = state.range(4) != 0;
-    detail::set_default_kernel(state.range(5) != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
+    const detail::Kernel kernel = state.range(5) != 0 ? detail::Kernel::automatic : detail::Kernel::blas;
+    state.SetLabel(std::string(detail::to_string(detail::resolve_kernel(kernel, d / heads))));
+    detail::set_default_kernel(kernel);
     for (auto _ : state) {
         Tensor4 y = scaled_dot_product_attention(q, k, v, o);
         benchmark::DoNotOptimize(y.data());
@@ -286,9 +295,10 @@ int memory_run(char** argv, int argc) {
     return 0;
 }
 
-// The attention part with each kernel, calls alternating (BLAS, micro-kernel, BLAS, ...): median
-// wall time and median process CPU time (both threads) per call. CPU time is what a busy,
-// shared machine distorts least.
+// The attention part with each kernel this process may run (BLAS, then the micro-kernels of each
+// instruction set the CPU and HEADWISE_ISA allow for this d_head), calls alternating (BLAS, AVX2,
+// AVX-512, BLAS, ...): median wall time and median process CPU time (both threads) per call. CPU
+// time is what a busy, shared machine distorts least.
 int kernels_run(char** argv, int argc) {
     const auto arg = [&](int i) { return static_cast<std::size_t>(std::strtoull(argv[i], nullptr, 10)); };
     const std::size_t batch = arg(2), n = arg(3), d = arg(4), heads = arg(5);
@@ -300,26 +310,31 @@ int kernels_run(char** argv, int argc) {
     const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
     AttentionOptions o;
     o.causal = causal;
-    std::vector<double> wall[2], cpu[2];
+    std::vector<detail::Kernel> kernels{detail::Kernel::blas};
+    for (detail::Kernel kernel : {detail::Kernel::micro_kernel_avx2, detail::Kernel::micro_kernel_avx512})
+        if (detail::resolve_kernel(kernel, d / heads) == kernel) kernels.push_back(kernel);
+    std::vector<std::vector<double>> wall(kernels.size()), cpu(kernels.size());
     for (std::size_t r = 0; r <= rounds; ++r)
-        for (int kernel : {0, 1}) {
-            detail::set_default_kernel(kernel != 0 ? detail::Kernel::micro_kernel : detail::Kernel::blas);
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            detail::set_default_kernel(kernels[i]);
             const double c0 = bench::cpu_now();
             const auto t0 = std::chrono::steady_clock::now();
             Tensor4 y = scaled_dot_product_attention(q, k, v, o);
             benchmark::DoNotOptimize(y.data());
             if (r == 0) continue;  // warm-up
-            wall[kernel].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            cpu[kernel].push_back(bench::cpu_now() - c0);
+            wall[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            cpu[i].push_back(bench::cpu_now() - c0);
         }
+    detail::set_default_kernel(detail::Kernel::automatic);
     const double gflop = 4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9;
-    for (int kernel : {0, 1})
+    for (std::size_t i = 0; i < kernels.size(); ++i)
         fmt::print(
-            "({}, {}, {}, {}) causal={} {:<13} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
-            batch, n, d, heads, causal, kernel != 0 ? "micro-kernel" : "BLAS", 1e3 * bench::median(wall[kernel]),
-            1e3 * bench::median(cpu[kernel]), 2 * gflop / bench::median(cpu[kernel]));
-    fmt::print("micro-kernel / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n",
-               bench::median(wall[0]) / bench::median(wall[1]), bench::median(cpu[0]) / bench::median(cpu[1]));
+            "({}, {}, {}, {}) causal={} {:<21} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
+            batch, n, d, heads, causal, detail::to_string(kernels[i]), 1e3 * bench::median(wall[i]),
+            1e3 * bench::median(cpu[i]), 2 * gflop / bench::median(cpu[i]));
+    for (std::size_t i = 1; i < kernels.size(); ++i)
+        fmt::print("{} / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", detail::to_string(kernels[i]),
+                   bench::median(wall[0]) / bench::median(wall[i]), bench::median(cpu[0]) / bench::median(cpu[i]));
     return 0;
 }
 
@@ -327,6 +342,17 @@ int kernels_run(char** argv, int argc) {
 
 int main(int argc, char** argv) {
     const std::size_t threads = bench::worker_count_or_exit("headwise_bench");
+    Isa isa = Isa::scalar;
+    try {  // a bad HEADWISE_ISA: one line, exit 2, before anything runs
+        isa = detail::fast_isa();
+    } catch (const usage_error& e) {
+        fmt::print(stderr, "headwise_bench: {}\n", e.what());
+        return 2;
+    }
+    // The attention's kernel at the reported sizes (d_head 64), as the CPU and HEADWISE_ISA allow.
+    const std::string attention_kernel =
+        fmt::format("{} (instruction set {}{})", detail::to_string(detail::choose_kernel(64)), to_string(isa),
+                    std::getenv("HEADWISE_ISA") ? ", HEADWISE_ISA" : "");
     if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
         const blas::KernelReport k = blas::kernel_report();
         const char* env = std::getenv("OPENBLAS_CORETYPE");
@@ -335,7 +361,9 @@ int main(int argc, char** argv) {
                                                {"config", k.config},
                                                {"warning", k.warning},
                                                {"OPENBLAS_CORETYPE", env != nullptr ? env : ""},
-                                               {"threads", threads}};
+                                               {"threads", threads},
+                                               {"isa", to_string(isa)},
+                                               {"attention_kernel", attention_kernel}};
         fmt::print("{}\n", report.dump());
         return 0;
     }
@@ -344,6 +372,7 @@ int main(int argc, char** argv) {
     const blas::KernelReport k = blas::kernel_report();
     benchmark::AddCustomContext("blas_kernels", k.corename + " (" + k.source + ")");
     benchmark::AddCustomContext("headwise_threads", std::to_string(threads));
+    benchmark::AddCustomContext("attention_kernel", attention_kernel);
     if (!k.warning.empty()) fmt::print(stderr, "headwise_bench: warning: {}\n", k.warning);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -718,8 +718,7 @@ Timed time_backwards(std::size_t n, std::size_t d_head, std::uint64_t seed) {
 }
 
 std::string_view kernel_name(std::size_t d_head) {
-    const detail::Kernel k = detail::resolve_kernel(detail::Kernel::automatic, d_head);
-    return k == detail::Kernel::micro_kernel ? "micro_kernel" : k == detail::Kernel::blas ? "blas" : "another";
+    return detail::to_string(detail::resolve_kernel(detail::Kernel::automatic, d_head));
 }
 
 // Which backward a row says was faster: within 5% of each other, neither.

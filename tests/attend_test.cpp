@@ -515,3 +515,19 @@ TEST_CASE("attend prints the thread count it uses, and refuses a bad HEADWISE_TH
         CHECK(files_in(out.path) == 0);
     }
 }
+
+TEST_CASE("attend runs on the kernels HEADWISE_ISA names, and refuses an unknown one in one line", "[attend]") {
+    const auto c = manifest().at("cases").at(0);
+    {
+        TempDir out;
+        const Result r = run_headwise(attend_args(c, out.path, false), {{"HEADWISE_ISA", "scalar"}});
+        INFO("stderr: " << r.err);
+        CHECK(r.code == 0);  // BLAS tiles and plain exponentials: every CPU has them
+    }
+    TempDir out;
+    const Result r = run_headwise(attend_args(c, out.path, false), {{"HEADWISE_ISA", "avx1024"}});
+    INFO("stderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err_lines() == 1);
+    CHECK_THAT(r.err, Contains("HEADWISE_ISA=avx1024") && Contains("scalar, avx2, avx512"));
+}

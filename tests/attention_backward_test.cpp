@@ -340,13 +340,14 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     masked.attn_mask = &attn;
     using detail::BackwardSplit;
     using detail::Kernel;
-    // BLAS calls on any d_head; the micro-kernels (d_head a multiple of 16, on a CPU with AVX-512;
-    // elsewhere they fall back to BLAS) with blocks of 32 keys, and with 128.
+    // BLAS calls on any d_head; the micro-kernels (AVX2: d_head a multiple of 8, on a CPU with AVX2;
+    // AVX-512: a multiple of 16, with AVX-512; elsewhere they fall back to BLAS) with blocks of 32
+    // keys, and with 128.
     std::size_t in_place = 0;  // cases also run with the gradients over their inputs
-    for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel})
+    for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel_avx2, Kernel::micro_kernel_avx512})
         for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
             INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
-                          << (kernel == Kernel::blas ? "blas" : "micro_kernel"));
+                          << detail::to_string(kernel) << " (BLAS where it cannot run)");
             const detail::BackwardTiling small{8, 5, split, kernel};
             in_place += check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
             in_place += check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);
@@ -362,11 +363,13 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
             in_place += check_fast_against_reference({1, 2, 300, 300, 32, causal}, {128, 128, split, kernel}, 27);
             in_place += check_fast_against_reference({2, 2, 100, 37, 64, padded}, {40, 20, split, kernel}, 28);
             in_place += check_fast_against_reference({2, 1, 130, 130, 48, {}}, {64, 64, split, kernel}, 29);
+            in_place += check_fast_against_reference({2, 2, 45, 70, 24, causal}, {16, 32, split, kernel}, 32);
+            in_place += check_fast_against_reference({2, 3, 33, 37, 8, padded}, {12, 32, split, kernel}, 33);
             // N_q * d_head past what a core packs whole: q and d_out a tile at a time
             in_place += check_fast_against_reference({1, 2, 1100, 40, 64, causal}, {128, 32, split, kernel}, 30);
         }
     // Where the micro-kernels run, a head per core writes in place: the cases above cover it.
-    if (detail::resolve_kernel(Kernel::micro_kernel, 16) == Kernel::micro_kernel) CHECK(in_place > 0);
+    if (detail::resolve_kernel(Kernel::automatic, 16) != Kernel::blas) CHECK(in_place > 0);
 }
 
 TEST_CASE("attention backward: reading a stored P gives the gradients recomputing it gives, either kernel and split",
@@ -378,10 +381,10 @@ TEST_CASE("attention backward: reading a stored P gives the gradients recomputin
     padded.key_padding_mask = &padding;
     using detail::BackwardSplit;
     using detail::Kernel;
-    for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel})
+    for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel_avx2, Kernel::micro_kernel_avx512})
         for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
             INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
-                          << (kernel == Kernel::blas ? "blas" : "micro_kernel"));
+                          << detail::to_string(kernel));
             const detail::BackwardTiling small{8, 5, split, kernel};
             check_stored_p_against_recompute({2, 3, 29, 37, 16, {}}, small, 41);
             check_stored_p_against_recompute({2, 3, 37, 29, 16, causal}, small, 42);  // N_q > N_k

@@ -1,5 +1,6 @@
 #include "headwise/reference/attention.hpp"
 #include "headwise/fast/fused_attention.hpp"
+#include "headwise/fast/isa.hpp"
 #include "headwise/fast/parallel.hpp"
 
 #include <catch2/catch.hpp>
@@ -216,6 +217,9 @@ TEST_CASE("attention: the fast path's reused scratch carries nothing from one ca
 }
 
 namespace {
+constexpr detail::Kernel all_kernels[] = {detail::Kernel::blas, detail::Kernel::micro_kernel_avx2,
+                                          detail::Kernel::micro_kernel_avx512};
+
 // |fast - reference| relative to the reference's largest entry (at least 1).
 double relative_diff(const Tensor4& fast, const Tensor4& ref) {
     double scale = 1.0;
@@ -224,16 +228,17 @@ double relative_diff(const Tensor4& fast, const Tensor4& ref) {
 }
 }  // namespace
 
-TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1, 17, 257 and d_head = 1, 3",
+TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1, 17, 257 and d_head = 1 to 128",
           "[attention][fused]") {
     // Default tiles, and tiles of 16 queries against blocks of 32 keys, so the online softmax
-    // carries its max and sum across many blocks and causal strips end inside blocks; both
-    // kernels (the micro-kernels run where the CPU has AVX-512 and d_head is 16, 64 or 128).
-    // Tiles of 7 queries put a causal group of queries across a block's first key, so some of
-    // its rows see no key of that block at all.
+    // carries its max and sum across many blocks and causal strips end inside blocks; every
+    // kernel (the AVX2 micro-kernels run where the CPU has AVX2 and d_head is a multiple of 8, the
+    // AVX-512 ones where it has AVX-512 and d_head is a multiple of 16: 24 runs only the first,
+    // 1 and 3 neither). Tiles of 7 queries put a causal group of queries across a block's first
+    // key, so some of its rows see no key of that block at all.
     Random rng(25);
     for (std::size_t n : {1u, 17u, 257u})
-        for (std::size_t d_head : {1u, 3u, 16u, 64u, 128u})
+        for (std::size_t d_head : {1u, 3u, 8u, 16u, 24u, 64u, 128u})
             for (bool causal : {false, true})
                 for (bool padded : {false, true}) {
                     const std::size_t nk = causal ? n : n + 5;
@@ -255,42 +260,114 @@ TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1,
                         return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * rows * d_head,
                                                                                       rows * d_head, d_head};
                     };
-                    for (auto kernel : {detail::Kernel::blas, detail::Kernel::micro_kernel})
+                    for (auto kernel : all_kernels)
                         for (std::size_t rows : {16u, 7u}) {
                             detail::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
                                                     view(v.data(), nk), view(small.data(), n),
                                                     1.0f / std::sqrt(float(d_head)), o, {rows, 32, kernel});
-                            INFO("kernel = " << (kernel == detail::Kernel::blas
-                                                     ? "BLAS"
-                                                     : "micro-kernel (BLAS where the CPU or d_head rule it out)")
-                                             << ", tiles of " << rows << " queries");
+                            INFO("kernel = " << detail::to_string(detail::resolve_kernel(kernel, d_head))
+                                             << " (asked for " << detail::to_string(kernel) << "), tiles of " << rows
+                                             << " queries");
                             CHECK(relative_diff(small, ref) <= 1e-5);
                         }
                 }
+}
+
+TEST_CASE("attention: with a causal mask, keys after a query change nothing of its output, however large their scores",
+          "[attention][fused]") {
+    // Keys from `future` on get scores near +600 from every query. A query before them must not let
+    // those into its running max (the register tiles compute scores past a query's own position,
+    // up to the last query of its group of 6, in whole vectors): against a max of 600 its own
+    // scores' exponentials would all be 0. Two places for the loud keys, one inside a vector.
+    Random rng(27);
+    const std::size_t n = 40;
+    for (std::size_t d_head : {8u, 16u, 24u, 64u}) {
+        Tensor4 q = rng.normal<4>({1, 2, n, d_head});
+        const Tensor4 k = rng.normal<4>({1, 2, n, d_head});
+        const Tensor4 v = rng.normal<4>({1, 2, n, d_head});
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t i = 0; i < n; ++i) q(0, h, i, 0) = 1.0f + std::abs(q(0, h, i, 0));
+        AttentionOptions o;
+        o.causal = true;
+        auto view = [&](auto* data) {
+            return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * n * d_head, n * d_head, d_head};
+        };
+        auto in = [&](const Tensor4& x) { return view(x.data()); };
+        const float scale = 1.0f / std::sqrt(float(d_head));
+        for (std::size_t future : {13u, 20u}) {
+            Tensor4 k_loud = k;  // the same keys, but the later ones point along every query
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t j = future; j < n; ++j) k_loud(0, h, j, 0) = 600.0f * std::sqrt(float(d_head));
+            for (const detail::Kernel kernel : all_kernels)
+                for (std::size_t rows : {7u, 40u}) {
+                    INFO("d_head = " << d_head << ", loud from key " << future << ", "
+                                     << detail::to_string(detail::resolve_kernel(kernel, d_head)) << ", tiles of "
+                                     << rows << " queries");
+                    Tensor4 quiet = Tensor4::from_shape(q.shape()), loud = Tensor4::from_shape(q.shape());
+                    detail::fused_attention({1, 2, n, n, d_head}, in(q), in(k), in(v), view(quiet.data()), scale, o,
+                                            {rows, 32, kernel});
+                    detail::fused_attention({1, 2, n, n, d_head}, in(q), in(k_loud), in(v), view(loud.data()), scale, o,
+                                            {rows, 32, kernel});
+                    std::size_t changed = 0;  // outputs of the queries before the loud keys: the same bits
+                    for (std::size_t h = 0; h < 2; ++h)
+                        for (std::size_t i = 0; i < future; ++i)
+                            for (std::size_t c = 0; c < d_head; ++c) changed += loud(0, h, i, c) != quiet(0, h, i, c);
+                    CHECK(changed == 0);
+                    CHECK(relative_diff(quiet, attention_reference(q, k, v, o)) <= 1e-5);
+                }
+        }
+    }
 }
 
 TEST_CASE("attention: the fused path matches the reference whether cores pack per head or all heads first",
           "[attention][fused]") {
     // With four heads per core or more, each core packs a head's K^T and V and runs its tiles at
     // once; with fewer, every head is packed before the tiles are shared out. B * H is chosen from
-    // this machine's core count so that both happen (d_head 64: the micro-kernels, given AVX-512).
+    // this machine's core count so that both happen (d_head 64: each kernel the CPU has).
     Random rng(26);
     const std::size_t workers = detail::worker_count();
-    for (std::size_t batch : {std::size_t{1}, 2 * workers})
-        for (bool causal : {false, true}) {
-            const std::size_t heads = 2, n = 70, d_head = 64;
-            const Tensor4 q = rng.normal<4>({batch, heads, n, d_head});
-            const Tensor4 k = rng.normal<4>({batch, heads, n, d_head});
-            const Tensor4 v = rng.normal<4>({batch, heads, n, d_head});
-            Mask2 pad = Mask2::from_shape({batch, n});
-            pad.fill(false);
-            pad(batch - 1, n - 1) = true;
-            AttentionOptions o;
-            o.causal = causal;
-            o.key_padding_mask = &pad;
-            INFO("B * H = " << batch * heads << " on " << workers << " cores, causal = " << causal);
-            CHECK(relative_diff(scaled_dot_product_attention(q, k, v, o), attention_reference(q, k, v, o)) <= 1e-5);
-        }
+    for (const detail::Kernel kernel : all_kernels)
+        for (std::size_t batch : {std::size_t{1}, 2 * workers})
+            for (bool causal : {false, true}) {
+                const std::size_t heads = 2, n = 70, d_head = 64;
+                const Tensor4 q = rng.normal<4>({batch, heads, n, d_head});
+                const Tensor4 k = rng.normal<4>({batch, heads, n, d_head});
+                const Tensor4 v = rng.normal<4>({batch, heads, n, d_head});
+                Mask2 pad = Mask2::from_shape({batch, n});
+                pad.fill(false);
+                pad(batch - 1, n - 1) = true;
+                AttentionOptions o;
+                o.causal = causal;
+                o.key_padding_mask = &pad;
+                INFO("B * H = " << batch * heads << " on " << workers << " cores, causal = " << causal << ", "
+                                << detail::to_string(detail::resolve_kernel(kernel, d_head)));
+                detail::set_default_kernel(kernel);
+                const Tensor4 fast = scaled_dot_product_attention(q, k, v, o);
+                detail::set_default_kernel(detail::Kernel::automatic);
+                CHECK(relative_diff(fast, attention_reference(q, k, v, o)) <= 1e-5);
+            }
+}
+
+TEST_CASE("attention: each instruction set's micro-kernels run where asked if the CPU has it, BLAS elsewhere",
+          "[attention][fused]") {
+    // What the tests above ran: without this, a kernel that silently fell back to BLAS would pass them.
+    using detail::Kernel;
+    const Isa isa = detail::fast_isa();  // the CPU's widest, or HEADWISE_ISA (tests/isa_test.cpp)
+    const bool avx2 = isa >= Isa::avx2, avx512 = isa >= Isa::avx512;
+    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx2, 8) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
+    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx2, 64) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
+    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx2, 12) == Kernel::blas);  // not a multiple of 8
+    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx512, 64) ==
+          (avx512 ? Kernel::micro_kernel_avx512 : Kernel::blas));
+    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx512, 24) == Kernel::blas);  // not a multiple of 16
+    CHECK(detail::resolve_kernel(Kernel::blas, 64) == Kernel::blas);
+    // automatic: the widest that runs, AVX-512 before AVX2 before BLAS
+    CHECK(detail::choose_kernel(64) == (avx512 ? Kernel::micro_kernel_avx512
+                                        : avx2 ? Kernel::micro_kernel_avx2
+                                               : Kernel::blas));
+    CHECK(detail::choose_kernel(24) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
+    CHECK(detail::choose_kernel(3) == Kernel::blas);
+    CHECK(detail::resolve_kernel(Kernel::automatic, 64) == detail::choose_kernel(64));
 }
 
 TEST_CASE("attention: the chunked fast path (batch elements, then groups of heads) equals the weights path",

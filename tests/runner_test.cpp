@@ -448,8 +448,9 @@ TEST_CASE("runner commands answer a bad lesson or exercise number with one line 
     CHECK_THAT(c.run({"reset", "9"}).err, Contains("no lesson '9'"));
 }
 
-TEST_CASE("bench refuses a bad --threads list or HEADWISE_THREADS with one line and exit 2, before building",
-          "[runner][bad input]") {
+TEST_CASE(
+    "bench refuses a bad --threads list, HEADWISE_THREADS or HEADWISE_ISA with one line and exit 2, before building",
+    "[runner][bad input]") {
     Course c;
     for (const std::string bad : {"0", "1,1", "two", "2,,4", "1025"}) {
         const Result r = c.run({"bench", "--threads", bad});
@@ -464,6 +465,12 @@ TEST_CASE("bench refuses a bad --threads list or HEADWISE_THREADS with one line 
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Contains("HEADWISE_THREADS") && Contains("'lots'"));
     CHECK_THAT(r.out, !Contains("building"));
+    const Result isa = run_headwise({"bench"}, {{"HEADWISE_ISA", "sse2"}});
+    INFO("stderr: " << isa.err);
+    CHECK(isa.code == 2);
+    CHECK(isa.err_lines() == 1);
+    CHECK_THAT(isa.err, Contains("HEADWISE_ISA=sse2"));
+    CHECK_THAT(isa.out, !Contains("building"));
 }
 
 namespace {

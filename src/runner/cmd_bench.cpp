@@ -4,6 +4,8 @@
 #include "common.hpp"
 
 #include "headwise/fast/blas_coretype.hpp"
+#include "headwise/fast/fused_attention.hpp"
+#include "headwise/fast/isa.hpp"
 #include "headwise/fast/parallel.hpp"
 
 #include <fmt/format.h>
@@ -60,6 +62,16 @@ void add_bench_command(CLI::App& app, Action& action) {
                 "headwise: {} threads (the CPUs this process may use, within its cgroup's quota; "
                 "HEADWISE_THREADS overrides)\n",
                 threads);
+            Isa isa = Isa::scalar;
+            try {
+                isa = detail::fast_isa();
+            } catch (const headwise::usage_error& e) {  // a bad HEADWISE_ISA: one line, exit 2
+                throw usage_error(e.what());
+            }
+            fmt::print(
+                "headwise: attention kernel at d_head 64: {} (instruction set {}; HEADWISE_ISA=avx2 runs an "
+                "AVX2 CPU's)\n",
+                detail::to_string(detail::choose_kernel(64)), to_string(isa));
             fmt::print("headwise: building the benchmarks\n");
             if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
                                            source_dir());

@@ -30,7 +30,7 @@ __attribute__((target("avx512f"), always_inline)) inline __mmask16 first_lanes(s
     return valid >= from + 16 ? __mmask16(0xffff) : valid > from ? __mmask16((1u << (valid - from)) - 1u) : 0;
 }
 
-// micro_scores for exactly R rows. Panel p of K^T holds (d_head, 32) contiguously, so the 64 rows
+// scores for exactly R rows. Panel p of K^T holds (d_head, 32) contiguously, so the 64 rows
 // of a panel are one 8 KiB stream (rows of a plain (d_head, N_k) K^T are N_k floats apart, and at
 // N_k = 4096 all of them fall into the same L1 set). A last panel with at most 16 keys to go is
 // computed half-wide (causal row groups end anywhere in a panel).
@@ -102,21 +102,10 @@ __attribute__((target("avx512f"))) void pv_tile(const float* p, std::size_t ls, 
         for (std::size_t c = 0; c < C; ++c) store16(acc + r * acc_ld + 16 * c, o[r][c]);
 }
 
+// acc (R, d_head) += p . v: the widest tiles across d_head, then narrower ones for what is left.
 template <std::size_t R>
-void scores_rows(std::size_t rows, const float* q, std::size_t q_row, const float* panels, std::size_t d_head,
-                 std::size_t len, const std::size_t* valid, float scale, float* s, std::size_t ls, float* row_max_out) {
-    if constexpr (R > 1) {
-        if (rows < R) return scores_rows<R - 1>(rows, q, q_row, panels, d_head, len, valid, scale, s, ls, row_max_out);
-    }
-    scores_tile<R>(q, q_row, panels, d_head, len, valid, scale, s, ls, row_max_out);
-}
-
-template <std::size_t R>
-void pv_rows(std::size_t rows, const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len,
-             float* acc, std::size_t d_head, std::size_t acc_ld) {
-    if constexpr (R > 1) {
-        if (rows < R) return pv_rows<R - 1>(rows, p, ls, v, v_row, len, acc, d_head, acc_ld);
-    }
+void pv_columns(const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len, float* acc,
+                std::size_t d_head, std::size_t acc_ld) {
     std::size_t c = 0;
     for (; c + 64 <= d_head; c += 64) pv_tile<R, 4>(p, ls, v + c, v_row, len, acc + c, acc_ld);
     switch ((d_head - c) / 16) {
@@ -185,39 +174,17 @@ __attribute__((target("avx512f"))) void transpose16(const float* in, std::size_t
     for (std::size_t c = 0; c < 16; ++c) store16(out + c * ldo, r[c]);
 }
 
+struct Avx512 {
+    template <std::size_t R>
+    static constexpr auto scores = scores_tile<R>;
+    template <std::size_t R>
+    static constexpr auto pv = pv_columns<R>;
+    static constexpr std::size_t block = 16;
+    static constexpr auto transpose_block = transpose16;
+};
+
 }  // namespace
 
-void micro_scores(std::size_t rows, const float* q, std::size_t q_row, const float* k_panels, std::size_t d_head,
-                  std::size_t len, const std::size_t* valid, float scale, float* s, std::size_t ls,
-                  float* row_max_out) {
-    scores_rows<micro_rows>(rows, q, q_row, k_panels, d_head, len, valid, scale, s, ls, row_max_out);
-}
-
-void micro_pv(std::size_t rows, const float* p, std::size_t ls, const float* v, std::size_t v_row, std::size_t len,
-              float* acc, std::size_t d_head, std::size_t acc_ld) {
-    pv_rows<micro_rows>(rows, p, ls, v, v_row, len, acc, d_head, acc_ld);
-}
-
-void micro_transpose(const float* in, std::size_t ld, std::size_t rows, std::size_t cols, float* out, std::size_t ldo) {
-    for (std::size_t r0 = 0; r0 < rows; r0 += 16)
-        for (std::size_t c0 = 0; c0 < cols; c0 += 16)
-            transpose16(in + r0 * ld + c0, ld, std::min<std::size_t>(16, rows - r0), out + c0 * ldo + r0, ldo);
-}
-
-void pack_panels(const float* x, std::size_t x_row, std::size_t n, std::size_t d_head, float* dst) {
-    std::fill(dst + n / panel_keys * panel_keys * d_head, dst + round_to_panel(n) * d_head, 0.0f);
-    for (std::size_t j0 = 0; j0 < n; j0 += 16) {  // 16 rows by 16 columns at a time
-        float* panel = dst + (j0 / panel_keys) * panel_keys * d_head + j0 % panel_keys;
-        for (std::size_t c = 0; c < d_head; c += 16)
-            transpose16(x + j0 * x_row + c, x_row, std::min<std::size_t>(16, n - j0), panel + panel_keys * c,
-                        panel_keys);
-    }
-}
-
-void pack_head(const AttentionShape& s, Strided<const float> k, Strided<const float> v, std::size_t b, std::size_t h,
-               float* k_dst, float* v_dst) {
-    pack_panels(row_at(k, b, h, 0), k.row, s.nk, s.d_head, k_dst);
-    copy_rows(row_at(v, b, h, 0), v.row, s.nk, s.d_head, v_dst, s.d_head);
-}
+constinit const RegisterTiles avx512_tiles = tiles_of<Avx512>(Kernel::micro_kernel_avx512, Isa::avx512, 16);
 
 }  // namespace headwise::detail

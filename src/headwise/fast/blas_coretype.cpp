@@ -1,5 +1,7 @@
 #include "headwise/fast/blas_coretype.hpp"
 
+#include "headwise/fast/isa.hpp"
+
 #include <cblas.h>
 #include <cpuid.h>
 #include <unistd.h>
@@ -129,7 +131,15 @@ KernelReport kernel_report() {
     } else {
         k.source = "detected by OpenBLAS";
     }
-    const std::string best = best_coretype(decode(read_cpuid()));
+    CpuFeatures cpu = decode(read_cpuid());
+    // HEADWISE_ISA=avx2 runs this machine as an AVX2 one: then an AVX2 core's kernels (as
+    // OPENBLAS_CORETYPE=Haswell gives) are what it asked for, not a shortfall. (A bad value is
+    // refused where the kernels are picked, not here.)
+    try {
+        if (isa_from_environment() == Isa::avx2) cpu.avx512 = false;
+    } catch (const std::exception&) {  // no cap: the CPU's own best
+    }
+    const std::string best = best_coretype(cpu);
     if (kernel_level(k.corename) != 0 && kernel_level(k.corename) < kernel_level(best)) {
         k.warning = "OpenBLAS runs its " + std::string(k.generic ? "generic " : "") + k.corename +
                     " kernels, but this CPU can run " + best +

@@ -14,6 +14,7 @@
 #include "headwise/base/tensor.hpp"
 
 #include <cstddef>
+#include <string_view>
 
 namespace headwise::detail {
 
@@ -43,12 +44,18 @@ struct AttentionShape {
 };
 
 // How a tile's two products are computed.
-//   blas:         scores and exp(scores) . V as BLAS calls (any CPU, any d_head);
-//   micro_kernel: hand-written AVX-512 register tiles (6 queries x 32 keys for the scores,
-//                 6 queries x 64 columns for exp(scores) . V) on K^T packed once per head, so
-//                 nothing is packed per tile; used when the CPU has AVX-512 and d_head is a
-//                 multiple of 16 (docs/performance.md has the numbers that justify it).
-enum class Kernel { automatic, blas, micro_kernel };
+//   blas:                scores and exp(scores) . V as BLAS calls (any CPU, any d_head);
+//   micro_kernel_avx512: hand-written AVX-512 register tiles (6 queries x 32 keys for the scores,
+//                        6 queries x 64 columns for exp(scores) . V) on K^T packed once per head,
+//                        so nothing is packed per tile; d_head a multiple of 16;
+//   micro_kernel_avx2:   the same tiles in AVX2 + FMA's 16 registers of 8 floats (6 x 16 and
+//                        6 x 16); d_head a multiple of 8.
+// (docs/performance.md has the numbers that justify them.) What a CPU may run is capped by
+// HEADWISE_ISA (fast/isa.hpp): with HEADWISE_ISA=avx2 an AVX-512 machine runs as an AVX2 one.
+enum class Kernel { automatic, blas, micro_kernel_avx2, micro_kernel_avx512 };
+
+// "automatic", "BLAS", "AVX2 micro-kernel", "AVX-512 micro-kernel": for reports.
+std::string_view to_string(Kernel kernel);
 
 // Queries per tile, keys per block, and the kernel. The defaults keep a BLAS tile's scores at
 // 1 MiB (in L2); tests pass small blocks to exercise many blocks on small inputs.
@@ -58,14 +65,16 @@ struct Tiling {
     Kernel kernel = Kernel::automatic;
 };
 
-// What Kernel::automatic picks on this CPU for this d_head.
+// What Kernel::automatic picks on this CPU (fast_isa: HEADWISE_ISA or the CPU's widest) for this
+// d_head: the AVX-512 tiles where they run, else the AVX2 ones, else BLAS.
 Kernel choose_kernel(std::size_t d_head);
 
 // The kernel that Tiling's default uses (automatic unless a benchmark or test says otherwise).
 void set_default_kernel(Kernel kernel);
 
 // The kernel a call asking for `asked` runs: automatic follows set_default_kernel, then this CPU
-// and d_head; micro_kernel where it cannot run is blas.
+// and d_head; a micro-kernel where it cannot run (this CPU or HEADWISE_ISA lacks its instruction
+// set, or d_head is not a multiple of its width) is blas.
 Kernel resolve_kernel(Kernel asked, std::size_t d_head);
 
 // A per-thread buffer of at least n floats, kept from call to call (slot 0: the multi-head

@@ -1,6 +1,5 @@
 #include "headwise/fast/fused_backward.hpp"
 
-#include "headwise/fast/avx512_kernels.hpp"
 #include "headwise/fast/blas.hpp"
 #include "headwise/fast/fused_tile.hpp"
 #include "headwise/fast/fused_workspace.hpp"
@@ -56,13 +55,14 @@ __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) void soft
 
 class PairRun {
 public:
-    PairRun(const AttentionShape& s, std::size_t b, float scale, const AttentionOptions& o, bool micro,
+    // tiles: the register tiles to run, or nullptr for BLAS calls.
+    PairRun(const AttentionShape& s, std::size_t b, float scale, const AttentionOptions& o, const RegisterTiles* tiles,
             BackwardScratch& w)
-        : s_(s), b_(b), scale_(scale), o_(o), micro_(micro), w_(w) {}
+        : s_(s), b_(b), scale_(scale), o_(o), tiles_(tiles), w_(w) {}
 
     // Queries [i0, i1) against keys [j0, j1) of head h.
     void run(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
-        if (micro_)
+        if (tiles_ != nullptr)
             run_micro(h, i0, i1, j0, j1, wants);
         else
             run_blas(h, i0, i1, j0, j1, wants);
@@ -107,10 +107,9 @@ private:
             blas::gemm(true, false, len, dh, n, 1.0f, p, len, h.q + i0 * h.q_row, h.q_row, 1.0f, h.dk_at(j0), h.dk_row);
     }
 
-    // The AVX-512 register tiles of avx512_kernels.hpp (d_head a multiple of 16), on the key block's
-    // K^T and V^T packed once, and the tiles transposed in registers for dv and dk: no BLAS call
-    // packs an operand per pair. Rows are `ls` apart (keys rounded up to 32, as micro_scores
-    // writes them). With a causal mask each group of 6 queries computes only the keys up to its
+    // The register tiles of register_tiles.hpp (AVX-512 or AVX2), on the key block's K^T and V^T
+    // packed once, and the tiles transposed in registers for dv and dk: no BLAS call packs an
+    // operand per pair. Rows are `ls` apart (keys rounded up to 32, a whole number of panels). With a causal mask each group of 6 queries computes only the keys up to its
     // last one, and each group of 6 keys adds only the queries that see it.
     void run_micro(const HeadView& h, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, unsigned wants) {
         const std::size_t n = i1 - i0, len = j1 - j0, dh = s_.d_head, ls = round_to_panel(len);
@@ -129,15 +128,16 @@ private:
                 float ignored[micro_rows];
                 // S (rows, seen) = scale q . K^T (a stored P is read in backward_row) and dP = d_out . V^T
                 if (!h.p)
-                    micro_scores(rows, q + r0 * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls,
-                                 ignored);
-                micro_scores(rows, d_out + r0 * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls, ignored);
+                    tiles_->scores(rows, q + r0 * dh, dh, w_.kt.data(), dh, seen, valid, scale_, p + r0 * ls, ls,
+                                   ignored);
+                tiles_->scores(rows, d_out + r0 * dh, dh, w_.vt.data(), dh, seen, valid, 1.0f, dp + r0 * ls, ls,
+                               ignored);
             }
             for (std::size_t r = r0; r < r0 + rows; ++r)
                 backward_row(h, i0 + r, j0, seen, p + r * ls, dp + r * ls, len);
             // dq (rows, d_head) += dS (rows, seen) . k (seen, d_head)
             if ((wants & want_dq) && seen > 0)
-                micro_pv(rows, dp + r0 * ls, ls, w_.kc.data(), dh, seen, h.dq + (i0 + r0) * h.dq_row, dh, h.dq_row);
+                tiles_->pv(rows, dp + r0 * ls, ls, w_.kc.data(), dh, seen, h.dq + (i0 + r0) * h.dq_row, dh, h.dq_row);
         }
         if (wants & want_dkv) add_dkv(h, i0, n, j0, len, ls, at);
     }
@@ -150,7 +150,7 @@ private:
             softmax_backward_from_p(row, dp_row, seen, h.d[i], scale_);
         } else if (seen > 0) {
             mask_scores(o_, b_, i, j0, j0 + seen, row);
-            softmax_backward_row_avx512(row, dp_row, seen, h.lse[i], h.d[i], scale_);  // P, masked keys 0; dS
+            row_ops(tiles_->isa).softmax_backward_row(row, dp_row, seen, h.lse[i], h.d[i], scale_);  // P, masked 0; dS
         }
         std::fill(row + seen, row + len, 0.0f);
         std::fill(dp_row + seen, dp_row + len, 0.0f);
@@ -160,16 +160,16 @@ private:
     void add_dkv(const HeadView& h, std::size_t i0, std::size_t n, std::size_t j0, std::size_t len, std::size_t ls,
                  std::size_t at) {
         const std::size_t nt = (n + 15) / 16 * 16, dh = s_.d_head;  // P^T's rows are nt apart
-        micro_transpose(w_.p.data(), ls, n, len, w_.pt.data(), nt);
-        micro_transpose(w_.dp.data(), ls, n, len, w_.dst.data(), nt);
+        tiles_->transpose(w_.p.data(), ls, n, len, w_.pt.data(), nt);
+        tiles_->transpose(w_.dp.data(), ls, n, len, w_.dst.data(), nt);
         for (std::size_t c0 = 0; c0 < len; c0 += micro_rows) {
             const std::size_t keys = std::min(micro_rows, len - c0);
             const std::size_t first = first_query(i0, j0 + c0);  // queries before it see none of these keys
             if (first >= n) continue;
-            micro_pv(keys, w_.pt.data() + c0 * nt + first, nt, w_.oc.data() + at + first * dh, dh, n - first,
-                     h.dv_at(j0 + c0), dh, h.dv_row);
-            micro_pv(keys, w_.dst.data() + c0 * nt + first, nt, w_.qc.data() + at + first * dh, dh, n - first,
-                     h.dk_at(j0 + c0), dh, h.dk_row);
+            tiles_->pv(keys, w_.pt.data() + c0 * nt + first, nt, w_.oc.data() + at + first * dh, dh, n - first,
+                       h.dv_at(j0 + c0), dh, h.dv_row);
+            tiles_->pv(keys, w_.dst.data() + c0 * nt + first, nt, w_.qc.data() + at + first * dh, dh, n - first,
+                       h.dk_at(j0 + c0), dh, h.dk_row);
         }
     }
 
@@ -177,8 +177,8 @@ private:
     void pack_block(const HeadView& h, std::size_t j0, std::size_t len) {
         const float* const first = h.k + j0 * h.k_row;
         if (w_.packed_k == first) return;
-        pack_panels(first, h.k_row, len, s_.d_head, w_.kt.data());
-        pack_panels(h.v + j0 * h.v_row, h.v_row, len, s_.d_head, w_.vt.data());
+        tiles_->pack_panels(first, h.k_row, len, s_.d_head, w_.kt.data());
+        tiles_->pack_panels(h.v + j0 * h.v_row, h.v_row, len, s_.d_head, w_.vt.data());
         copy_rows(first, h.k_row, len, s_.d_head, w_.kc.data(), s_.d_head);
         w_.packed_k = first;
     }
@@ -213,7 +213,7 @@ private:
     std::size_t b_;
     float scale_;
     const AttentionOptions& o_;
-    bool micro_;
+    const RegisterTiles* tiles_;
     BackwardScratch& w_;
 };
 
@@ -268,7 +268,8 @@ bool per_head(const AttentionShape& s, const BackwardTiling& tiling) {
 
 // The tile sizes a call uses: the micro-kernels take keys in whole panels of 32.
 struct BackwardSizes {
-    bool micro;
+    const RegisterTiles* tiles;        // the register tiles, or nullptr: BLAS calls
+    bool micro;                        // tiles != nullptr
     std::size_t rows, keys;            // per tile and block, as asked
     std::size_t tile_rows, tile_keys;  // a tile's storage: rows, and keys (ls apart)
     std::size_t query_rows;            // the micro-kernels' packed q and d_out: a tile's, or a whole head's
@@ -279,14 +280,15 @@ struct BackwardSizes {
 constexpr std::size_t whole_head_floats = 65536;
 
 BackwardSizes sizes_of(const AttentionShape& s, const BackwardTiling& tiling) {
-    const bool micro = resolve_kernel(tiling.kernel, s.d_head) == Kernel::micro_kernel;
+    const RegisterTiles* const tiles = register_tiles(resolve_kernel(tiling.kernel, s.d_head));
+    const bool micro = tiles != nullptr;
     const std::size_t rows = std::max<std::size_t>(1, tiling.rows);
     const std::size_t keys =
         micro ? round_to_panel(std::max<std::size_t>(1, tiling.keys)) : std::max<std::size_t>(1, tiling.keys);
     const std::size_t tile_rows = std::min(rows, s.nq);
     const std::size_t tile_keys = micro ? round_to_panel(std::min(keys, s.nk)) : std::min(keys, s.nk);
     const bool whole = per_head(s, tiling) && s.nq * s.d_head <= whole_head_floats;
-    return {micro, rows, keys, tile_rows, tile_keys, micro && whole ? s.nq : tile_rows, micro && whole};
+    return {tiles, micro, rows, keys, tile_rows, tile_keys, micro && whole ? s.nq : tile_rows, micro && whole};
 }
 
 // Floats of each of one core's buffers: P and dP; for the micro-kernels also P^T and dS^T, the key
@@ -373,7 +375,7 @@ void backward(const AttentionShape& s, Strided<const float> q, Strided<const flo
             BackwardScratch& w = scratch[worker];
             w.d.resize(s.nq);
             row_dots(s, bh, out, d_out, w.d.data());
-            PairRun pair(s, bh / s.heads, scale, options, z.micro, w);
+            PairRun pair(s, bh / s.heads, scale, options, z.tiles, w);
             backward_head(s, z, options, head_view(s, bh, q, k, v, d_out, weights, w.d.data(), dq, dk, dv), pair, w);
         });
         return;
@@ -387,7 +389,7 @@ void backward(const AttentionShape& s, Strided<const float> q, Strided<const flo
         const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &d[bh * s.nq], dq, dk, dv);
         zero_rows(h.dk + j0 * h.dk_row, j1 - j0, h.dk_row, s.d_head);
         zero_rows(h.dv + j0 * h.dv_row, j1 - j0, h.dv_row, s.d_head);
-        PairRun pair(s, bh / s.heads, scale, options, z.micro, scratch[worker]);
+        PairRun pair(s, bh / s.heads, scale, options, z.tiles, scratch[worker]);
         for (std::size_t i0 = options.causal ? j0 : 0; i0 < s.nq; i0 += rows)
             pair.run(h, i0, std::min(s.nq, i0 + rows), j0, j1, want_dkv);
     });
@@ -395,7 +397,7 @@ void backward(const AttentionShape& s, Strided<const float> q, Strided<const flo
         const std::size_t bh = t / query_tiles, i0 = t % query_tiles * rows, i1 = std::min(s.nq, i0 + rows);
         const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &d[bh * s.nq], dq, dk, dv);
         zero_rows(h.dq + i0 * h.dq_row, i1 - i0, h.dq_row, s.d_head);
-        PairRun pair(s, bh / s.heads, scale, options, z.micro, scratch[worker]);
+        PairRun pair(s, bh / s.heads, scale, options, z.tiles, scratch[worker]);
         for (std::size_t j0 = 0; j0 < s.nk && visible(options, i1, j0); j0 += keys)
             pair.run(h, i0, i1, j0, std::min(s.nk, j0 + keys), want_dq);
     });

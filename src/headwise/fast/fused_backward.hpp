@@ -12,9 +12,10 @@
 //   dS = P o (dP - D) * scale,  D_i = rowsum(d_out_i o out_i)  (equal to rowsum(P o dP), in O(d_head))
 //   dq += dS . k                  (rows, d_head)
 //   dk += dS^T . q                (keys, d_head)
-// The five products are BLAS calls, or, on a CPU with AVX-512 and d_head a multiple of 16, the
-// forward's register tiles (avx512_kernels.hpp) on the key block's K^T and V^T packed once, P and dS
-// transposed in registers: then a causal pair computes only the keys each 6 queries may see. With a
+// The five products are BLAS calls, or the forward's register tiles (register_tiles.hpp: AVX-512
+// with d_head a multiple of 16, AVX2 with a multiple of 8) on the key block's K^T and V^T packed
+// once, P and dS transposed in registers: then a causal pair computes only the keys each 6 queries
+// may see. With a
 // causal mask, pairs wholly above the diagonal are skipped. Memory: a few (rows, keys) tiles per core
 // and D, whatever N is. With enough heads for every core, one head is one core's task; with fewer, a
 // first pass gives each core blocks of keys (dk, dv) and a second tiles of queries (dq), which

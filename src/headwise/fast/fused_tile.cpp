@@ -1,6 +1,5 @@
 #include "headwise/fast/fused_tile.hpp"
 
-#include "headwise/fast/avx512_kernels.hpp"
 #include "headwise/fast/blas.hpp"
 #include "headwise/fast/vexp.hpp"
 
@@ -28,9 +27,9 @@ void start(TileScratch& scratch, std::size_t rows, std::size_t d_head) {
 // under the old max is rescaled to the new one, and the row becomes exp(row - max), its sum
 // added; the division by the sum waits until the very end, where a row is d_head numbers long
 // instead of N_k. While the row has seen no key it contributes nothing: the row is zeroed and
-// the step returns false.
-bool online_softmax(TileScratch& scratch, std::size_t r, float* row, std::size_t count, std::size_t width,
-                    float block_max, std::size_t d_head) {
+// the step returns false. `ops` spells the exponentials.
+bool online_softmax(const RowOps& ops, TileScratch& scratch, std::size_t r, float* row, std::size_t count,
+                    std::size_t width, float block_max, std::size_t d_head) {
     const float old_max = scratch.max[r];
     const float new_max = std::max(old_max, block_max);
     if (new_max == neg_inf) {
@@ -44,7 +43,7 @@ bool online_softmax(TileScratch& scratch, std::size_t r, float* row, std::size_t
         for (std::size_t c = 0; c < d_head; ++c) a[c] *= alpha;
     }
     scratch.max[r] = new_max;
-    scratch.sum[r] += exp_shifted_sum(row, count, new_max);
+    scratch.sum[r] += ops.exp_shifted_sum(row, count, new_max);
     return true;
 }
 
@@ -81,7 +80,8 @@ public:
           k_head_(row_at(k, t.b, t.h, 0)),
           k_row_(k.row),
           v_head_(row_at(v, t.b, t.h, 0)),
-          v_row_(v.row) {
+          v_row_(v.row),
+          ops_(row_ops(fast_isa())) {
         start(scratch_, t.i1 - t.i0, s.d_head);
     }
 
@@ -95,7 +95,7 @@ public:
         for (std::size_t r = r0; r < r1; ++r) {
             float* row = sc + (r - r0) * len;
             mask_scores(o_, t_.b, t_.i0 + r, j0, j1, row);
-            online_softmax(scratch_, r, row, len, len, row_max(row, len), d_head);
+            online_softmax(ops_, scratch_, r, row, len, len, ops_.row_max(row, len), d_head);
         }
         // acc (n, d_head) += exp(scores) (n, len) . v (len, d_head)
         blas::gemm(false, false, n, d_head, len, 1.0f, sc, len, v_head_ + j0 * v_row_, v_row_, 1.0f,
@@ -114,6 +114,7 @@ private:
     std::size_t k_row_;
     const float* v_head_;  // the head's first value row
     std::size_t v_row_;
+    const RowOps& ops_;
 };
 
 }  // namespace
@@ -156,13 +157,14 @@ void run_tile_blas(const AttentionShape& s, const Tile& t, Strided<const float> 
 
 // For each block of keys, micro-rows of 6 queries each compute their scores, masks and online
 // softmax in L1, then add exp(scores) . v into the tile's acc.
-void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float> q, const float* k_panels,
-                    Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
-                    const Tiling& tiling, TileScratch& scratch, float* lse) {
+void run_tile_micro(const RegisterTiles& tiles, const AttentionShape& s, const Tile& t, Strided<const float> q,
+                    const float* k_panels, Strided<const float> v, Strided<float> out, float scale,
+                    const AttentionOptions& o, const Tiling& tiling, TileScratch& scratch, float* lse) {
     const std::size_t rows = t.i1 - t.i0, d_head = s.d_head;
     const std::size_t block = round_to_panel(std::max(tiling.keys, panel_keys));
     const std::size_t keys = o.causal ? std::min(s.nk, t.i1) : s.nk;
     const bool other_masks = o.attn_mask != nullptr || o.key_padding_mask != nullptr;
+    const RowOps& ops = row_ops(tiles.isa);
     start(scratch, rows, d_head);
     scratch.scores.resize(std::max(scratch.scores.size(), micro_rows * block));
     float* const sc = scratch.scores.data();
@@ -183,7 +185,7 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                 valid[r] = !o.causal ? len : end > j0 ? std::min(len, end - j0) : 0;
             }
             float block_max[micro_rows];
-            micro_scores(n, q_tile + r0 * q.row, q.row, k_panels + j0 * d_head, d_head, len, valid, scale, sc, block,
+            tiles.scores(n, q_tile + r0 * q.row, q.row, k_panels + j0 * d_head, d_head, len, valid, scale, sc, block,
                          block_max);
             for (std::size_t r = r0; r < r0 + n; ++r) {
                 const std::size_t seen = valid[r - r0];
@@ -191,11 +193,11 @@ void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float>
                 float row_best = block_max[r - r0];
                 // The kernel's max may be a masked score: then take it again.
                 if (other_masks && mask_scores(o, t.b, t.i0 + r, j0, j0 + seen, row))
-                    row_best = seen > 0 ? row_max(row, seen) : neg_inf;
-                if (!online_softmax(scratch, r, row, seen, len, row_best, d_head)) continue;  // no key seen yet
+                    row_best = seen > 0 ? ops.row_max(row, seen) : neg_inf;
+                if (!online_softmax(ops, scratch, r, row, seen, len, row_best, d_head)) continue;  // no key seen yet
                 std::fill(row + seen, row + len, 0.0f);  // keys after this query (causal): weight 0
             }
-            micro_pv(n, sc, block, v_head + j0 * v.row, v.row, len, scratch.acc.data() + r0 * d_head, d_head, d_head);
+            tiles.pv(n, sc, block, v_head + j0 * v.row, v.row, len, scratch.acc.data() + r0 * d_head, d_head, d_head);
         }
     }
     normalise(scratch, s, t, out, lse);

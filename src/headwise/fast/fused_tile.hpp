@@ -1,11 +1,12 @@
 // headwise/fast/fused_tile.hpp -- one tile of fused attention: a run of queries of one head
 // against all the keys it may see, block by block, with an online softmax. fused_attention.cpp
-// shares the tiles out; the two ways to run one (BLAS calls, or the AVX-512 micro-kernels of
-// avx512_kernels.hpp) live in fused_tile.cpp. Internal to headwise::fast.
+// shares the tiles out; the two ways to run one (BLAS calls, or the register tiles of
+// register_tiles.hpp: AVX-512 or AVX2) live in fused_tile.cpp. Internal to headwise::fast.
 #pragma once
 
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/fused_workspace.hpp"
+#include "headwise/fast/register_tiles.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -42,10 +43,10 @@ void run_tile_blas(const AttentionShape& s, const Tile& t, Strided<const float> 
                    Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
                    const Tiling& tiling, TileScratch& scratch, float* lse);
 
-// The tile with the AVX-512 micro-kernels, on its head's K^T packed by pack_head (k_panels) and
-// any V (packed or in place).
-void run_tile_micro(const AttentionShape& s, const Tile& t, Strided<const float> q, const float* k_panels,
-                    Strided<const float> v, Strided<float> out, float scale, const AttentionOptions& o,
-                    const Tiling& tiling, TileScratch& scratch, float* lse);
+// The tile with one instruction set's register tiles, on its head's K^T packed by their
+// pack_panels (k_panels) and any V (packed or in place).
+void run_tile_micro(const RegisterTiles& tiles, const AttentionShape& s, const Tile& t, Strided<const float> q,
+                    const float* k_panels, Strided<const float> v, Strided<float> out, float scale,
+                    const AttentionOptions& o, const Tiling& tiling, TileScratch& scratch, float* lse);
 
 }  // namespace headwise::detail

@@ -41,7 +41,56 @@ namespace {
     return in == in ? y : in;                           // NaN in, NaN out: never hidden
 }
 
+// The softmax backward of a row that saw no key (its log-sum-exp `shift` is -inf): P and dS all 0.
+// Returns whether the row was one.
+bool zero_if_no_key(float* p, float* dp, std::size_t n, float shift) {
+    if (shift != -std::numeric_limits<float>::infinity()) return false;
+    std::fill(p, p + n, 0.0f);
+    std::fill(dp, dp + n, 0.0f);
+    return true;
+}
+
 }  // namespace
+
+// The plain loops, vectorised by the compiler for x86-64-v3 and for baseline x86-64.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) float exp_shifted_sum_portable(float* x, std::size_t n,
+                                                                                           float shift) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = exp_one(x[i] - shift);
+    // Sixteen partial sums: vectorisable, and more accurate than one running sum.
+    float partial[16] = {};
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (std::size_t l = 0; l < 16; ++l) partial[l] += x[i + l];
+    float sum = 0.0f;
+    for (; i < n; ++i) sum += x[i];
+    for (float p : partial) sum += p;
+    return sum;
+}
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void exp_shifted_rows_portable(float* x, std::size_t rows,
+                                                                                           std::size_t n,
+                                                                                           const float* shifts) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* row = x + r * n;
+        const float shift = shifts[r];
+        if (shift == -std::numeric_limits<float>::infinity()) {
+            std::fill(row, row + n, 0.0f);
+            continue;
+        }
+        for (std::size_t i = 0; i < n; ++i) row[i] = exp_one(row[i] - shift);
+    }
+}
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void softmax_backward_row_portable(float* p, float* dp,
+                                                                                               std::size_t n,
+                                                                                               float shift, float d,
+                                                                                               float scale) {
+    if (zero_if_no_key(p, dp, n, shift)) return;
+    for (std::size_t i = 0; i < n; ++i) {
+        p[i] = exp_one(p[i] - shift);
+        dp[i] = p[i] * (dp[i] - d) * scale;
+    }
+}
 
 // With AVX-512 intrinsics, in 13 instructions per 16 floats where the compiler's vectorisation of
 // exp_one took about twice as many (0.60 ns per element here), and the softmax's exponentials were
@@ -118,52 +167,9 @@ __attribute__((target("avx512f"))) void exp_shifted_rows_avx512(float* x, std::s
     }
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default"))) float exp_shifted_sum_portable(float* x, std::size_t n,
-                                                                                           float shift) {
-    for (std::size_t i = 0; i < n; ++i) x[i] = exp_one(x[i] - shift);
-    // Sixteen partial sums: vectorisable, and more accurate than one running sum.
-    float partial[16] = {};
-    std::size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (std::size_t l = 0; l < 16; ++l) partial[l] += x[i + l];
-    float sum = 0.0f;
-    for (; i < n; ++i) sum += x[i];
-    for (float p : partial) sum += p;
-    return sum;
-}
-
-namespace {
-bool has_avx512() {
-    static const bool yes = __builtin_cpu_supports("avx512f");
-    return yes;
-}
-}  // namespace
-
-float exp_shifted_sum(float* x, std::size_t n, float shift) {
-    return has_avx512() ? exp_shifted_sum_avx512(x, n, shift) : exp_shifted_sum_portable(x, n, shift);
-}
-
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void exp_shifted_rows_portable(float* x, std::size_t rows,
-                                                                                           std::size_t n,
-                                                                                           const float* shifts) {
-    for (std::size_t r = 0; r < rows; ++r) {
-        float* row = x + r * n;
-        const float shift = shifts[r];
-        if (shift == -std::numeric_limits<float>::infinity()) {
-            std::fill(row, row + n, 0.0f);
-            continue;
-        }
-        for (std::size_t i = 0; i < n; ++i) row[i] = exp_one(row[i] - shift);
-    }
-}
-
 __attribute__((target("avx512f"))) void softmax_backward_row_avx512(float* p, float* dp, std::size_t n, float shift,
                                                                     float d, float scale) {
-    if (shift == -std::numeric_limits<float>::infinity()) {  // the row saw no key
-        std::fill(p, p + n, 0.0f);
-        std::fill(dp, dp + n, 0.0f);
-        return;
-    }
+    if (zero_if_no_key(p, dp, n, shift)) return;
     const __m512 shift_v = _mm512_set1_ps(shift), d_v = _mm512_set1_ps(d), scale_v = _mm512_set1_ps(scale);
     for (std::size_t i = 0; i < n; i += 16) {
         const __mmask16 lanes = first_lanes(n - i);
@@ -174,33 +180,199 @@ __attribute__((target("avx512f"))) void softmax_backward_row_avx512(float* p, fl
     }
 }
 
-void exp_shifted_rows(float* x, std::size_t rows, std::size_t n, const float* shifts) {
-    if (has_avx512())
-        exp_shifted_rows_avx512(x, rows, n, shifts);
-    else
-        exp_shifted_rows_portable(x, rows, n, shifts);
+// With AVX2 and FMA: the AVX-512 path's polynomial and range reduction on 8 lanes. AVX2 has no
+// vscalefps and no mask registers, so
+//  - 2^n is built in the exponent field, (n + 127) << 23, with y clamped to [-87, 88] first (n
+//    then stays in the normal range; exp_one clamps at 88 too), and the clamps are ordered so that
+//    a NaN passes through them and comes out NaN;
+//  - lanes below -87 (and -inf) are cleared with an AND against one comparison's mask;
+//  - a row's last few floats go through an 8-float buffer padded with -inf (whose exponential is
+//    0, so the padding adds nothing to a sum): vmaskmovps, AVX2's masked store, is microcoded on
+//    AMD's Zen cores, dozens of cycles a row.
+namespace {
+
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 exp8(__m256 y) {
+    constexpr float c1 = 9.999997020e-01f, c2 = 4.999914467e-01f, c3 = 1.666764021e-01f, c4 = 4.189839214e-02f,
+                    c5 = 8.290229365e-03f;
+    const __m256 kept = _mm256_cmp_ps(y, _mm256_set1_ps(-87.0f), _CMP_NLT_UQ);  // y >= -87, or NaN
+    // max(lo, y) and min(hi, x) return their second operand when one is NaN: NaN stays NaN.
+    const __m256 x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), y));
+    const __m256 nf = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 r =
+        _mm256_fnmadd_ps(nf, _mm256_set1_ps(-2.12194440e-4f), _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693359375f), x));
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(c5), r, _mm256_set1_ps(c4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(kept, _mm256_mul_ps(p, _mm256_castsi256_ps(two_n)));  // e^r * 2^n; 0 where not kept
 }
 
-__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) float row_max(const float* x, std::size_t n) {
-    // GCC does not vectorise a float max reduction on its own (NaN rules), so it is spelled out
-    // with 4-float vectors, four of them at a time. That width exists in every clone: a wider
-    // vector type is split into scalars where the hardware lacks it.
-    using lanes = float __attribute__((vector_size(16)));
-    lanes m4[4];
-    for (auto& m : m4) m = lanes{x[0], x[0], x[0], x[0]};
+// x[0..8) = exp(x - shift); returns them.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 exp_step(float* x, __m256 shift) {
+    const __m256 out = exp8(_mm256_sub_ps(_mm256_loadu_ps(x), shift));
+    _mm256_storeu_ps(x, out);
+    return out;
+}
+
+// p[0..8) = P = exp(p - shift), dp[0..8) = dS = P (dp - d) scale.
+__attribute__((target("avx2,fma"), always_inline)) inline void backward_step(float* p, float* dp, __m256 shift,
+                                                                             __m256 d, __m256 scale) {
+    const __m256 weight = exp_step(p, shift);
+    _mm256_storeu_ps(dp, _mm256_mul_ps(_mm256_mul_ps(weight, _mm256_sub_ps(_mm256_loadu_ps(dp), d)), scale));
+}
+
+// The last `left` (< 8) floats of a row in a buffer padded with `pad`; to() writes them back.
+struct Tail {
+    float v[8];
+    Tail(const float* x, std::size_t left, float pad) {
+        std::fill(v, v + 8, pad);
+        std::copy(x, x + left, v);
+    }
+    void to(float* x, std::size_t left) const { std::copy(v, v + left, x); }
+};
+
+__attribute__((target("avx2"), always_inline)) inline float sum8(__m256 x) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, x);
+    float total = 0.0f;
+    for (float l : lanes) total += l;
+    return total;
+}
+
+constexpr float pad_inf = -std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) float exp_shifted_sum_avx2(float* x, std::size_t n, float shift) {
+    const __m256 shift_v = _mm256_set1_ps(shift);
+    __m256 sum = _mm256_setzero_ps();
     std::size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        for (std::size_t a = 0; a < 4; ++a) {
-            lanes v;
-            std::memcpy(&v, x + i + 4 * a, sizeof v);
-            m4[a] = v > m4[a] ? v : m4[a];
+    for (; i + 8 <= n; i += 8) sum = _mm256_add_ps(sum, exp_step(x + i, shift_v));
+    if (i < n) {
+        Tail tail(x + i, n - i, pad_inf);
+        sum = _mm256_add_ps(sum, exp_step(tail.v, shift_v));
+        tail.to(x + i, n - i);
+    }
+    return sum8(sum);
+}
+
+__attribute__((target("avx2,fma"))) void exp_shifted_rows_avx2(float* x, std::size_t rows, std::size_t n,
+                                                               const float* shifts) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* row = x + r * n;
+        if (shifts[r] == -std::numeric_limits<float>::infinity()) {
+            std::fill(row, row + n, 0.0f);
+            continue;
+        }
+        const __m256 shift_v = _mm256_set1_ps(shifts[r]);
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) exp_step(row + i, shift_v);
+        if (i < n) {
+            Tail tail(row + i, n - i, pad_inf);
+            exp_step(tail.v, shift_v);
+            tail.to(row + i, n - i);
         }
     }
-    float m = x[0];
-    for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-    for (const auto& v : m4)
-        for (std::size_t l = 0; l < 4; ++l) m = v[l] > m ? v[l] : m;
-    return m;
 }
+
+__attribute__((target("avx2,fma"))) void softmax_backward_row_avx2(float* p, float* dp, std::size_t n, float shift,
+                                                                   float d, float scale) {
+    if (zero_if_no_key(p, dp, n, shift)) return;
+    const __m256 shift_v = _mm256_set1_ps(shift), d_v = _mm256_set1_ps(d), scale_v = _mm256_set1_ps(scale);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) backward_step(p + i, dp + i, shift_v, d_v, scale_v);
+    if (i < n) {
+        Tail p_tail(p + i, n - i, pad_inf), dp_tail(dp + i, n - i, 0.0f);
+        backward_step(p_tail.v, dp_tail.v, shift_v, d_v, scale_v);
+        p_tail.to(p + i, n - i);
+        dp_tail.to(dp + i, n - i);
+    }
+}
+
+// The largest of x[0..n): GCC does not vectorise a float max reduction on its own (NaN rules), so
+// it is spelled out with vectors of W floats, four of them at a time, then one, then the last few
+// one by one. Inlined into each instruction set's function below, which gives it its registers.
+// (GCC ignores vector_size on a type that depends on a template parameter: one per width.)
+template <std::size_t W>
+struct Lanes;
+template <>
+struct Lanes<4> {
+    using type = float __attribute__((vector_size(16)));
+};
+template <>
+struct Lanes<8> {
+    using type = float __attribute__((vector_size(32)));
+};
+template <>
+struct Lanes<16> {
+    using type = float __attribute__((vector_size(64)));
+};
+
+template <std::size_t W>
+[[gnu::always_inline]] inline float row_max_lanes(const float* x, std::size_t n) {
+    using lanes = typename Lanes<W>::type;
+    lanes m[4];
+    for (auto& v : m)
+        for (std::size_t l = 0; l < W; ++l) v[l] = x[0];
+    std::size_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W)
+        for (std::size_t a = 0; a < 4; ++a) {
+            lanes v;
+            std::memcpy(&v, x + i + W * a, sizeof v);
+            m[a] = v > m[a] ? v : m[a];  // a NaN in v compares false: passed over
+        }
+    for (; i + W <= n; i += W) {
+        lanes v;
+        std::memcpy(&v, x + i, sizeof v);
+        m[0] = v > m[0] ? v : m[0];
+    }
+    float best = x[0];
+    for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+    for (const auto& v : m)
+        for (std::size_t l = 0; l < W; ++l) best = v[l] > best ? v[l] : best;
+    return best;
+}
+
+// 4-float vectors exist in every clone (a wider vector type is split into scalars where the
+// hardware lacks it).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) float row_max_portable(const float* x, std::size_t n) {
+    return row_max_lanes<4>(x, n);
+}
+__attribute__((target("avx2"))) float row_max_avx2(const float* x, std::size_t n) { return row_max_lanes<8>(x, n); }
+__attribute__((target("avx512f"))) float row_max_avx512(const float* x, std::size_t n) {
+    return row_max_lanes<16>(x, n);
+}
+
+const RowOps& row_ops(Isa isa) {
+    static const RowOps scalar{exp_shifted_sum_portable, exp_shifted_rows_portable, softmax_backward_row_portable,
+                               row_max_portable};
+    static const RowOps avx2{exp_shifted_sum_avx2, exp_shifted_rows_avx2, softmax_backward_row_avx2, row_max_avx2};
+    static const RowOps avx512{exp_shifted_sum_avx512, exp_shifted_rows_avx512, softmax_backward_row_avx512,
+                               row_max_avx512};
+    switch (isa) {
+        case Isa::avx512:
+            return avx512;
+        case Isa::avx2:
+            return avx2;
+        case Isa::scalar:
+            break;
+    }
+    return scalar;
+}
+
+float exp_shifted_sum(float* x, std::size_t n, float shift) { return row_ops(fast_isa()).exp_shifted_sum(x, n, shift); }
+
+void exp_shifted_rows(float* x, std::size_t rows, std::size_t n, const float* shifts) {
+    row_ops(fast_isa()).exp_shifted_rows(x, rows, n, shifts);
+}
+
+void softmax_backward_row(float* p, float* dp, std::size_t n, float shift, float d, float scale) {
+    row_ops(fast_isa()).softmax_backward_row(p, dp, n, shift, d, scale);
+}
+
+float row_max(const float* x, std::size_t n) { return row_ops(fast_isa()).row_max(x, n); }
 
 }  // namespace headwise::detail

@@ -323,21 +323,6 @@ Isa best_isa() {
     return Isa::scalar;
 }
 
-Isa isa_from_environment() {
-    const char* asked = std::getenv("HEADWISE_ISA");
-    if (asked == nullptr || *asked == '\0') return best_isa();
-    const std::string name = asked;
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-        if (name != to_string(isa)) continue;
-        if (!cpu_has(isa))
-            throw usage_error(
-                fmt::format("HEADWISE_ISA={}: this CPU has no {} (it has {})", name, name, to_string(best_isa())));
-        return isa;
-    }
-    throw usage_error(
-        fmt::format("HEADWISE_ISA={}: not an instruction set headwise knows (scalar, avx2, avx512)", name));
-}
-
 std::atomic<int> chosen{-1};
 
 template <class Block, class Dot>
@@ -359,24 +344,12 @@ void require_fits(gguf::Type type, std::size_t columns, const QuantizedRow& x) {
 
 }  // namespace
 
-std::string_view to_string(Isa isa) {
-    switch (isa) {
-        case Isa::scalar:
-            return "scalar";
-        case Isa::avx2:
-            return "avx2";
-        case Isa::avx512:
-            return "avx512";
-    }
-    return "?";
-}
-
 bool cpu_has(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(best_isa()); }
 
 Isa active_isa() {
     int isa = chosen.load(std::memory_order_relaxed);
     if (isa < 0) {
-        isa = static_cast<int>(isa_from_environment());
+        isa = static_cast<int>(isa_within(best_isa(), isa_from_environment()));
         chosen.store(isa, std::memory_order_relaxed);
     }
     return static_cast<Isa>(isa);

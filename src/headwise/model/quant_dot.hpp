@@ -23,6 +23,7 @@
 // Q8_0 takes two blocks a step (|w| unsigned, w's sign moved onto x).
 #pragma once
 
+#include "headwise/fast/isa.hpp"
 #include "headwise/model/gguf.hpp"
 
 #include <cstddef>
@@ -70,11 +71,12 @@ private:
     std::vector<float> ds_;
 };
 
-enum class Isa { scalar, avx2, avx512 };
-std::string_view to_string(Isa isa);
+// scalar, avx2, avx512 (fast/isa.hpp, shared with the attention's kernels).
+using headwise::Isa;
+using headwise::to_string;
 
-// What this process uses: the best the CPU has, or HEADWISE_ISA (usage_error when that names an
-// instruction set the CPU lacks, or nothing known).
+// What this process uses: the best the CPU has (avx512 here also needs BW, DQ, VL and VNNI), or
+// HEADWISE_ISA (usage_error when that names an instruction set the CPU lacks, or nothing known).
 Isa active_isa();
 // For tests and benchmarks: the next products use `isa` (usage_error if the CPU lacks it).
 void set_isa(Isa isa);

@@ -1,0 +1,70 @@
+#include "headwise/fast/isa.hpp"
+
+#include "headwise/base/tensor.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace headwise {
+
+namespace {
+constexpr Isa every_isa[] = {Isa::scalar, Isa::avx2, Isa::avx512};
+}  // namespace
+
+std::string_view to_string(Isa isa) {
+    switch (isa) {
+        case Isa::scalar:
+            return "scalar";
+        case Isa::avx2:
+            return "avx2";
+        case Isa::avx512:
+            return "avx512";
+    }
+    return "?";
+}
+
+Isa parse_isa(std::string_view name) {
+    for (Isa isa : every_isa)
+        if (name == to_string(isa)) return isa;
+    throw usage_error(
+        fmt::format("HEADWISE_ISA={}: not an instruction set headwise knows (scalar, avx2, avx512)", name));
+}
+
+std::optional<Isa> isa_from_environment() {
+    // A static's initialiser runs again after it throws: a bad name is refused on every call.
+    static const std::optional<Isa> asked = []() -> std::optional<Isa> {
+        const char* name = std::getenv("HEADWISE_ISA");
+        if (name == nullptr || *name == '\0') return std::nullopt;
+        return parse_isa(name);
+    }();
+    return asked;
+}
+
+Isa isa_within(Isa widest, std::optional<Isa> asked) {
+    if (!asked) return widest;
+    if (*asked > widest)
+        throw usage_error(fmt::format("HEADWISE_ISA={}: this CPU has no {} (it has {})", to_string(*asked),
+                                      to_string(*asked), to_string(widest)));
+    return *asked;
+}
+
+namespace detail {
+
+Isa widest_fast_isa() {
+    static const Isa widest = [] {
+        if (__builtin_cpu_supports("avx512f")) return Isa::avx512;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+        return Isa::scalar;
+    }();
+    return widest;
+}
+
+Isa fast_isa() {
+    static const Isa isa = isa_within(widest_fast_isa(), isa_from_environment());
+    return isa;
+}
+
+}  // namespace detail
+
+}  // namespace headwise
