@@ -758,13 +758,13 @@ void time_table(std::size_t n, std::uint64_t seed) {
         "  written and every buffer touched before the clock starts (a forward that keeps P also writes it: not "
         "timed)\n",
         n, mib(n * n * sizeof(float)), timed_runs);
-    fmt::print("    {:>7} {:>7} {:>14} {:>10} {:>13} {:>18}\n", "N", "d_head", "kernel", "P read", "P recomputed",
+    fmt::print("    {:>7} {:>7} {:>20} {:>10} {:>13} {:>18}\n", "N", "d_head", "kernel", "P read", "P recomputed",
                "recomputed / read");
     std::vector<Timed> rows;
     for (const std::size_t d_head : timed_d_heads) {
         rows.push_back(time_backwards(n, d_head, seed + d_head));
         const Timed& t = rows.back();
-        fmt::print("    {:>7} {:>7} {:>14} {:>9.3f}s {:>12.3f}s {:>18.2f}\n", n, d_head, kernel_name(d_head), t.read,
+        fmt::print("    {:>7} {:>7} {:>20} {:>9.3f}s {:>12.3f}s {:>18.2f}\n", n, d_head, kernel_name(d_head), t.read,
                    t.recomputed, t.recomputed / t.read);
     }
     fmt::print("  {}\n", verdict(rows));
