@@ -22,8 +22,8 @@
 // the bigram (induction) solution.
 //
 // An attention pattern alone does not certify an induction head: the second control (fixed-period
-// data, where position alone predicts the copy) grows a head that scores high on induction with no
-// previous-token head at all. So the lesson also measures copying (each head's OV circuit read by
+// data, where position alone predicts the copy) grows, on the defaults, a head that scores high on
+// induction with no previous-token head at all. So the lesson also measures copying (each head's OV circuit read by
 // direct logit attribution, headwise/train/circuits.hpp) and ablates every head, zeroed and
 // mean-ablated. Every sentence it prints about a head is chosen by those numbers against the
 // thresholds stated below, and identities that hold by construction are printed as such.
