@@ -1,5 +1,5 @@
-# cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch> -DRUNNER=<build/src/headwise> [-DWERROR=ON]
-#       -P tests/course/add_a_lesson.cmake
+# cmake -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch> -DRUNNER=<build/src/headwise>
+#       -DLIBRARY=<build/headwise-library.cmake> [-DWERROR=ON] -P tests/course/add_a_lesson.cmake
 #
 # Proves that adding a lesson is its files plus one course.json entry. In a copy of the
 # repository (the files git knows, plus untracked ones not ignored) it adds the throw-away lesson
@@ -12,7 +12,9 @@
 #            passes, and the grader's meta-tests pass (solution passes, stub fails, mistake named).
 # The runner is RUNNER, this build's, pointed at the copy (HEADWISE_SOURCE_DIR, HEADWISE_BINARY_DIR):
 # it reads the lessons from course.json when it runs, so a runner built in the copy would prove
-# nothing more, and the copy builds only lesson 99 and its graders.
+# nothing more. Nor would a library compiled again: adding a lesson changes none of its files, so
+# the copy links this build's (LIBRARY, cmake/HeadwiseLibraryFrom.cmake) and builds only lesson 99
+# and its graders.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_step what)
@@ -87,17 +89,18 @@ string(JSON count LENGTH "${course}" lessons)
 string(JSON course SET "${course}" lessons ${count} "${entry}")
 file(WRITE "${tree}/course.json" "${course}")
 
-# 3. Configure and build what the checks need: CUDA off (the throw-away lesson has no kernel), and
-# unoptimised (-O0: what is proven is what gets built, listed, run and graded, not how fast it
-# runs; the graders' subjects keep their own -Og), which compiles the library faster.
+# 3. Configure and build what the checks need: this build's library, CUDA off (the throw-away
+# lesson has no kernel), and unoptimised (-O0: what is proven is what gets built, listed, run and
+# graded, not how fast it runs; the graders' subjects keep their own -Og).
 set(env ${CMAKE_COMMAND} -E env "CCACHE_BASEDIR=${tree}")
 if(NOT WERROR)
   set(WERROR OFF)
 endif()
 run_step("configure" ${env} ${CMAKE_COMMAND} -S "${tree}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release
-  -DCMAKE_CXX_FLAGS_RELEASE=-O0 -DHEADWISE_CUDA=OFF -DHEADWISE_WERROR=${WERROR})
+  -DCMAKE_CXX_FLAGS_RELEASE=-O0 -DHEADWISE_CUDA=OFF -DHEADWISE_WERROR=${WERROR} -DHEADWISE_LIBRARY_FROM=${LIBRARY})
 require_success("the copy with lesson 99 does not configure")
-run_step("build" ${env} ${CMAKE_COMMAND} --build "${build}" --target lesson_99_throwaway headwise_meta_ex99)
+# Two compilers at a time: ctest counts this test as taking two processors (tests/CMakeLists.txt).
+run_step("build" ${env} ${CMAKE_COMMAND} --build "${build}" --parallel 2 --target lesson_99_throwaway headwise_meta_ex99)
 require_success("lesson 99 and its graders do not build")
 set(headwise ${env} HEADWISE_SOURCE_DIR=${tree} HEADWISE_BINARY_DIR=${build} ${RUNNER})
 

@@ -1,8 +1,9 @@
 # cmake -DBUILD_DIR=build -DTARGET=headwise_kernels_device -DLIBRARY=path/lib.a -DNM=nm -P nvcc_kernels.cmake
-# "nvcc compiles every kernel": builds the nvcc target (nvcc's own errors on failure), then checks
-# that the library holds a host launch stub for each of the 60 kernels -- nvcc writes one per
-# __global__ function it compiled -- and device code for each of sm_75, sm_80 and sm_90.
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+# "nvcc compiles every kernel": builds the nvcc target (two compilers at a time, as its ctest
+# PROCESSORS says; nvcc's own errors on failure), then checks that the library holds a host launch
+# stub for each of the 60 kernels -- nvcc writes one per __global__ function it compiled -- and
+# device code for each of sm_75, sm_80 and sm_90.
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --parallel 2 --target ${TARGET}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nvcc failed to compile the kernels:\n${out}\n${err}")
