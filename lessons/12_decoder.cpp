@@ -138,7 +138,7 @@ void step1_the_file(const Tracer& trace, const llama::Model& model) {
 void step2_one_block_by_hand(const Tracer& trace, const llama::Model& model) {
     trace.section("step 2: one Q4_1 block by hand -- 32 weights in 20 bytes");
     const gguf::TensorInfo& w_q = *model.blocks()[0].w_q;
-    const auto& block = *reinterpret_cast<const quant::BlockQ4_1*>(w_q.row(0));
+    const quant::BlockQ4_1 block = quant::block_q4_1(w_q, 0, 0);  // row 0's first block, as the file has it
     const float d = quant::fp16_to_float(block.d), m = quant::fp16_to_float(block.m);
     fmt::print(
         "  {} row 0, weights 0..31: d = {:.6f} (fp16 0x{:04x}), m = {:.6f} (fp16 0x{:04x}), 16 bytes of nibbles\n",
@@ -150,8 +150,8 @@ void step2_one_block_by_hand(const Tracer& trace, const llama::Model& model) {
     }
     fmt::print("  byte 0 = 0x{:02x}: weight 0 = d * {} + m = {:+.6f}, weight 16 = d * {} + m = {:+.6f}\n", block.qs[0],
                block.qs[0] & 0x0F, by_hand[0], block.qs[0] >> 4, by_hand[16]);
-    float library[32];
-    quant::dequantize_row(w_q.type, w_q.row(0), library, 32);
+    std::vector<float> library(w_q.columns());  // row 0, dequantized by the library
+    quant::dequantize_rows(w_q, 0, 1, library.data());
     double diff = 0.0;
     for (std::size_t j = 0; j < 32; ++j) diff = std::max(diff, double(std::fabs(by_hand[j] - library[j])));
     fmt::print("  by hand vs quant::dequantize_row: max |diff| = {:.1e} over the 32 weights\n", diff);

@@ -47,6 +47,17 @@ double definition(const Row& row, const quant::QuantizedRow& x) {
     return sum;
 }
 
+// A (rows, n) Q4_1 matrix over all's bytes, as the file's layout has it.
+gguf::TensorInfo q4_1_matrix(const Row& all, std::size_t rows, std::size_t n) {
+    gguf::TensorInfo t;
+    t.name = "w";
+    t.shape = {rows, n};
+    t.type = gguf::Type::q4_1;
+    t.bytes = all.bytes.size();
+    t.data = all.bytes.data();
+    return t;
+}
+
 }  // namespace
 
 TEST_CASE("quantized activations: each block keeps its largest value at +-127 and its sum in s", "[quant_dot]") {
@@ -112,12 +123,7 @@ TEST_CASE("matvec_rows gives each row's dot product, for a range of rows", "[qua
     Random rng(5);
     const std::size_t rows = 9, n = 64;
     const Row all = quantized_row(gguf::Type::q4_1, normal(rng, rows * n, 0.1f));
-    gguf::TensorInfo t;
-    t.name = "w";
-    t.shape = {rows, n};
-    t.type = gguf::Type::q4_1;
-    t.bytes = all.bytes.size();
-    t.data = all.bytes.data();
+    const gguf::TensorInfo t = q4_1_matrix(all, rows, n);
     const std::vector<float> activation = normal(rng, n, 1.0f);
     quant::QuantizedRow x;
     x.quantize(activation.data(), n);
@@ -127,6 +133,42 @@ TEST_CASE("matvec_rows gives each row's dot product, for a range of rows", "[qua
     for (std::size_t r = 2; r < 8; ++r) CHECK(y[r] == Approx(quant::dot(gguf::Type::q4_1, t.row(r), x)).epsilon(1e-5));
     CHECK(y[0] == -1.0f);
     CHECK(y[8] == -1.0f);
+}
+
+TEST_CASE("a Q4_1 matrix regrouped in panels is multiplied as its rows were, on every instruction set", "[quant_dot]") {
+    Random rng(7);
+    for (std::size_t n : {32u, 96u, 576u}) {
+        const std::size_t rows = 48;  // three panels
+        Row all = quantized_row(gguf::Type::q4_1, normal(rng, rows * n, 0.05f, 0.01f));
+        const std::vector<std::byte> file_layout = all.bytes;
+        gguf::TensorInfo t = q4_1_matrix(all, rows, n);
+        quant::regroup_in_panels(t, all.bytes.data());
+        t.layout = gguf::Layout::panels16;
+        REQUIRE(all.bytes != file_layout);  // the bytes did move
+        const std::vector<float> activation = normal(rng, n, 1.0f);
+        quant::QuantizedRow x;
+        x.quantize(activation.data(), n);
+        const std::size_t row_bytes = n / quant::block * sizeof(quant::BlockQ4_1);
+        for (quant::Isa isa : {quant::Isa::scalar, quant::Isa::avx2, quant::Isa::avx512}) {
+            if (!quant::cpu_has(isa)) continue;
+            quant::set_isa(isa);
+            std::vector<float> y(rows, -1.0f);
+            quant::matvec_rows(t, x, 16, 48, y.data() + 16);  // the second and third panels
+            CHECK(y[15] == -1.0f);
+            for (std::size_t r = 16; r < rows; ++r) {
+                INFO("n = " << n << ", row " << r << " on " << quant::to_string(isa));
+                // against the row as the file had it, by the scalar definition's terms
+                const Row one{{file_layout.begin() + r * row_bytes, file_layout.begin() + (r + 1) * row_bytes},
+                              {all.weights.begin() + r * n, all.weights.begin() + (r + 1) * n}};
+                double scale = 0.0;
+                for (std::size_t j = 0; j < n; ++j) scale += std::fabs(double(one.weights[j]) * activation[j]);
+                CHECK(y[r] == Approx(definition(one, x)).margin(1e-5 * scale));
+            }
+        }
+        quant::set_isa(quant::active_isa());
+        std::vector<float> y(rows);
+        CHECK_THROWS_AS(quant::matvec_rows(t, x, 8, 16, y.data()), std::invalid_argument);  // not on a panel
+    }
 }
 
 TEST_CASE("HEADWISE_ISA names the instruction set, and one the CPU lacks is refused", "[quant_dot]") {

@@ -356,3 +356,45 @@ TEST_CASE("dequantize gives a whole SmolLM2 tensor row by row, (rows, columns) r
     CHECK(std::all_of(norm.begin(), norm.end(), [](float v) { return std::isfinite(v) && v != 0.0f; }));
     CHECK_THROWS_AS(k.row(192), std::out_of_range);
 }
+
+TEST_CASE("regrouped in panels, a Q4_1 matrix keeps every block and dequantizes to the same values", "[quant]") {
+    const std::size_t rows = 32, n = 96;  // two panels of three blocks
+    std::mt19937 gen(11);
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    std::vector<float> w(rows * n);
+    for (float& x : w) x = normal(gen);
+    std::vector<quant::BlockQ4_1> blocks(rows * n / quant::block);
+    quant::quantize_row_q4_1(w.data(), blocks.data(), w.size());
+    const std::vector<quant::BlockQ4_1> file_blocks = blocks;
+    gguf::TensorInfo t;
+    t.name = "w";
+    t.shape = {rows, n};
+    t.type = gguf::Type::q4_1;
+    t.bytes = blocks.size() * sizeof(quant::BlockQ4_1);
+    t.data = reinterpret_cast<const std::byte*>(blocks.data());
+    const std::vector<float> before = quant::dequantize(t);
+
+    quant::regroup_in_panels(t, reinterpret_cast<std::byte*>(blocks.data()));
+    t.layout = gguf::Layout::panels16;
+    // row 17's first block now sits in panel 1: its nibbles at byte 4 (lane 1) of each 64-byte run
+    const auto* panel1 = reinterpret_cast<const std::byte*>(blocks.data()) + 16 * (n / 32) * 20;
+    CHECK(std::memcmp(panel1 + 4, file_blocks[17 * 3].qs, 4) == 0);
+    CHECK(std::memcmp(panel1 + 64 + 4, file_blocks[17 * 3].qs + 4, 4) == 0);
+    CHECK(std::memcmp(panel1 + 256 + 2, &file_blocks[17 * 3].d, 2) == 0);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t b = 0; b < n / quant::block; ++b) {
+            const quant::BlockQ4_1 q = quant::block_q4_1(t, r, b), want = file_blocks[r * 3 + b];
+            CHECK(std::memcmp(&q, &want, sizeof q) == 0);
+        }
+    CHECK(quant::dequantize(t) == before);
+    std::vector<float> two(2 * n);
+    quant::dequantize_rows(t, 20, 22, two.data());
+    CHECK(std::equal(two.begin(), two.end(), before.begin() + 20 * n));
+    CHECK_THROWS_AS(t.row(0), std::logic_error);                                   // rows are no longer contiguous
+    CHECK_THROWS_AS(quant::regroup_in_panels(t, nullptr), std::invalid_argument);  // already regrouped
+
+    gguf::TensorInfo odd = t;  // 24 rows: not whole panels
+    odd.layout = gguf::Layout::file;
+    odd.shape = {24, n};
+    CHECK_THROWS_WITH(quant::regroup_in_panels(odd, nullptr), Catch::Contains("a multiple of 16 rows"));
+}

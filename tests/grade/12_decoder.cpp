@@ -449,7 +449,8 @@ TEST_CASE("decode step: SmolLM2-135M-Instruct's next token with your three funct
     }
     // A short prompt run token by token through every block (~1 s under the sanitizers): the
     // oracle is the library's decoder on float32 weights (Path::exact).
-    static const llama::Model model = llama::Model::open(path);
+    // the file's layout: the learner's dequantization reads the blocks where the GGUF has them
+    static const llama::Model model = llama::Model::open(path, llama::WeightLayout::as_in_file);
     const std::vector<std::int32_t> ids = model.tokenizer().encode("The capital of France is");
     llama::Session session(model, llama::Path::exact, ids.size());
     Tensor1 expected = Tensor1::from_shape({model.config().vocab});

@@ -28,6 +28,8 @@ public:
 
     const std::byte* data() const;
     std::size_t size() const;
+    // Whether the bytes are this object's heap memory (load, hold) rather than a read-only mapping.
+    bool owned() const { return map_ == nullptr; }
 
 private:
     FileBytes() = default;

@@ -223,6 +223,11 @@ const std::byte* TensorInfo::row(std::size_t r) const {
         throw std::out_of_range(
             fmt::format("tensor \"{}\" has {} rows, row {} was asked for", printable(name), rows(), r));
     }
+    if (layout != Layout::file)
+        throw std::logic_error(
+            fmt::format("tensor \"{}\" is regrouped in panels: its rows are not contiguous "
+                        "(quant::dequantize_rows reads them)",
+                        printable(name)));
     return data + r * row_bytes();
 }
 
@@ -431,6 +436,15 @@ File File::parse(std::string bytes, const std::filesystem::path& label) {
 }
 
 std::size_t File::file_bytes() const { return storage_->size(); }
+
+void File::rewrite(std::string_view name, Layout layout,
+                   const std::function<void(const TensorInfo&, std::byte*)>& how) {
+    if (!storage_->owned())
+        throw std::logic_error(fmt::format("{}: mapped read-only, its tensors cannot be rewritten", path_.string()));
+    TensorInfo& t = tensors_.at(tensor_index_.at(std::string(name)));
+    how(t, const_cast<std::byte*>(t.data));  // the File's own heap memory (FileBytes::owned)
+    t.layout = layout;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reading and checking the header, the metadata and the tensor infos, in file order.

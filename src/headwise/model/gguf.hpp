@@ -37,6 +37,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <functional>
 #include <vector>
 
 namespace headwise::gguf {
@@ -48,6 +49,10 @@ struct Value;  // one metadata value (gguf.cpp)
 // GGML's ids for the tensor types this reader accepts. A file with any other type (Q6_K, BF16, ...)
 // is refused by name: "type Q6_K (14) is not supported: F32, F16, Q4_0, Q4_1, Q8_0 are".
 enum class Type : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q8_0 = 8 };
+
+// Where a tensor's rows are in memory: as in the file (row r at data + r * row_bytes()), or regrouped
+// by lesson 12's decoder for its AVX-512 product (quant.hpp's panels: Q4_1 rows sixteen side by side).
+enum class Layout { file, panels16 };
 
 // "F32", "F16", "Q4_0", "Q4_1", "Q8_0" as ggml spells them.
 std::string_view to_string(Type type);
@@ -63,11 +68,13 @@ struct TensorInfo {
     std::size_t offset = 0;           // bytes from the start of the data section
     std::size_t bytes = 0;            // count() / block_size(type) * block_bytes(type)
     const std::byte* data = nullptr;  // into the File's bytes; valid while the File lives
-    std::size_t count() const;        // elements
-    std::size_t columns() const;      // shape.back(): a row is contiguous
-    std::size_t rows() const;         // count() / columns()
-    std::size_t row_bytes() const;    // bytes of one row (a whole number of blocks: checked at open)
-    // The first byte of row r (std::out_of_range, naming the tensor, when r >= rows()).
+    Layout layout = Layout::file;
+    std::size_t count() const;      // elements
+    std::size_t columns() const;    // shape.back(): a row is contiguous
+    std::size_t rows() const;       // count() / columns()
+    std::size_t row_bytes() const;  // bytes of one row (a whole number of blocks: checked at open)
+    // The first byte of row r (std::out_of_range, naming the tensor, when r >= rows();
+    // std::logic_error when the tensor is regrouped: its rows are no longer contiguous).
     const std::byte* row(std::size_t r) const;
 };
 
@@ -110,6 +117,11 @@ public:
         std::string key, type, value;
     };
     std::vector<Entry> metadata() const;
+
+    // Tensor `name`'s bytes to rewrite in place, and its new layout: lesson 12's decoder regroups
+    // its matrices once it has read them (quant::regroup_in_panels). The memory is the File's own
+    // (open reads the file, parse holds a copy); std::logic_error for bytes mapped read-only.
+    void rewrite(std::string_view name, Layout layout, const std::function<void(const TensorInfo&, std::byte*)>& how);
 
 private:
     File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::path path);

@@ -111,7 +111,7 @@ struct Model::Cache {
     std::map<const gguf::TensorInfo*, std::vector<float>> tensors;
 };
 
-Model Model::open(const std::filesystem::path& path) {
+Model Model::open(const std::filesystem::path& path, WeightLayout layout) {
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error))
         throw usage_error(
@@ -150,6 +150,14 @@ Model Model::open(const std::filesystem::path& path) {
             require_type(f, *t, {gguf::Type::q4_1, gguf::Type::q8_0});
         m.blocks_.push_back(b);
     }
+    // Where the AVX-512 product runs, the Q4_1 matrices are regrouped in place, sixteen rows side by
+    // side (quant.hpp's panels): each of its 512-bit registers then holds 4 bytes of 16 rows, and
+    // a product does ~2x fewer instructions per byte than on the file's row-by-row blocks.
+    if (layout == WeightLayout::fastest && quant::active_isa() == Isa::avx512)
+        for (const Block& b : m.blocks_)
+            for (const gguf::TensorInfo* t : {b.w_q, b.w_k, b.w_v, b.w_o, b.w_gate, b.w_up, b.w_down})
+                if (t->type == gguf::Type::q4_1 && t->rows() % quant::panel_rows == 0)
+                    m.file_->rewrite(t->name, gguf::Layout::panels16, quant::regroup_in_panels);
     static const std::vector<std::int64_t> no_types;
     m.tokenizer_ = std::make_unique<bpe::Tokenizer>(
         f.get_strings("tokenizer.ggml.tokens"), f.get_strings("tokenizer.ggml.merges"),
@@ -286,7 +294,8 @@ void Session::linear(std::initializer_list<Product> products, const float* x, st
         std::array<std::size_t, 3> outs{};  // each product's rows (at most three products share x)
         for (std::size_t p = 0; p < count; ++p) outs.at(p) = list[p].w->rows();
         team_->run(count * shares, [&](std::size_t task, std::size_t) {
-            const std::size_t p = task / shares, out = outs[p], per = (out / shares + 3) / 4 * 4;  // 4k rows
+            // a multiple of 16 rows (a matrix in panels is multiplied 16 rows at a time)
+            const std::size_t p = task / shares, out = outs[p], per = (out / shares + 15) / 16 * 16;
             const std::size_t first = std::min(out, (task % shares) * per);
             const std::size_t last = task % shares == shares - 1 ? out : std::min(out, first + per);
             for (std::size_t i = 0; i < n; ++i)
@@ -317,8 +326,8 @@ void Session::float_product(const gguf::TensorInfo& w, const float* x, std::size
         const std::size_t last = std::min(out, first + block_rows);
         f32.resize((last - first) * in);
         team_->run((last - first + 63) / 64, [&](std::size_t task, std::size_t) {
-            for (std::size_t r = first + task * 64; r < std::min(last, first + task * 64 + 64); ++r)
-                quant::dequantize_row(w.type, w.row(r), f32.data() + (r - first) * in, in);
+            const std::size_t r = first + task * 64;
+            quant::dequantize_rows(w, r, std::min(last, r + 64), f32.data() + (r - first) * in);
         });
         multiply(f32.data(), first, last);
     }

@@ -144,12 +144,78 @@ void dequantize_row(gguf::Type type, const std::byte* src, float* dst, std::size
 }
 
 std::vector<float> dequantize(const gguf::TensorInfo& tensor) {
-    // (rows, columns), row-major
-    const std::size_t rows = tensor.rows(), columns = tensor.columns(), row_bytes = tensor.row_bytes();
-    std::vector<float> out(rows * columns);
-    for (std::size_t r = 0; r < rows; ++r)
-        dequantize_row(tensor.type, tensor.data + r * row_bytes, out.data() + r * columns, columns);
+    std::vector<float> out(tensor.rows() * tensor.columns());  // (rows, columns), row-major
+    dequantize_rows(tensor, 0, tensor.rows(), out.data());
     return out;
+}
+
+void dequantize_rows(const gguf::TensorInfo& tensor, std::size_t first, std::size_t last, float* out) {
+    const std::size_t columns = tensor.columns();
+    if (first > last || last > tensor.rows())
+        throw std::out_of_range(fmt::format("rows {} .. {} of a tensor of {} rows", first, last, tensor.rows()));
+    for (std::size_t r = first; r < last; ++r, out += columns) {
+        if (tensor.layout == gguf::Layout::file) {
+            dequantize_row(tensor.type, tensor.data + r * tensor.row_bytes(), out, columns);
+            continue;
+        }
+        for (std::size_t b = 0; b < columns / block; ++b) {
+            const BlockQ4_1 q = block_q4_1(tensor, r, b);
+            dequantize_row(gguf::Type::q4_1, reinterpret_cast<const std::byte*>(&q), out + b * block, block);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Panels: sixteen Q4_1 rows side by side (see the header for the layout).
+
+namespace {
+
+// Where block b of row r lives in panels: its panel's block b, and r's place in the panel.
+const std::byte* panel_block(const gguf::TensorInfo& tensor, std::size_t r, std::size_t b) {
+    return tensor.data + (r / panel_rows) * panel_rows * tensor.row_bytes() + b * panel_block_bytes;
+}
+
+}  // namespace
+
+BlockQ4_1 block_q4_1(const gguf::TensorInfo& tensor, std::size_t r, std::size_t b) {
+    if (tensor.type != gguf::Type::q4_1)
+        throw std::invalid_argument(fmt::format("block_q4_1: the tensor is {}", gguf::to_string(tensor.type)));
+    if (r >= tensor.rows() || b >= tensor.columns() / block)
+        throw std::out_of_range(
+            fmt::format("block {} of row {}: the tensor is {} x {}", b, r, tensor.rows(), tensor.columns()));
+    BlockQ4_1 q;
+    if (tensor.layout == gguf::Layout::file) {
+        std::memcpy(&q, tensor.data + r * tensor.row_bytes() + b * sizeof q, sizeof q);
+        return q;
+    }
+    const std::byte* p = panel_block(tensor, r, b);
+    const std::size_t lane = r % panel_rows;
+    for (std::size_t k = 0; k < 4; ++k) std::memcpy(q.qs + 4 * k, p + 64 * k + 4 * lane, 4);
+    std::memcpy(&q.d, p + 256 + 2 * lane, 2);
+    std::memcpy(&q.m, p + 288 + 2 * lane, 2);
+    return q;
+}
+
+void regroup_in_panels(const gguf::TensorInfo& tensor, std::byte* bytes) {
+    if (tensor.type != gguf::Type::q4_1 || tensor.rows() % panel_rows != 0 || tensor.layout != gguf::Layout::file)
+        throw std::invalid_argument(
+            fmt::format("regroup_in_panels: {} is {} with {} rows (Q4_1 in the file's layout, "
+                        "a multiple of 16 rows, is regrouped)",
+                        tensor.name, gguf::to_string(tensor.type), tensor.rows()));
+    const std::size_t row_bytes = tensor.row_bytes(), blocks = tensor.columns() / block;
+    std::vector<std::byte> rows(panel_rows * row_bytes);  // one panel as the file had it
+    for (std::byte* panel = bytes; panel < bytes + tensor.bytes; panel += rows.size()) {
+        std::memcpy(rows.data(), panel, rows.size());
+        for (std::size_t lane = 0; lane < panel_rows; ++lane)
+            for (std::size_t b = 0; b < blocks; ++b) {
+                BlockQ4_1 q;
+                std::memcpy(&q, rows.data() + lane * row_bytes + b * sizeof q, sizeof q);
+                std::byte* p = panel + b * panel_block_bytes;
+                for (std::size_t k = 0; k < 4; ++k) std::memcpy(p + 64 * k + 4 * lane, q.qs + 4 * k, 4);
+                std::memcpy(p + 256 + 2 * lane, &q.d, 2);
+                std::memcpy(p + 288 + 2 * lane, &q.m, 2);
+            }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

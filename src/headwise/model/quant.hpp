@@ -53,8 +53,25 @@ std::uint16_t float_to_fp16(float f);
 void dequantize_row(gguf::Type type, const std::byte* src, float* dst, std::size_t n);
 
 // A whole tensor into tensor.rows() × tensor.columns() floats, row-major: the shape TensorInfo
-// gives (PyTorch's order). Values are not checked for NaN or Inf.
+// gives (PyTorch's order), in either layout. Values are not checked for NaN or Inf.
 std::vector<float> dequantize(const gguf::TensorInfo& tensor);
+// Rows [first, last) of a tensor into (last - first) × columns() floats, in either layout.
+void dequantize_rows(const gguf::TensorInfo& tensor, std::size_t first, std::size_t last, float* out);
+
+// Panels (gguf::Layout::panels16): a Q4_1 matrix's rows regrouped sixteen side by side, for the
+// AVX-512 product (quant_dot.cpp), in the bytes the rows took. Panel p holds rows 16p .. 16p + 15;
+// its block b (320 bytes, where the 16 rows' blocks b were) is
+//   bytes   0..255  the nibbles: 64-byte run k (k = 0..3) holds bytes qs[4k .. 4k + 3] of row 0,
+//                   then of row 1, ... of row 15 -- one 512-bit register, one row per 32-bit lane
+//   bytes 256..287  the 16 rows' d (half floats), row 0 first
+//   bytes 288..319  the 16 rows' m
+inline constexpr std::size_t panel_rows = 16;
+inline constexpr std::size_t panel_block_bytes = panel_rows * sizeof(BlockQ4_1);
+// Block b of row r of a Q4_1 tensor as the file stores it, in either layout.
+BlockQ4_1 block_q4_1(const gguf::TensorInfo& tensor, std::size_t r, std::size_t b);
+// Rewrites a Q4_1 tensor's bytes (rows a multiple of 16; std::invalid_argument otherwise) from the
+// file's layout into panels. The caller records the new layout (gguf::File::rewrite).
+void regroup_in_panels(const gguf::TensorInfo& tensor, std::byte* bytes);
 
 // The reverse, for lessons and tests: a row of n floats (n a multiple of 32) quantized as
 // llama.cpp's reference quantizers (quantize_row_*_ref) do it:

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace headwise::quant {
 
@@ -287,6 +288,32 @@ HEADWISE_AVX512 void rows_q8_0_avx512(const std::byte* w, std::size_t stride, co
             y[r] += dot_q8_0_avx2(reinterpret_cast<const BlockQ8_0*>(w + r * stride), x, 2 * pairs);
 }
 
+// The 16 rows of a panel (quant.hpp) against x, 16 sums into y. A 64-byte run of nibbles holds 4
+// bytes of each row, one row per 32-bit lane, so dpbusd against x's matching 4 codes (the same for
+// every lane: a broadcast) adds each row's products in its own lane -- no horizontal sums -- and a
+// block's scales are applied once for the 16 rows. The high nibbles are taken as 16 x q (masked,
+// not shifted) and their sums divided by 16 once per block, exactly.
+HEADWISE_AVX512 void panel_q4_1_avx512(const std::byte* panel, const QuantizedRow& x, float* y) {
+    const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
+    __m512 acc = _mm512_setzero_ps(), mins = _mm512_setzero_ps();
+    for (std::size_t b = 0; b < x.blocks(); ++b, panel += panel_block_bytes) {
+        const std::int8_t* q = x.q() + b * block;
+        __m512i sum_low = _mm512_setzero_si512(), sum_high = _mm512_setzero_si512();
+        for (std::size_t k = 0; k < 4; ++k) {
+            const __m512i nibbles = _mm512_loadu_si512(panel + 64 * k);
+            sum_low = _mm512_dpbusd_epi32(sum_low, _mm512_and_si512(nibbles, low), _mm512_set1_epi32(word(q + 4 * k)));
+            sum_high =
+                _mm512_dpbusd_epi32(sum_high, _mm512_and_si512(nibbles, high), _mm512_set1_epi32(word(q + 16 + 4 * k)));
+        }
+        const __m512i sums = _mm512_add_epi32(sum_low, _mm512_srai_epi32(sum_high, 4));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 256)));
+        const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 288)));
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.d(b))), _mm512_cvtepi32_ps(sums), acc);
+        mins = _mm512_fmadd_ps(m, _mm512_set1_ps(x.s(b)), mins);
+    }
+    _mm512_storeu_ps(y, _mm512_add_ps(acc, mins));
+}
+
 HEADWISE_AVX512 float dot_q4_1_avx512(const BlockQ4_1* w, const QuantizedRow& x) {
     float y;
     rows_q4_1_avx512<1>(reinterpret_cast<const std::byte*>(w), 0, x, &y);
@@ -332,6 +359,27 @@ void rows_with(Dot dot_fn, const gguf::TensorInfo& weights, const QuantizedRow& 
     const std::byte* row = weights.row(first);
     for (std::size_t r = first; r < last; ++r, row += stride)
         y[r - first] = dot_fn(reinterpret_cast<const Block*>(row), x);
+}
+
+// Rows [first, last) of a matrix in panels (both multiples of 16), a panel at a time: AVX-512's
+// product, or each row's blocks copied out as the file had them and the scalar dot.
+void rows_in_panels(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last,
+                    float* y, Isa isa) {
+    if (first % panel_rows != 0 || last % panel_rows != 0)
+        throw std::invalid_argument(fmt::format(
+            "rows {} .. {} of {}: a matrix in panels is multiplied 16 rows at a time", first, last, weights.name));
+    const std::size_t panel_bytes = panel_rows * weights.row_bytes();
+    for (std::size_t r = first; r < last; r += panel_rows, y += panel_rows) {
+        if (isa == Isa::avx512) {
+            panel_q4_1_avx512(weights.data + r / panel_rows * panel_bytes, x, y);
+            continue;
+        }
+        std::vector<BlockQ4_1> row(x.blocks());
+        for (std::size_t lane = 0; lane < panel_rows; ++lane) {
+            for (std::size_t b = 0; b < row.size(); ++b) row[b] = block_q4_1(weights, r + lane, b);
+            y[lane] = dot_q4_1_scalar(row.data(), x);
+        }
+    }
 }
 
 void require_fits(gguf::Type type, std::size_t columns, const QuantizedRow& x) {
@@ -382,6 +430,7 @@ void matvec_rows(const gguf::TensorInfo& weights, const QuantizedRow& x, std::si
     const Isa isa = active_isa();
     auto avx2_q4 = [](const BlockQ4_1* w, const QuantizedRow& r) { return dot_q4_1_avx2(w, r); };
     auto avx2_q8 = [](const BlockQ8_0* w, const QuantizedRow& r) { return dot_q8_0_avx2(w, r); };
+    if (weights.layout == gguf::Layout::panels16) return rows_in_panels(weights, x, first, last, y, isa);
     if (weights.type == gguf::Type::q4_1) {
         if (isa == Isa::avx512)
             return rows_avx512<rows_q4_1_avx512<4>, rows_q4_1_avx512<1>>(weights, x, first, last, y);

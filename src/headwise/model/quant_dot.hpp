@@ -86,7 +86,9 @@ bool cpu_has(Isa isa);
 float dot(gguf::Type type, const std::byte* w, const QuantizedRow& x);
 
 // y[r - first] for rows [first, last) of `weights` (rows x columns, Q4_1 or Q8_0) against one
-// quantized activation row of `columns` values.
+// quantized activation row of `columns` values. A Q4_1 matrix in panels (quant.hpp; lesson
+// 12's decoder regroups its matrices where active_isa() is avx512) is multiplied 16 rows at a time: first and last
+// multiples of 16 (std::invalid_argument otherwise).
 void matvec_rows(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last, float* y);
 
 }  // namespace headwise::quant
