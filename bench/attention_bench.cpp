@@ -21,7 +21,7 @@
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/isa.hpp"
 #include "headwise/fast/parallel.hpp"
-#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/layer_backward.hpp"
 #include "headwise/reference/attention_backward.hpp"
 
 #include <benchmark/benchmark.h>

@@ -232,6 +232,7 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     linear(acts.y_f.data(), M, d, params.at(params.layout.unembed), V, acts.logits.data());  // (B, N, V)
 }
 
+// Its own, not reference/layer_backward: no biases, pre-LN, every buffer allocated once a step, not per call.
 void backward(const Params& params, std::span<const std::int32_t> tokens, Activations& acts,
               std::span<const float> dlogits, Params& grads) {
     const Config& c = params.config;

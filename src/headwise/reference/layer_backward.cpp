@@ -1,4 +1,4 @@
-#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/layer_backward.hpp"
 
 #include "headwise/base/limits.hpp"
 #include "headwise/fast/fused_attention.hpp"
