@@ -452,8 +452,8 @@ void note_empty_rows(const Problem& p) {
 int attend(const AttendArgs& a) {
     check_output_paths(a);
     check_grads_dir(a);
-    const std::size_t threads = detail::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
-    detail::set_fused_budget(attend_workspace_budget);
+    const std::size_t threads = fast::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
+    sdpa::set_fused_budget(attend_workspace_budget);
     Problem p;
     load_inputs(a, p);
     load_parameters(a, p);

@@ -17,7 +17,7 @@ namespace headwise {
 
 namespace {
 
-using detail::Strided;
+using fast::Strided;
 
 std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what) {
     if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) {
@@ -140,11 +140,11 @@ Tensor3 attend_cached(const GroupedQueryAttention& m, KVCache& cache, const Tens
     } else {  // straight from the cache's storage, nothing copied
         heads_out = Tensor4::from_shape({batch, m.heads, n, dh});
         const std::size_t cap = cache.capacity(), kvh = m.kv_heads;
-        const auto k = detail::contiguous_heads(cache.key_storage().data(), kvh, cap, dh);
-        const auto v = detail::contiguous_heads(cache.value_storage().data(), kvh, cap, dh);
+        const auto k = fast::contiguous_heads(cache.key_storage().data(), kvh, cap, dh);
+        const auto v = fast::contiguous_heads(cache.value_storage().data(), kvh, cap, dh);
         grouped_query_attention_into({batch, m.heads, n, nk, dh}, kvh,
-                                     detail::contiguous_heads<const float>(q.data(), m.heads, n, dh), k, v,
-                                     detail::contiguous_heads<float>(heads_out.data(), m.heads, n, dh),
+                                     fast::contiguous_heads<const float>(q.data(), m.heads, n, dh), k, v,
+                                     fast::contiguous_heads<float>(heads_out.data(), m.heads, n, dh),
                                      1.0f / std::sqrt(static_cast<float>(dh)), options);
     }
     return linear(merge_heads(heads_out), m.out_proj_weight, m.out_proj_bias);  // (B, n, d_model)
@@ -256,7 +256,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void attend_new_tok
         const float* v = cache.value_storage().data() + (b * kv_heads + g) * cache.capacity() * d;
         for (std::size_t j = 0; j < n; j += 4)  // four keys at a time: four independent chains
             dots(q + h * d, k + j * d, d, d, std::min<std::size_t>(4, n - j), scale, scores.data() + j);
-        const float sum = detail::exp_shifted_sum(scores.data(), n, detail::row_max(scores.data(), n));
+        const float sum = fast::exp_shifted_sum(scores.data(), n, fast::row_max(scores.data(), n));
         // out = sum_j p_j v_j, 64 columns at a time: their sums stay in registers
         weighted_rows(scores.data(), v, n, d, 1.0f / sum, out + h * d);
     }

@@ -13,7 +13,7 @@ namespace headwise {
 
 namespace {
 
-using detail::Strided;
+using fast::Strided;
 
 // x (B, N, d_model) . W[rows r0 .. r0 + width)^T + b -> (B, heads, N, d_head)
 Tensor4 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0, std::size_t heads) {
@@ -25,8 +25,8 @@ Tensor4 project(const GroupedQueryAttention& m, const Tensor3& x, std::size_t r0
     limits::charge_work(2.0 * double(x.shape()[0] * x.shape()[1]) * double(d) * double(width),
                         "grouped-query projections");
     Tensor3 y = Tensor3::from_shape({x.shape()[0], x.shape()[1], width});  // (B, N, heads * d_head)
-    detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + r0 * d, width,
-                        m.in_proj_bias.size() ? m.in_proj_bias.data() + r0 : nullptr, y.data());
+    fast::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + r0 * d, width,
+                      m.in_proj_bias.size() ? m.in_proj_bias.data() + r0 : nullptr, y.data());
     return split_heads(y, heads);
 }
 
@@ -60,7 +60,7 @@ Tensor4 repeat_kv(const Tensor4& kv, std::size_t group) {
     return out;
 }
 
-void grouped_query_attention_into(const detail::AttentionShape& s, std::size_t kv_heads, Strided<const float> q,
+void grouped_query_attention_into(const fast::AttentionShape& s, std::size_t kv_heads, Strided<const float> q,
                                   Strided<const float> k, Strided<const float> v, Strided<float> out, float scale,
                                   const AttentionOptions& options) {
     const std::size_t group = s.heads / kv_heads;
@@ -73,18 +73,18 @@ void grouped_query_attention_into(const detail::AttentionShape& s, std::size_t k
     const bool rows_follow =
         q.row == s.d_head && q.head == s.nq * q.row && out.row == s.d_head && out.head == s.nq * out.row;
     if (!options.causal && options.attn_mask == nullptr && rows_follow) {
-        detail::fused_attention({s.batch, kv_heads, group * s.nq, s.nk, s.d_head},
-                                {q.data, q.batch, group * q.head, q.row}, k, v,
-                                {out.data, out.batch, group * out.head, out.row}, scale, options);
+        fast::fused_attention({s.batch, kv_heads, group * s.nq, s.nk, s.d_head},
+                              {q.data, q.batch, group * q.head, q.row}, k, v,
+                              {out.data, out.batch, group * out.head, out.row}, scale, options);
         return;
     }
     // Otherwise one fused pass per K/V head, over the query heads that read it (K and V get a head
     // stride of 0, so each of those query heads reads the same rows and nothing is copied).
     for (std::size_t g = 0; g < kv_heads; ++g) {
-        detail::fused_attention({s.batch, group, s.nq, s.nk, s.d_head},
-                                {q.data + g * group * q.head, q.batch, q.head, q.row},
-                                {k.data + g * k.head, k.batch, 0, k.row}, {v.data + g * v.head, v.batch, 0, v.row},
-                                {out.data + g * group * out.head, out.batch, out.head, out.row}, scale, options);
+        fast::fused_attention({s.batch, group, s.nq, s.nk, s.d_head},
+                              {q.data + g * group * q.head, q.batch, q.head, q.row},
+                              {k.data + g * k.head, k.batch, 0, k.row}, {v.data + g * v.head, v.batch, 0, v.row},
+                              {out.data + g * group * out.head, out.batch, out.head, out.row}, scale, options);
     }
 }
 
@@ -107,10 +107,10 @@ Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     grouped_query_attention_into({batch, heads, nq, nk, d_head}, kv_heads,
-                                 detail::contiguous_heads<const float>(q.data(), heads, nq, d_head),
-                                 detail::contiguous_heads<const float>(k.data(), kv_heads, nk, d_head),
-                                 detail::contiguous_heads<const float>(v.data(), kv_heads, nk, d_head),
-                                 detail::contiguous_heads<float>(out.data(), heads, nq, d_head), scale, options);
+                                 fast::contiguous_heads<const float>(q.data(), heads, nq, d_head),
+                                 fast::contiguous_heads<const float>(k.data(), kv_heads, nk, d_head),
+                                 fast::contiguous_heads<const float>(v.data(), kv_heads, nk, d_head),
+                                 fast::contiguous_heads<float>(out.data(), heads, nq, d_head), scale, options);
     return out;
 }
 

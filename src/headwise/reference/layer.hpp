@@ -43,10 +43,9 @@ Tensor4 grouped_query_attention(const Tensor4& q, const Tensor4& k, const Tensor
 
 // The same on tensors anywhere in memory (the cache's storage, a model's rows): q and out (B, H,
 // N_q, d_head), k and v (B, H_kv, N_k, d_head) as shape and strides say; `scale` multiplies the scores.
-void grouped_query_attention_into(const detail::AttentionShape& shape, std::size_t kv_heads,
-                                  detail::Strided<const float> q, detail::Strided<const float> k,
-                                  detail::Strided<const float> v, detail::Strided<float> out, float scale,
-                                  const AttentionOptions& options);
+void grouped_query_attention_into(const fast::AttentionShape& shape, std::size_t kv_heads, fast::Strided<const float> q,
+                                  fast::Strided<const float> k, fast::Strided<const float> v, fast::Strided<float> out,
+                                  float scale, const AttentionOptions& options);
 
 // Grouped-query attention's parameters, laid out like nn.MultiheadAttention's with fewer K/V rows.
 struct GroupedQueryAttention {

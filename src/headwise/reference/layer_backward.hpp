@@ -54,7 +54,7 @@ Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, cons
                       const PositionEncoding& positions, const AttentionOptions& options, LayerTape& tape);
 
 // The backward from d_y (B, N_q, d_model), with the tape of the forward on the same inputs. The tape
-// is used up: where the fused backward can (detail::backward_writes_in_place), dq, dk and dv are
+// is used up: where the fused backward can (fast::backward_writes_in_place), dq, dk and dv are
 // written over its q, k and v, and a one-shot process touches 3 (B, N, d_model) fewer floats.
 LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key,
                           const Tensor3& value, const PositionEncoding& positions, const AttentionOptions& options,
