@@ -21,7 +21,7 @@
 #include "headwise/fast/fused_attention.hpp"
 #include "headwise/fast/isa.hpp"
 #include "headwise/fast/parallel.hpp"
-#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/layer_backward.hpp"
 #include "headwise/reference/attention_backward.hpp"
 
 #include <benchmark/benchmark.h>
@@ -153,14 +153,14 @@ void BM_attention_only(benchmark::State& state) {
     const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
     AttentionOptions o;
     o.causal = state.range(4) != 0;
-    const detail::Kernel kernel = state.range(5) != 0 ? detail::Kernel::automatic : detail::Kernel::blas;
-    state.SetLabel(std::string(detail::to_string(detail::resolve_kernel(kernel, d / heads))));
-    detail::set_default_kernel(kernel);
+    const fast::Kernel kernel = state.range(5) != 0 ? fast::Kernel::automatic : fast::Kernel::blas;
+    state.SetLabel(std::string(fast::to_string(fast::resolve_kernel(kernel, d / heads))));
+    fast::set_default_kernel(kernel);
     for (auto _ : state) {
         Tensor4 y = scaled_dot_product_attention(q, k, v, o);
         benchmark::DoNotOptimize(y.data());
     }
-    detail::set_default_kernel(detail::Kernel::automatic);
+    fast::set_default_kernel(fast::Kernel::automatic);
     count_gflops(state, 4.0 * double(batch) * double(n) * double(n) * double(d));
 }
 
@@ -173,9 +173,9 @@ void BM_projections_only(benchmark::State& state) {
     const Tensor2 x = rng.normal<2>({rows, d});
     std::vector<float> qkv(rows * 3 * d), out(rows * d);
     for (auto _ : state) {
-        detail::linear_rows(x.data(), rows, d, mha.in_proj_weight.data(), 3 * d, mha.in_proj_bias.data(), qkv.data());
-        detail::linear_rows(qkv.data(), rows, d, 3 * d, mha.out_proj_weight.data(), d, d, mha.out_proj_bias.data(),
-                            false, out.data(), d);
+        fast::linear_rows(x.data(), rows, d, mha.in_proj_weight.data(), 3 * d, mha.in_proj_bias.data(), qkv.data());
+        fast::linear_rows(qkv.data(), rows, d, 3 * d, mha.out_proj_weight.data(), d, d, mha.out_proj_bias.data(), false,
+                          out.data(), d);
         benchmark::DoNotOptimize(out.data());
     }
     count_gflops(state, 2.0 * double(rows) * double(d) * 4.0 * double(d));
@@ -185,7 +185,7 @@ void BM_sgemm(benchmark::State& state) {
     // The machine's yardstick: OpenBLAS on as many threads as headwise uses (headwise keeps it at
     // one, blas_coretype.cpp).
     const int before = blas::threads();
-    blas::set_threads(static_cast<int>(detail::worker_count()));
+    blas::set_threads(static_cast<int>(fast::worker_count()));
     const auto n = static_cast<std::size_t>(state.range(0));
     std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
     for (auto _ : state) {
@@ -310,13 +310,13 @@ int kernels_run(char** argv, int argc) {
     const Tensor4 v = rng.normal<4>({batch, heads, n, d / heads});
     AttentionOptions o;
     o.causal = causal;
-    std::vector<detail::Kernel> kernels{detail::Kernel::blas};
-    for (detail::Kernel kernel : {detail::Kernel::micro_kernel_avx2, detail::Kernel::micro_kernel_avx512})
-        if (detail::resolve_kernel(kernel, d / heads) == kernel) kernels.push_back(kernel);
+    std::vector<fast::Kernel> kernels{fast::Kernel::blas};
+    for (fast::Kernel kernel : {fast::Kernel::micro_kernel_avx2, fast::Kernel::micro_kernel_avx512})
+        if (fast::resolve_kernel(kernel, d / heads) == kernel) kernels.push_back(kernel);
     std::vector<std::vector<double>> wall(kernels.size()), cpu(kernels.size());
     for (std::size_t r = 0; r <= rounds; ++r)
         for (std::size_t i = 0; i < kernels.size(); ++i) {
-            detail::set_default_kernel(kernels[i]);
+            fast::set_default_kernel(kernels[i]);
             const double c0 = bench::cpu_now();
             const auto t0 = std::chrono::steady_clock::now();
             Tensor4 y = scaled_dot_product_attention(q, k, v, o);
@@ -325,15 +325,15 @@ int kernels_run(char** argv, int argc) {
             wall[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             cpu[i].push_back(bench::cpu_now() - c0);
         }
-    detail::set_default_kernel(detail::Kernel::automatic);
+    fast::set_default_kernel(fast::Kernel::automatic);
     const double gflop = 4.0 * double(batch) * double(n) * double(n) * double(d) * 1e-9;
     for (std::size_t i = 0; i < kernels.size(); ++i)
         fmt::print(
             "({}, {}, {}, {}) causal={} {:<21} wall {:8.2f} ms  cpu {:8.2f} ms  {:6.1f} GFLOP/s per cpu-second x 2\n",
-            batch, n, d, heads, causal, detail::to_string(kernels[i]), 1e3 * bench::median(wall[i]),
+            batch, n, d, heads, causal, fast::to_string(kernels[i]), 1e3 * bench::median(wall[i]),
             1e3 * bench::median(cpu[i]), 2 * gflop / bench::median(cpu[i]));
     for (std::size_t i = 1; i < kernels.size(); ++i)
-        fmt::print("{} / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", detail::to_string(kernels[i]),
+        fmt::print("{} / BLAS: wall {:.2f}x, cpu {:.2f}x faster\n", fast::to_string(kernels[i]),
                    bench::median(wall[0]) / bench::median(wall[i]), bench::median(cpu[0]) / bench::median(cpu[i]));
     return 0;
 }
@@ -344,14 +344,14 @@ int main(int argc, char** argv) {
     const std::size_t threads = bench::worker_count_or_exit("headwise_bench");
     Isa isa = Isa::scalar;
     try {  // a bad HEADWISE_ISA: one line, exit 2, before anything runs
-        isa = detail::fast_isa();
+        isa = fast::fast_isa();
     } catch (const usage_error& e) {
         fmt::print(stderr, "headwise_bench: {}\n", e.what());
         return 2;
     }
     // The attention's kernel at the reported sizes (d_head 64), as the CPU and HEADWISE_ISA allow.
     const std::string attention_kernel =
-        fmt::format("{} (instruction set {}{})", detail::to_string(detail::choose_kernel(64)), to_string(isa),
+        fmt::format("{} (instruction set {}{})", fast::to_string(fast::choose_kernel(64)), to_string(isa),
                     std::getenv("HEADWISE_ISA") ? ", HEADWISE_ISA" : "");
     if (argc >= 2 && std::strcmp(argv[1], "--blas-kernels") == 0) {
         const blas::KernelReport k = blas::kernel_report();

@@ -34,7 +34,7 @@ inline double median(std::vector<double> v) {
 // HEADWISE_THREADS is not a count.
 inline std::size_t worker_count_or_exit(const char* program) {
     try {
-        return detail::worker_count();
+        return fast::worker_count();
     } catch (const usage_error& e) {
         fmt::print(stderr, "{}: {}\n", program, e.what());
         std::exit(2);

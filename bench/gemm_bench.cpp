@@ -185,7 +185,7 @@ void tiles_2d(Problem& p, std::size_t threads) {
     const auto [name, rows, in, out] = p.shape;
     const auto [a, b] = grid(rows, out, threads);
     const std::size_t m = (rows + a - 1) / a, n = ((out + b - 1) / b + 15) / 16 * 16;
-    detail::parallel_for(a * b, [&](std::size_t tile, std::size_t) {
+    fast::parallel_for(a * b, [&](std::size_t tile, std::size_t) {
         const std::size_t r0 = (tile / b) * m, c0 = (tile % b) * n;
         const std::size_t r1 = std::min(rows, r0 + m), c1 = std::min(out, c0 + n);
         if (r0 >= r1 || c0 >= c1) return;
@@ -220,8 +220,8 @@ int main(int argc, char** argv) {
     std::vector<Candidate> candidates;
     std::vector<std::string> notes;
     candidates.push_back({"openblas-split", [](Problem& p) {
-                              detail::linear_rows(p.x.data(), p.shape.rows, p.shape.in, p.w.data(), p.shape.out,
-                                                  p.b.data(), p.y.data());
+                              fast::linear_rows(p.x.data(), p.shape.rows, p.shape.in, p.w.data(), p.shape.out,
+                                                p.b.data(), p.y.data());
                           }});
     candidates.push_back({"openblas-own",
                           [threads](Problem& p) {

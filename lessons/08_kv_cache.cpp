@@ -13,7 +13,8 @@
 //
 // This file builds a cache step by step, proves that decoding with it gives exactly what the full
 // causal forward gives, counts and times what it saves, then shares K/V heads and ends with the
-// cache sizes of published models. Everything it computes lives in src/headwise/inference/kv_cache.hpp.
+// cache sizes of published models. Everything it computes lives in src/headwise/inference/kv_cache.hpp
+// (the cache) and src/headwise/reference/layer.hpp (the grouped-query layer).
 //
 // Dimension letters: B = batch, N = tokens so far, H = query heads, H_kv = key/value heads,
 // d_head = d_model / H, g = H / H_kv query heads per key/value head.

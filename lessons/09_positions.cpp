@@ -11,7 +11,8 @@
 //   - ALiBi (BLOOM, MPT): no embedding at all, a penalty on scores growing with the distance;
 //
 // and ends where lesson 08 stopped: RoPE with a KV cache. Everything it computes lives in
-// src/headwise/reference/positions.hpp and src/headwise/inference/kv_cache.hpp.
+// src/headwise/reference/positions.hpp, src/headwise/reference/layer.hpp (the layer told positions)
+// and src/headwise/inference/kv_cache.hpp (RoPE with the cache).
 //
 // Dimension letters: B = batch, N = tokens, H = heads, d_head = d_model / H, H_kv = key/value heads.
 // Run:  ./headwise run 9      or      build/lessons/09_positions --help

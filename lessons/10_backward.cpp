@@ -597,7 +597,7 @@ LongHead random_head(std::size_t n, std::size_t d_head, std::uint64_t seed) {
 // An (N, d_head) tensor as the library's fused kernels take a (B, H, N, d_head) one: B = H = 1.
 template <class T>
 auto one_head(T& t) {
-    return detail::contiguous_heads(t.data(), 1, t.shape()[0], t.shape()[1]);
+    return fast::contiguous_heads(t.data(), 1, t.shape()[0], t.shape()[1]);
 }
 
 // The forward that keeps P: scores = q k^T / sqrt(d) into an (N, N) buffer, softmax in place, O = P V.
@@ -607,9 +607,9 @@ Tensor2 forward_storing_p(LongHead& x, std::vector<float>* lse = nullptr) {
     Tensor2 p = Tensor2::from_shape({n, n});  // (N, N): the B H N^2 floats a stored-P backward keeps
     blas::gemm(false, true, n, n, d, x.scale(), x.q.data(), d, x.k.data(), d, 0.0f, p.data(), n);
     if (lse != nullptr) lse->resize(n);
-    detail::parallel_for(n, [&](std::size_t i, std::size_t) {
+    fast::parallel_for(n, [&](std::size_t i, std::size_t) {
         float* row = p.data() + i * n;
-        const float m = detail::row_max(row, n), sum = detail::exp_shifted_sum(row, n, m);
+        const float m = fast::row_max(row, n), sum = fast::exp_shifted_sum(row, n, m);
         for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
         if (lse != nullptr) (*lse)[i] = m + std::log(sum);
     });
@@ -622,23 +622,23 @@ Tensor2 forward_storing_p(LongHead& x, std::vector<float>* lse = nullptr) {
 std::vector<float> forward_keeping_lse(LongHead& x) {
     x.o = Tensor2::from_shape({x.n(), x.d()});
     std::vector<float> lse(x.n());  // (N)
-    detail::fused_attention({1, 1, x.n(), x.n(), x.d()}, one_head(std::as_const(x.q)), one_head(std::as_const(x.k)),
-                            one_head(std::as_const(x.v)), one_head(x.o), x.scale(), {}, {}, lse.data());
+    fast::fused_attention({1, 1, x.n(), x.n(), x.d()}, one_head(std::as_const(x.q)), one_head(std::as_const(x.k)),
+                          one_head(std::as_const(x.v)), one_head(x.o), x.scale(), {}, {}, lse.data());
     return lse;
 }
 
 // Both backwards are the library's (src/headwise/fast/fused_backward.hpp), on the same tiles with the
 // same kernel: P read from p (N, N), or, where p is null, recomputed from lse as exp(scale q k^T - lse).
-void backward(LongHead& x, const float* p, const float* lse, const detail::BackwardTiling& tiling = {}) {
-    const detail::AttentionShape s{1, 1, x.n(), x.n(), x.d()};
+void backward(LongHead& x, const float* p, const float* lse, const fast::BackwardTiling& tiling = {}) {
+    const fast::AttentionShape s{1, 1, x.n(), x.n(), x.d()};
     const auto q = one_head(std::as_const(x.q)), k = one_head(std::as_const(x.k)), v = one_head(std::as_const(x.v));
     const auto o = one_head(std::as_const(x.o)), d_out = one_head(std::as_const(x.d_out));
     if (p != nullptr)
-        detail::fused_attention_backward_stored_p(s, q, k, v, o, d_out, p, one_head(x.dq), one_head(x.dk),
-                                                  one_head(x.dv), x.scale(), {}, tiling);
+        fast::fused_attention_backward_stored_p(s, q, k, v, o, d_out, p, one_head(x.dq), one_head(x.dk), one_head(x.dv),
+                                                x.scale(), {}, tiling);
     else
-        detail::fused_attention_backward(s, q, k, v, o, d_out, lse, one_head(x.dq), one_head(x.dk), one_head(x.dv),
-                                         x.scale(), {}, tiling);
+        fast::fused_attention_backward(s, q, k, v, o, d_out, lse, one_head(x.dq), one_head(x.dk), one_head(x.dv),
+                                       x.scale(), {}, tiling);
 }
 
 // The most bytes in use beyond what was allocated before work() (counted by the lesson's operator
@@ -708,7 +708,7 @@ Timed time_backwards(std::size_t n, std::size_t d_head, std::uint64_t seed) {
     LongHead x = random_head(n, d_head, seed);
     std::vector<float> lse;                        // (N)
     const Tensor2 p = forward_storing_p(x, &lse);  // (N, N)
-    const detail::BackwardTiling one_pass{128, 128, detail::BackwardSplit::heads, detail::Kernel::automatic};
+    const fast::BackwardTiling one_pass{128, 128, fast::BackwardSplit::heads, fast::Kernel::automatic};
     std::vector<double> read, recomputed;
     for (int run = 0; run < timed_runs; ++run) {
         read.push_back(seconds([&] { backward(x, p.data(), nullptr, one_pass); }));
@@ -718,7 +718,7 @@ Timed time_backwards(std::size_t n, std::size_t d_head, std::uint64_t seed) {
 }
 
 std::string_view kernel_name(std::size_t d_head) {
-    return detail::to_string(detail::resolve_kernel(detail::Kernel::automatic, d_head));
+    return fast::to_string(fast::resolve_kernel(fast::Kernel::automatic, d_head));
 }
 
 // Which backward a row says was faster: within 5% of each other, neither.
@@ -770,7 +770,7 @@ void time_table(std::size_t n, std::uint64_t seed) {
     fmt::print("  {}\n", verdict(rows));
 }
 
-// Step 12 calls the library's internals (detail::), which charge no work: the lesson charges it
+// Step 12 calls fast's kernels (fast::), which charge no work: the lesson charges it
 // before it starts, so that sizes it cannot afford are refused at once, not after steps 1-11. Per
 // N^2: a forward 4 d_head + 25, a backward from P 8 d_head + 5, one recomputing P 10 d_head + 30.
 void charge_step_work(std::size_t long_n, std::size_t d_head) {

@@ -416,7 +416,7 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
         "  a decode step reads every weight once: {:.1f} MB in their blocks (4.5-8.5 bits a weight), {:.1f} MB as "
         "float32, for ~{:.2f} GFLOP: {:.1f} FLOPs a byte of blocks\n",
         double(bytes) / 1e6, 4.0 * weights / 1e6, flops / 1e9, flops / double(bytes));
-    const double rate = detail::read_rate(512u << 20);
+    const double rate = fast::read_rate(512u << 20);
     fmt::print("  this machine reads {:.1f} GB/s (512 MiB streamed by every core the decoder uses)\n", rate);
 
     // Each rung checked against the exact path on the prompt's logits before it is timed.

@@ -43,7 +43,7 @@ struct DoubleLoss {
                         double s = 0.0;
                         for (std::size_t c = 0; c < d_head; ++c)
                             s += q[(bh * nq + i) * d_head + c] * k[(bh * nk + j) * d_head + c];
-                        p[j] = detail::masked(options, b, i, j) ? -std::numeric_limits<double>::infinity() : s * scale;
+                        p[j] = sdpa::masked(options, b, i, j) ? -std::numeric_limits<double>::infinity() : s * scale;
                         m = std::max(m, p[j]);
                     }
                     if (std::isinf(m)) continue;  // no key: output 0
@@ -236,7 +236,7 @@ namespace {
 
 // A case's (B, H, n, d_head) tensor as the fused kernels take it.
 template <class T>
-detail::Strided<T> heads_of(T* data, const Case& c, std::size_t n) {
+fast::Strided<T> heads_of(T* data, const Case& c, std::size_t n) {
     return {data, c.heads * n * c.d_head, n * c.d_head, c.d_head};
 }
 
@@ -248,37 +248,37 @@ struct FusedForward {
     std::vector<float> lse;  // (B, H, N_q)
     FusedForward(const Case& c, const Tensor4& q, const Tensor4& k, const Tensor4& v)
         : out(Tensor4::from_shape(q.shape())), lse(c.batch * c.heads * c.nq) {
-        detail::fused_attention({c.batch, c.heads, c.nq, c.nk, c.d_head}, heads_of(q.data(), c, c.nq),
-                                heads_of(k.data(), c, c.nk), heads_of(v.data(), c, c.nk), heads_of(out.data(), c, c.nq),
-                                scale_of(c), c.options, {}, lse.data());
+        fast::fused_attention({c.batch, c.heads, c.nq, c.nk, c.d_head}, heads_of(q.data(), c, c.nq),
+                              heads_of(k.data(), c, c.nk), heads_of(v.data(), c, c.nk), heads_of(out.data(), c, c.nq),
+                              scale_of(c), c.options, {}, lse.data());
     }
 };
 
 // The fused backward on (b, h, n, d) tensors, its lse from the fused forward, against the reference;
 // where backward_writes_in_place, again with dq, dk, dv in q's, k's and v's storage, to the same
 // bits. Returns whether it wrote in place.
-bool check_fast_against_reference(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
+bool check_fast_against_reference(const Case& c, const fast::BackwardTiling& tiling, std::uint64_t seed) {
     const auto [q, k, v, d_out] = Inputs(c, seed);
     const AttentionGrads want = attention_backward_reference(q, k, v, d_out, c.options);
     auto view = [&](auto* data, std::size_t n) { return heads_of(data, c, n); };
-    const detail::AttentionShape shape{c.batch, c.heads, c.nq, c.nk, c.d_head};
+    const fast::AttentionShape shape{c.batch, c.heads, c.nq, c.nk, c.d_head};
     const float scale = scale_of(c);
     const auto [out, lse] = FusedForward(c, q, k, v);
     // Garbage in the outputs first: the backward must overwrite every element.
     Tensor4 dq = xt::full_like(q, 1e30f), dk = xt::full_like(k, 1e30f), dv = xt::full_like(v, 1e30f);
     const Tensor4& o = out;
-    detail::fused_attention_backward(shape, view(q.data(), c.nq), view(k.data(), c.nk), view(v.data(), c.nk),
-                                     view(o.data(), c.nq), view(d_out.data(), c.nq), lse.data(), view(dq.data(), c.nq),
-                                     view(dk.data(), c.nk), view(dv.data(), c.nk), scale, c.options, tiling);
+    fast::fused_attention_backward(shape, view(q.data(), c.nq), view(k.data(), c.nk), view(v.data(), c.nk),
+                                   view(o.data(), c.nq), view(d_out.data(), c.nq), lse.data(), view(dq.data(), c.nq),
+                                   view(dk.data(), c.nk), view(dv.data(), c.nk), scale, c.options, tiling);
     CHECK(relative_error(dq, as_doubles(want.dq)) < 1e-4);
     CHECK(relative_error(dk, as_doubles(want.dk)) < 1e-4);
     CHECK(relative_error(dv, as_doubles(want.dv)) < 1e-4);
-    if (!detail::backward_writes_in_place(shape, tiling)) return false;
+    if (!fast::backward_writes_in_place(shape, tiling)) return false;
     Tensor4 q_dq = q, k_dk = k, v_dv = v;  // each the input, then its gradient
-    detail::fused_attention_backward(
-        shape, view(std::as_const(q_dq).data(), c.nq), view(std::as_const(k_dk).data(), c.nk),
-        view(std::as_const(v_dv).data(), c.nk), view(o.data(), c.nq), view(d_out.data(), c.nq), lse.data(),
-        view(q_dq.data(), c.nq), view(k_dk.data(), c.nk), view(v_dv.data(), c.nk), scale, c.options, tiling);
+    fast::fused_attention_backward(shape, view(std::as_const(q_dq).data(), c.nq),
+                                   view(std::as_const(k_dk).data(), c.nk), view(std::as_const(v_dv).data(), c.nk),
+                                   view(o.data(), c.nq), view(d_out.data(), c.nq), lse.data(), view(q_dq.data(), c.nq),
+                                   view(k_dk.data(), c.nk), view(v_dv.data(), c.nk), scale, c.options, tiling);
     CHECK((q_dq == dq));  // the same bits: (( )) keeps Catch from taking the tensors apart
     CHECK((k_dk == dk));
     CHECK((v_dv == dv));
@@ -288,12 +288,12 @@ bool check_fast_against_reference(const Case& c, const detail::BackwardTiling& t
 // The fused backward reading the weights stored by the reference forward (P, (B, H, N_q, N_k)) against
 // the same backward recomputing them from the fused forward's log-sum-exp, and against the reference:
 // reading P where the other computes it changes the gradients by rounding only.
-void check_stored_p_against_recompute(const Case& c, const detail::BackwardTiling& tiling, std::uint64_t seed) {
+void check_stored_p_against_recompute(const Case& c, const fast::BackwardTiling& tiling, std::uint64_t seed) {
     const auto [q, k, v, d_out] = Inputs(c, seed);
     Tensor4 p;  // (B, H, N_q, N_k)
     attention_reference(q, k, v, c.options, &p);
     const auto [out, lse] = FusedForward(c, q, k, v);
-    const detail::AttentionShape shape{c.batch, c.heads, c.nq, c.nk, c.d_head};
+    const fast::AttentionShape shape{c.batch, c.heads, c.nq, c.nk, c.d_head};
     auto backward = [&](bool stored) {
         AttentionGrads g{xt::full_like(q, 1e30f), xt::full_like(k, 1e30f), xt::full_like(v, 1e30f)};
         const auto qv = heads_of(q.data(), c, c.nq), kv = heads_of(k.data(), c, c.nk), vv = heads_of(v.data(), c, c.nk);
@@ -301,11 +301,11 @@ void check_stored_p_against_recompute(const Case& c, const detail::BackwardTilin
         const auto dq = heads_of(g.dq.data(), c, c.nq), dk = heads_of(g.dk.data(), c, c.nk),
                    dv = heads_of(g.dv.data(), c, c.nk);
         if (stored)
-            detail::fused_attention_backward_stored_p(shape, qv, kv, vv, ov, gv, p.data(), dq, dk, dv, scale_of(c),
-                                                      c.options, tiling);
+            fast::fused_attention_backward_stored_p(shape, qv, kv, vv, ov, gv, p.data(), dq, dk, dv, scale_of(c),
+                                                    c.options, tiling);
         else
-            detail::fused_attention_backward(shape, qv, kv, vv, ov, gv, lse.data(), dq, dk, dv, scale_of(c), c.options,
-                                             tiling);
+            fast::fused_attention_backward(shape, qv, kv, vv, ov, gv, lse.data(), dq, dk, dv, scale_of(c), c.options,
+                                           tiling);
         return g;
     };
     const AttentionGrads from_p = backward(true), recomputed = backward(false);
@@ -338,8 +338,8 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     padded.key_padding_mask = &padding;
     padded.causal = true;
     masked.attn_mask = &attn;
-    using detail::BackwardSplit;
-    using detail::Kernel;
+    using fast::BackwardSplit;
+    using fast::Kernel;
     // BLAS calls on any d_head; the micro-kernels (AVX2: d_head a multiple of 8, on a CPU with AVX2;
     // AVX-512: a multiple of 16, with AVX-512; elsewhere they fall back to BLAS) with blocks of 32
     // keys, and with 128.
@@ -347,8 +347,8 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
     for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel_avx2, Kernel::micro_kernel_avx512})
         for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
             INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
-                          << detail::to_string(kernel) << " (BLAS where it cannot run)");
-            const detail::BackwardTiling small{8, 5, split, kernel};
+                          << fast::to_string(kernel) << " (BLAS where it cannot run)");
+            const fast::BackwardTiling small{8, 5, split, kernel};
             in_place += check_fast_against_reference({2, 3, 29, 37, 4, {}}, small, 21);
             in_place += check_fast_against_reference({2, 3, 29, 37, 16, causal}, small, 22);
             in_place += check_fast_against_reference({2, 3, 37, 29, 8, causal}, small, 23);  // N_q > N_k
@@ -369,7 +369,7 @@ TEST_CASE("attention backward: the fused backward equals the reference, tile by 
             in_place += check_fast_against_reference({1, 2, 1100, 40, 64, causal}, {128, 32, split, kernel}, 30);
         }
     // Where the micro-kernels run, a head per core writes in place: the cases above cover it.
-    if (detail::resolve_kernel(Kernel::automatic, 16) != Kernel::blas) CHECK(in_place > 0);
+    if (fast::resolve_kernel(Kernel::automatic, 16) != Kernel::blas) CHECK(in_place > 0);
 }
 
 TEST_CASE("attention backward: reading a stored P gives the gradients recomputing it gives, either kernel and split",
@@ -379,13 +379,13 @@ TEST_CASE("attention backward: reading a stored P gives the gradients recomputin
     AttentionOptions causal, padded;
     causal.causal = true;
     padded.key_padding_mask = &padding;
-    using detail::BackwardSplit;
-    using detail::Kernel;
+    using fast::BackwardSplit;
+    using fast::Kernel;
     for (const Kernel kernel : {Kernel::blas, Kernel::micro_kernel_avx2, Kernel::micro_kernel_avx512})
         for (const BackwardSplit split : {BackwardSplit::heads, BackwardSplit::blocks}) {
             INFO("split " << (split == BackwardSplit::heads ? "heads" : "blocks") << ", kernel "
-                          << detail::to_string(kernel));
-            const detail::BackwardTiling small{8, 5, split, kernel};
+                          << fast::to_string(kernel));
+            const fast::BackwardTiling small{8, 5, split, kernel};
             check_stored_p_against_recompute({2, 3, 29, 37, 16, {}}, small, 41);
             check_stored_p_against_recompute({2, 3, 37, 29, 16, causal}, small, 42);  // N_q > N_k
             check_stored_p_against_recompute({2, 2, 29, 37, 8, padded}, small, 43);
@@ -399,34 +399,34 @@ TEST_CASE("attention backward: the fused backward's scratch is what it allocates
     const std::size_t mib = 1u << 20;
     // (B, N, d_model, H) = (1, 16384, 1024, 16): q, k, v, out, d_out and the gradients are
     // 64 MiB each, one head's N x N weights 1 GiB. Beyond them: the scratch and the lse (1 MiB).
-    const detail::AttentionShape long_context{1, 16, 16384, 16384, 64};
+    const fast::AttentionShape long_context{1, 16, 16384, 16384, 64};
     const std::size_t lse_bytes = 16 * 16384 * sizeof(float);
-    CHECK(detail::fused_attention_backward_scratch_bytes(long_context) + lse_bytes <= 64 * mib);
-    for (const auto split : {detail::BackwardSplit::heads, detail::BackwardSplit::blocks})
-        CHECK(detail::fused_attention_backward_scratch_bytes(long_context, {128, 128, split}) + lse_bytes <= 64 * mib);
+    CHECK(fast::fused_attention_backward_scratch_bytes(long_context) + lse_bytes <= 64 * mib);
+    for (const auto split : {fast::BackwardSplit::heads, fast::BackwardSplit::blocks})
+        CHECK(fast::fused_attention_backward_scratch_bytes(long_context, {128, 128, split}) + lse_bytes <= 64 * mib);
 
     // What a call allocates, counted by the lesson runtime's operator new (linked into this test),
     // is no more than it says: under a memory limit of that (and 16 KiB for the allocator's rounding
     // and the thread pool's hand-out) the call runs; under half of it, it is refused.
-    for (const auto split : {detail::BackwardSplit::heads, detail::BackwardSplit::blocks}) {
-        INFO("split " << (split == detail::BackwardSplit::heads ? "heads" : "blocks"));
-        const detail::AttentionShape s{2, 3, 700, 500, 32};
+    for (const auto split : {fast::BackwardSplit::heads, fast::BackwardSplit::blocks}) {
+        INFO("split " << (split == fast::BackwardSplit::heads ? "heads" : "blocks"));
+        const fast::AttentionShape s{2, 3, 700, 500, 32};
         Random rng(31);
         const Tensor4 q = rng.normal<4>({2, 3, 700, 32}), kv = rng.normal<4>({2, 3, 500, 32});
         std::vector<float> lse(2 * 3 * 700, 1.0f);
         Tensor4 dq = Tensor4::from_shape({2, 3, 700, 32}), dk = Tensor4::from_shape({2, 3, 500, 32}),
                 dv = Tensor4::from_shape({2, 3, 500, 32});
         auto view = [&](auto* data, std::size_t n) {
-            return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 3 * n * 32, n * 32, 32};
+            return fast::Strided<std::remove_pointer_t<decltype(data)>>{data, 3 * n * 32, n * 32, 32};
         };
-        const detail::BackwardTiling tiling{128, 128, split};
+        const fast::BackwardTiling tiling{128, 128, split};
         auto run = [&] {
-            detail::fused_attention_backward(s, view(q.data(), 700), view(kv.data(), 500), view(kv.data(), 500),
-                                             view(q.data(), 700), view(q.data(), 700), lse.data(), view(dq.data(), 700),
-                                             view(dk.data(), 500), view(dv.data(), 500), 0.2f, {}, tiling);
+            fast::fused_attention_backward(s, view(q.data(), 700), view(kv.data(), 500), view(kv.data(), 500),
+                                           view(q.data(), 700), view(q.data(), 700), lse.data(), view(dq.data(), 700),
+                                           view(dk.data(), 500), view(dv.data(), 500), 0.2f, {}, tiling);
         };
         for (int warm = 0; warm < 3; ++warm) run();  // every worker started before anything is counted
-        const std::size_t claimed = detail::fused_attention_backward_scratch_bytes(s, tiling);
+        const std::size_t claimed = fast::fused_attention_backward_scratch_bytes(s, tiling);
         lesson::set_memory_limit(lesson::bytes_allocated() + claimed + 16384);
         CHECK_NOTHROW(run());
         lesson::set_memory_limit(lesson::bytes_allocated() + claimed / 2);

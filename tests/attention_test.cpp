@@ -217,8 +217,8 @@ TEST_CASE("attention: the fast path's reused scratch carries nothing from one ca
 }
 
 namespace {
-constexpr detail::Kernel all_kernels[] = {detail::Kernel::blas, detail::Kernel::micro_kernel_avx2,
-                                          detail::Kernel::micro_kernel_avx512};
+constexpr fast::Kernel all_kernels[] = {fast::Kernel::blas, fast::Kernel::micro_kernel_avx2,
+                                        fast::Kernel::micro_kernel_avx512};
 
 // |fast - reference| relative to the reference's largest entry (at least 1).
 double relative_diff(const Tensor4& fast, const Tensor4& ref) {
@@ -257,17 +257,16 @@ TEST_CASE("attention: the fused path agrees with the reference to 1e-5 on N = 1,
                     CHECK(relative_diff(scaled_dot_product_attention(q, k, v, o), ref) <= 1e-5);
                     Tensor4 small = Tensor4::from_shape(ref.shape());
                     auto view = [&](auto* data, std::size_t rows) {
-                        return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * rows * d_head,
-                                                                                      rows * d_head, d_head};
+                        return fast::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * rows * d_head,
+                                                                                    rows * d_head, d_head};
                     };
                     for (auto kernel : all_kernels)
                         for (std::size_t rows : {16u, 7u}) {
-                            detail::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
-                                                    view(v.data(), nk), view(small.data(), n),
-                                                    1.0f / std::sqrt(float(d_head)), o, {rows, 32, kernel});
-                            INFO("kernel = " << detail::to_string(detail::resolve_kernel(kernel, d_head))
-                                             << " (asked for " << detail::to_string(kernel) << "), tiles of " << rows
-                                             << " queries");
+                            fast::fused_attention({2, 2, n, nk, d_head}, view(q.data(), n), view(k.data(), nk),
+                                                  view(v.data(), nk), view(small.data(), n),
+                                                  1.0f / std::sqrt(float(d_head)), o, {rows, 32, kernel});
+                            INFO("kernel = " << fast::to_string(fast::resolve_kernel(kernel, d_head)) << " (asked for "
+                                             << fast::to_string(kernel) << "), tiles of " << rows << " queries");
                             CHECK(relative_diff(small, ref) <= 1e-5);
                         }
                 }
@@ -290,7 +289,7 @@ TEST_CASE("attention: with a causal mask, keys after a query change nothing of i
         AttentionOptions o;
         o.causal = true;
         auto view = [&](auto* data) {
-            return detail::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * n * d_head, n * d_head, d_head};
+            return fast::Strided<std::remove_pointer_t<decltype(data)>>{data, 2 * n * d_head, n * d_head, d_head};
         };
         auto in = [&](const Tensor4& x) { return view(x.data()); };
         const float scale = 1.0f / std::sqrt(float(d_head));
@@ -298,16 +297,16 @@ TEST_CASE("attention: with a causal mask, keys after a query change nothing of i
             Tensor4 k_loud = k;  // the same keys, but the later ones point along every query
             for (std::size_t h = 0; h < 2; ++h)
                 for (std::size_t j = future; j < n; ++j) k_loud(0, h, j, 0) = 600.0f * std::sqrt(float(d_head));
-            for (const detail::Kernel kernel : all_kernels)
+            for (const fast::Kernel kernel : all_kernels)
                 for (std::size_t rows : {7u, 40u}) {
                     INFO("d_head = " << d_head << ", loud from key " << future << ", "
-                                     << detail::to_string(detail::resolve_kernel(kernel, d_head)) << ", tiles of "
-                                     << rows << " queries");
+                                     << fast::to_string(fast::resolve_kernel(kernel, d_head)) << ", tiles of " << rows
+                                     << " queries");
                     Tensor4 quiet = Tensor4::from_shape(q.shape()), loud = Tensor4::from_shape(q.shape());
-                    detail::fused_attention({1, 2, n, n, d_head}, in(q), in(k), in(v), view(quiet.data()), scale, o,
-                                            {rows, 32, kernel});
-                    detail::fused_attention({1, 2, n, n, d_head}, in(q), in(k_loud), in(v), view(loud.data()), scale, o,
-                                            {rows, 32, kernel});
+                    fast::fused_attention({1, 2, n, n, d_head}, in(q), in(k), in(v), view(quiet.data()), scale, o,
+                                          {rows, 32, kernel});
+                    fast::fused_attention({1, 2, n, n, d_head}, in(q), in(k_loud), in(v), view(loud.data()), scale, o,
+                                          {rows, 32, kernel});
                     std::size_t changed = 0;  // outputs of the queries before the loud keys: the same bits
                     for (std::size_t h = 0; h < 2; ++h)
                         for (std::size_t i = 0; i < future; ++i)
@@ -325,8 +324,8 @@ TEST_CASE("attention: the fused path matches the reference whether cores pack pe
     // once; with fewer, every head is packed before the tiles are shared out. B * H is chosen from
     // this machine's core count so that both happen (d_head 64: each kernel the CPU has).
     Random rng(26);
-    const std::size_t workers = detail::worker_count();
-    for (const detail::Kernel kernel : all_kernels)
+    const std::size_t workers = fast::worker_count();
+    for (const fast::Kernel kernel : all_kernels)
         for (std::size_t batch : {std::size_t{1}, 2 * workers})
             for (bool causal : {false, true}) {
                 const std::size_t heads = 2, n = 70, d_head = 64;
@@ -340,10 +339,10 @@ TEST_CASE("attention: the fused path matches the reference whether cores pack pe
                 o.causal = causal;
                 o.key_padding_mask = &pad;
                 INFO("B * H = " << batch * heads << " on " << workers << " cores, causal = " << causal << ", "
-                                << detail::to_string(detail::resolve_kernel(kernel, d_head)));
-                detail::set_default_kernel(kernel);
+                                << fast::to_string(fast::resolve_kernel(kernel, d_head)));
+                fast::set_default_kernel(kernel);
                 const Tensor4 fast = scaled_dot_product_attention(q, k, v, o);
-                detail::set_default_kernel(detail::Kernel::automatic);
+                fast::set_default_kernel(fast::Kernel::automatic);
                 CHECK(relative_diff(fast, attention_reference(q, k, v, o)) <= 1e-5);
             }
 }
@@ -351,23 +350,23 @@ TEST_CASE("attention: the fused path matches the reference whether cores pack pe
 TEST_CASE("attention: each instruction set's micro-kernels run where asked if the CPU has it, BLAS elsewhere",
           "[attention][fused]") {
     // What the tests above ran: without this, a kernel that silently fell back to BLAS would pass them.
-    using detail::Kernel;
-    const Isa isa = detail::fast_isa();  // the CPU's widest, or HEADWISE_ISA (tests/isa_test.cpp)
+    using fast::Kernel;
+    const Isa isa = fast::fast_isa();  // the CPU's widest, or HEADWISE_ISA (tests/isa_test.cpp)
     const bool avx2 = isa >= Isa::avx2, avx512 = isa >= Isa::avx512;
-    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx2, 8) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
-    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx2, 64) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
-    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx2, 12) == Kernel::blas);  // not a multiple of 8
-    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx512, 64) ==
+    CHECK(fast::resolve_kernel(Kernel::micro_kernel_avx2, 8) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
+    CHECK(fast::resolve_kernel(Kernel::micro_kernel_avx2, 64) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
+    CHECK(fast::resolve_kernel(Kernel::micro_kernel_avx2, 12) == Kernel::blas);  // not a multiple of 8
+    CHECK(fast::resolve_kernel(Kernel::micro_kernel_avx512, 64) ==
           (avx512 ? Kernel::micro_kernel_avx512 : Kernel::blas));
-    CHECK(detail::resolve_kernel(Kernel::micro_kernel_avx512, 24) == Kernel::blas);  // not a multiple of 16
-    CHECK(detail::resolve_kernel(Kernel::blas, 64) == Kernel::blas);
+    CHECK(fast::resolve_kernel(Kernel::micro_kernel_avx512, 24) == Kernel::blas);  // not a multiple of 16
+    CHECK(fast::resolve_kernel(Kernel::blas, 64) == Kernel::blas);
     // automatic: the widest that runs, AVX-512 before AVX2 before BLAS
-    CHECK(detail::choose_kernel(64) == (avx512 ? Kernel::micro_kernel_avx512
-                                        : avx2 ? Kernel::micro_kernel_avx2
-                                               : Kernel::blas));
-    CHECK(detail::choose_kernel(24) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
-    CHECK(detail::choose_kernel(3) == Kernel::blas);
-    CHECK(detail::resolve_kernel(Kernel::automatic, 64) == detail::choose_kernel(64));
+    CHECK(fast::choose_kernel(64) == (avx512 ? Kernel::micro_kernel_avx512
+                                      : avx2 ? Kernel::micro_kernel_avx2
+                                             : Kernel::blas));
+    CHECK(fast::choose_kernel(24) == (avx2 ? Kernel::micro_kernel_avx2 : Kernel::blas));
+    CHECK(fast::choose_kernel(3) == Kernel::blas);
+    CHECK(fast::resolve_kernel(Kernel::automatic, 64) == fast::choose_kernel(64));
 }
 
 TEST_CASE("attention: the chunked fast path (batch elements, then groups of heads) equals the weights path",
@@ -387,7 +386,7 @@ TEST_CASE("attention: the chunked fast path (batch elements, then groups of head
     // heads, then one head at a time (the exact split depends on the attention's scratch).
     for (std::size_t budget :
          {std::size_t{1} << 20, std::size_t{64} << 10, std::size_t{24} << 10, std::size_t{1} << 10}) {
-        detail::set_fused_budget(budget);
+        sdpa::set_fused_budget(budget);
         for (bool causal : {false, true}) {
             AttentionOptions o;
             o.causal = causal;
@@ -401,7 +400,7 @@ TEST_CASE("attention: the chunked fast path (batch elements, then groups of head
             CHECK(max_abs_diff(mha.forward(x, mem, other, oc), mha.forward(x, mem, other, oc, &w)) < 1e-5);
         }
     }
-    detail::set_fused_budget(0);
+    sdpa::set_fused_budget(0);
 }
 
 TEST_CASE("attention: the fast path's memory is O(N * d) and within 64 MiB at N = 16384, d_model = 1024",

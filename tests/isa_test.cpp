@@ -44,14 +44,14 @@ Isa widest_here() {
 }  // namespace
 
 TEST_CASE("isa: the fast path runs the CPU's widest set, or the one HEADWISE_ISA names", "[isa]") {
-    CHECK(detail::widest_fast_isa() == widest_here());
+    CHECK(fast::widest_fast_isa() == widest_here());
     const char* asked = std::getenv("HEADWISE_ISA");
     const std::string name = asked != nullptr ? asked : "";
     if (name.empty()) {
         CHECK(!isa_from_environment().has_value());
-        CHECK(detail::fast_isa() == widest_here());
+        CHECK(fast::fast_isa() == widest_here());
     } else {  // ctest's run with HEADWISE_ISA=avx2
-        CHECK(to_string(detail::fast_isa()) == name);
-        CHECK(isa_from_environment() == detail::fast_isa());
+        CHECK(to_string(fast::fast_isa()) == name);
+        CHECK(isa_from_environment() == fast::fast_isa());
     }
 }

@@ -1,4 +1,5 @@
-// tests for headwise/inference/kv_cache.hpp: the KV cache, grouped-query attention and the counting.
+// tests for headwise/inference/kv_cache.hpp (the KV cache and the counting) and the grouped-query
+// layer it caches for (headwise/reference/layer.hpp).
 //
 // Oracles: attention_reference (double precision, plain loops) on K/V repeated by hand-checked
 // repeat_kv; MultiHeadAttention::forward on the equivalent multi-head module; the full causal

@@ -1,7 +1,7 @@
-// The attention layer's backward (inference/layer_backward.hpp) against PyTorch's float64 autograd
+// The attention layer's backward (reference/layer_backward.hpp) against PyTorch's float64 autograd
 // of nn.MultiheadAttention and of the layer written out in torch for GQA, RoPE and ALiBi
 // (tests/fixtures/backward/attend_*, scripts/make-fixtures-backward).
-#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/layer_backward.hpp"
 #include "headwise/io/npy.hpp"
 
 #include <catch2/catch.hpp>

@@ -74,7 +74,7 @@ namespace {
 std::vector<Isa> isas_here() {
     std::vector<Isa> isas;
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
-        if (isa <= detail::widest_fast_isa()) isas.push_back(isa);
+        if (isa <= fast::widest_fast_isa()) isas.push_back(isa);
     return isas;
 }
 
@@ -83,7 +83,7 @@ std::vector<Isa> isas_here() {
 TEST_CASE("row_max: the largest entry wherever it sits, NaNs passed over as std::max_element does", "[softmax]") {
     for (Isa isa : isas_here()) {
         INFO(to_string(isa));
-        const auto row_max = detail::row_ops(isa).row_max;
+        const auto row_max = fast::row_ops(isa).row_max;
         for (std::size_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 33u, 100u}) {
             // first, middle, last (in the tail loop when n is not a multiple of the vector)
             for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
@@ -110,7 +110,7 @@ TEST_CASE("exp_shifted_sum: float-accurate exp over the softmax range, 0 below i
     for (float t = -85.0f; t <= 80.0f; t += 0.01317f) x.push_back(t);
     for (Isa isa : isas_here()) {
         INFO(to_string(isa));
-        const auto exp_shifted_sum = detail::row_ops(isa).exp_shifted_sum;
+        const auto exp_shifted_sum = fast::row_ops(isa).exp_shifted_sum;
         std::vector<float> y = x;
         const float sum = exp_shifted_sum(y.data(), y.size(), 2.0f);
         double worst = 0, expected_sum = 0;
@@ -147,7 +147,7 @@ TEST_CASE("exp_shifted_rows: each row shifted by its own value, a row shifted by
     x[2 * n + 5] = -inf;  // a masked key
     for (Isa isa : isas_here()) {
         std::vector<float> y = x;
-        detail::row_ops(isa).exp_shifted_rows(y.data(), shifts.size(), n, shifts.data());
+        fast::row_ops(isa).exp_shifted_rows(y.data(), shifts.size(), n, shifts.data());
         for (std::size_t r = 0; r < shifts.size(); ++r)
             for (std::size_t i = 0; i < n; ++i) {
                 INFO(to_string(isa) << ", row " << r << ", column " << i);
@@ -168,7 +168,7 @@ TEST_CASE("softmax_backward_row: P = exp(S - L) and dS = P (dP - D) scale in one
             for (std::size_t j = 0; j < n; ++j) s[j] = -2.0f + 0.29f * float(j), dp[j] = 0.7f - 0.11f * float(j);
             s[0] = -inf;  // a masked key: weight 0, no gradient
             std::vector<float> p = s, ds = dp;
-            detail::row_ops(isa).softmax_backward_row(p.data(), ds.data(), n, lse, d, scale);
+            fast::row_ops(isa).softmax_backward_row(p.data(), ds.data(), n, lse, d, scale);
             for (std::size_t j = 0; j < n; ++j) {
                 const double want_p = std::exp(double(s[j]) - double(lse));
                 const double want_ds = want_p * (double(dp[j]) - d) * scale;
@@ -176,7 +176,7 @@ TEST_CASE("softmax_backward_row: P = exp(S - L) and dS = P (dP - D) scale in one
                 CHECK(std::abs(ds[j] - want_ds) <= 1e-6 * std::abs(want_ds) + 1e-12);
             }
             std::vector<float> none = s, none_ds = dp;  // the row saw no key: its L is -inf
-            detail::row_ops(isa).softmax_backward_row(none.data(), none_ds.data(), n, -inf, d, scale);
+            fast::row_ops(isa).softmax_backward_row(none.data(), none_ds.data(), n, -inf, d, scale);
             for (std::size_t j = 0; j < n; ++j) CHECK((none[j] == 0.0f && none_ds[j] == 0.0f));
         }
 }

@@ -10,7 +10,7 @@ using namespace headwise;
 
 TEST_CASE("team: every index runs exactly once, on a member in range, over many runs", "[team]") {
     for (std::size_t threads : {1u, 2u, 3u}) {
-        detail::Team team(threads);
+        fast::Team team(threads);
         CHECK(team.size() == threads);
         for (int run = 0; run < 200; ++run) {  // wake-ups after spinning and after sleeping
             const std::size_t count = std::size_t(run % 7) * 13;
@@ -27,7 +27,7 @@ TEST_CASE("team: every index runs exactly once, on a member in range, over many 
 }
 
 TEST_CASE("team: a run returns only after every task has finished", "[team]") {
-    detail::Team team(2);
+    fast::Team team(2);
     std::atomic<int> done{0};
     team.run(64, [&](std::size_t, std::size_t) {
         volatile double x = 0;

@@ -93,11 +93,11 @@ std::string hex(unsigned mask) {
 
 // What every schedule shares about one launch.
 struct Launch {
-    Launch(dim3 g, dim3 b, detail::Entry e, const void* c)
+    Launch(dim3 g, dim3 b, machine::Entry e, const void* c)
         : grid(g), block(b), entry(e), call(c), threads(b.x * b.y * b.z), blocks(std::uint64_t(g.x) * g.y * g.z) {}
 
     dim3 grid, block;
-    detail::Entry entry;
+    machine::Entry entry;
     const void* call;
     unsigned threads;      // per block
     std::uint64_t blocks;  // in the grid
@@ -155,11 +155,11 @@ struct Launch {
 // The emulated thread currently running on this OS thread: what __syncthreads() talks to.
 struct Worker {
     virtual void sync(const std::source_location& where) = 0;
-    virtual detail::WarpResult warp(const detail::WarpCall& call) = 0;
-    virtual detail::WarpScratch& scratch() = 0;
+    virtual machine::WarpResult warp(const machine::WarpCall& call) = 0;
+    virtual machine::WarpScratch& scratch() = 0;
     virtual void shared(const std::source_location& where, std::uint32_t word) = 0;
     virtual void shared_request(const std::uint32_t* words, unsigned count, unsigned lanes) = 0;
-    virtual detail::AsyncState& async() = 0;
+    virtual machine::AsyncState& async() = 0;
     // Where the calling thread stands, for the race check; epoch 0: not checked (threads schedule).
     struct Moment {
         std::uint64_t epoch = 0, seq = 0;
@@ -345,7 +345,7 @@ public:
         suspend(*current_, false);
     }
 
-    detail::WarpResult warp(const detail::WarpCall& call) override {
+    machine::WarpResult warp(const machine::WarpCall& call) override {
         Fiber& f = *current_;
         const unsigned lane = f.linear % 32, bit = 1u << lane;
         Warp& w = warps_[f.linear / 32];
@@ -386,7 +386,7 @@ public:
         return {w.result[lane], w.sequence_of[lane]};
     }
 
-    detail::WarpScratch& scratch() override { return warps_[current_->linear / 32].scratch; }
+    machine::WarpScratch& scratch() override { return warps_[current_->linear / 32].scratch; }
 
     Moment now() override {
         const Fiber& f = *current_;
@@ -420,7 +420,7 @@ public:
         ++shared_.requests;
         shared_.wavefronts += std::uint64_t(wavefronts(words, count));
     }
-    detail::AsyncState& async() override { return current_->async; }
+    machine::AsyncState& async() override { return current_->async; }
 
 private:
     enum class State { ready, waiting, warp_waiting, done, failed };
@@ -435,7 +435,7 @@ private:
         void* fake_stack = nullptr;  // ASan's, while the fiber is suspended
         State state = State::ready;
         std::uint64_t barriers = 0;
-        detail::AsyncState async;           // its cp.async copies not yet waited for
+        machine::AsyncState async;          // its cp.async copies not yet waited for
         std::source_location barrier_site;  // the __syncthreads() it waits at
     };
 
@@ -503,7 +503,7 @@ private:
 
     // A warp collective some lanes have reached.
     struct Pending {
-        detail::WarpCall call;  // as the first lane made it
+        machine::WarpCall call;  // as the first lane made it
         unsigned arrived;
         std::array<std::uint64_t, 32> value;
         std::array<int, 32> source;
@@ -523,7 +523,7 @@ private:
         std::uint64_t sequence = 0;
         std::vector<Site> sites;
         std::size_t last_site = 0;  // where the previous access was: usually where the next one is
-        detail::WarpScratch scratch;
+        machine::WarpScratch scratch;
     };
 
     // Every lane named in the mask has arrived: hand out the results.
@@ -538,7 +538,7 @@ private:
             if (!(mask >> l & 1u)) continue;
             std::uint64_t r = 0;
             switch (p.call.op) {
-                case detail::WarpOp::shfl: {
+                case machine::WarpOp::shfl: {
                     const int src = p.source[l];
                     if (src >= 0 && !(mask >> src & 1u))
                         throw launch_error(at() + ": lane " + std::to_string(l) + " reads lane " + std::to_string(src) +
@@ -546,17 +546,17 @@ private:
                     r = src < 0 ? p.value[l] : p.value[unsigned(src)];
                     break;
                 }
-                case detail::WarpOp::ballot:
+                case machine::WarpOp::ballot:
                     r = vote;
                     break;
-                case detail::WarpOp::any:
+                case machine::WarpOp::any:
                     r = vote != 0;
                     break;
-                case detail::WarpOp::all:
+                case machine::WarpOp::all:
                     r = vote == mask;
                     break;
-                case detail::WarpOp::sync:
-                case detail::WarpOp::wmma:
+                case machine::WarpOp::sync:
+                case machine::WarpOp::wmma:
                     break;
             }
             w.result[l] = r;
@@ -644,7 +644,7 @@ LaunchStats run_fibers(Launch& launch, bool reversed) {
     (void)launch, (void)reversed;
     throw launch_error("the fiber schedules do not run under ThreadSanitizer; use Schedule::threads");
 #else
-    const Traffic before = detail::traffic;
+    const Traffic before = machine::traffic;
     const dim3 saved_thread = threadIdx, saved_block = blockIdx, saved_dim = blockDim, saved_grid = gridDim;
     blockDim = launch.block;
     gridDim = launch.grid;
@@ -656,11 +656,11 @@ LaunchStats run_fibers(Launch& launch, bool reversed) {
     threadIdx = saved_thread, blockIdx = saved_block, blockDim = saved_dim, gridDim = saved_grid;
 
     LaunchStats stats;
-    stats.traffic.loads = detail::traffic.loads - before.loads;
-    stats.traffic.stores = detail::traffic.stores - before.stores;
-    stats.traffic.load_bytes = detail::traffic.load_bytes - before.load_bytes;
-    stats.traffic.store_bytes = detail::traffic.store_bytes - before.store_bytes;
-    detail::traffic = before;
+    stats.traffic.loads = machine::traffic.loads - before.loads;
+    stats.traffic.stores = machine::traffic.stores - before.stores;
+    stats.traffic.load_bytes = machine::traffic.load_bytes - before.load_bytes;
+    stats.traffic.store_bytes = machine::traffic.store_bytes - before.store_bytes;
+    machine::traffic = before;
     stats.barriers = block.barriers();
     stats.shared = block.shared_traffic();
     stats.warp_collectives = block.collectives();
@@ -681,23 +681,23 @@ public:
         ++count_;
         block_barrier_->arrive_and_wait();
     }
-    detail::WarpResult warp(const detail::WarpCall& call) override {
+    machine::WarpResult warp(const machine::WarpCall& call) override {
         throw launch_error(std::string(call.name) + " at " + site(call.where) +
                            ": warp collectives run under the fiber schedules only (fibers, fibers_reversed)");
     }
-    detail::WarpScratch& scratch() override {
+    machine::WarpScratch& scratch() override {
         throw launch_error("wmma, mma.sync and ldmatrix run under the fiber schedules only");
     }
     void shared(const std::source_location&, std::uint32_t) override {}  // banks are counted under fibers only
     void shared_request(const std::uint32_t*, unsigned, unsigned) override {}
-    detail::AsyncState& async() override { return async_; }
+    machine::AsyncState& async() override { return async_; }
     Moment now() override { return {}; }  // and races checked
     std::string thread_name(std::uint32_t) override { return "?"; }
 
 private:
     std::optional<std::barrier<>>& block_barrier_;
     std::uint64_t& count_;
-    detail::AsyncState async_;
+    machine::AsyncState async_;
 };
 
 LaunchStats run_threads(Launch& launch) {
@@ -724,7 +724,7 @@ LaunchStats run_threads(Launch& launch) {
     auto work = [&](unsigned t) {
         ThreadWorker me(in_block, counts[t]);
         tl_worker = &me;
-        detail::traffic = {};
+        machine::traffic = {};
         blockDim = launch.block;
         gridDim = launch.grid;
         threadIdx = launch.thread_index(t);
@@ -737,7 +737,7 @@ LaunchStats run_threads(Launch& launch) {
             if (stop) break;
         }
         const std::lock_guard lock(total_mutex);
-        total += detail::traffic;
+        total += machine::traffic;
         tl_worker = nullptr;
     };
     std::vector<std::thread> pool;
@@ -763,7 +763,7 @@ std::mutex g_launch_mutex;  // __shared__ statics hold one block at a time, in t
 Schedule default_schedule() { return g_default_schedule; }
 void set_default_schedule(Schedule s) { g_default_schedule = s; }
 
-namespace detail {
+namespace machine {
 
 void sync_block(const std::source_location& where) {
     if (tl_worker == nullptr) throw launch_error("__syncthreads() called outside a kernel launch at " + site(where));
@@ -933,23 +933,23 @@ LaunchStats run(dim3 grid, dim3 block, Schedule schedule, Entry entry, const voi
     return stats;
 }
 
-}  // namespace detail
+}  // namespace machine
 
 }  // namespace headwise::emulator
 
-namespace nvcuda::wmma::detail {
+namespace nvcuda::wmma::machine {
 
 void bad_call(const char* what, const std::string& why, const std::source_location& where) {
     throw headwise::emulator::launch_error(std::string(what) + " at " + headwise::emulator::site(where) + ": " + why +
                                            ", in " + headwise::emulator::here());
 }
 
-}  // namespace nvcuda::wmma::detail
+}  // namespace nvcuda::wmma::machine
 
-namespace headwise::emulator::detail {
+namespace headwise::emulator::machine {
 
 void bad_primitive(const char* what, const std::string& why, const std::source_location& where) {
     throw launch_error(std::string(what) + " at " + site(where) + ": " + why + ", in " + here());
 }
 
-}  // namespace headwise::emulator::detail
+}  // namespace headwise::emulator::machine

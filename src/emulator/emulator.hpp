@@ -91,7 +91,7 @@ inline thread_local dim3 gridDim{1, 1, 1};
 #define __shared__ static
 #define __launch_bounds__(...)  // a register budget for nvcc; nothing to do on a CPU
 
-namespace headwise::emulator::detail {
+namespace headwise::emulator::machine {
 void sync_block(const std::source_location& where);  // the barrier itself, in emulator.cpp
 
 enum class WarpOp : std::uint8_t { shfl, ballot, any, all, sync, wmma };
@@ -152,7 +152,7 @@ T shuffle(const char* name, unsigned mask, T var, int source, const std::source_
     return from_bits<T>(warp_collective({name, WarpOp::shfl, mask, to_bits(var), source, 0, where}).value);
 }
 
-}  // namespace headwise::emulator::detail
+}  // namespace headwise::emulator::machine
 
 // ---------------------------------------------------------------------------------------------
 // Warp-level primitives, with CUDA's signatures (plus the call site, filled in by the compiler).
@@ -162,52 +162,52 @@ inline constexpr int warpSize = 32;
 template <class T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
               std::source_location where = std::source_location::current()) {
-    const int lane = int(headwise::emulator::detail::lane_id());
+    const int lane = int(headwise::emulator::machine::lane_id());
     const int source = (lane / width) * width + ((src_lane % width) + width) % width;
-    return headwise::emulator::detail::shuffle("__shfl_sync", mask, var, source, where);
+    return headwise::emulator::machine::shuffle("__shfl_sync", mask, var, source, where);
 }
 // Lane lane ^ lane_mask's var (a butterfly); the lane's own if that leaves its width-segment.
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                   std::source_location where = std::source_location::current()) {
-    const int lane = int(headwise::emulator::detail::lane_id());
+    const int lane = int(headwise::emulator::machine::lane_id());
     const int source = lane ^ lane_mask;
     const bool inside = source / width == lane / width && source < warpSize;
-    return headwise::emulator::detail::shuffle("__shfl_xor_sync", mask, var, inside ? source : -1, where);
+    return headwise::emulator::machine::shuffle("__shfl_xor_sync", mask, var, inside ? source : -1, where);
 }
 // Lane lane + delta's var; the lane's own when that is past the end of its width-segment.
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                    std::source_location where = std::source_location::current()) {
-    const int lane = int(headwise::emulator::detail::lane_id());
+    const int lane = int(headwise::emulator::machine::lane_id());
     const bool inside = lane % width + int(delta) < width;
-    return headwise::emulator::detail::shuffle("__shfl_down_sync", mask, var, inside ? lane + int(delta) : -1, where);
+    return headwise::emulator::machine::shuffle("__shfl_down_sync", mask, var, inside ? lane + int(delta) : -1, where);
 }
 // Lane lane - delta's var; the lane's own when that is before the start of its width-segment.
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                  std::source_location where = std::source_location::current()) {
-    const int lane = int(headwise::emulator::detail::lane_id());
+    const int lane = int(headwise::emulator::machine::lane_id());
     const bool inside = lane % width >= int(delta);
-    return headwise::emulator::detail::shuffle("__shfl_up_sync", mask, var, inside ? lane - int(delta) : -1, where);
+    return headwise::emulator::machine::shuffle("__shfl_up_sync", mask, var, inside ? lane - int(delta) : -1, where);
 }
 // Bit l set when lane l is in the mask and its predicate is non-zero.
 inline unsigned __ballot_sync(unsigned mask, int predicate,
                               std::source_location where = std::source_location::current()) {
-    using namespace headwise::emulator::detail;
+    using namespace headwise::emulator::machine;
     return unsigned(warp_collective({"__ballot_sync", WarpOp::ballot, mask, predicate != 0, -1, 0, where}).value);
 }
 inline int __any_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
-    using namespace headwise::emulator::detail;
+    using namespace headwise::emulator::machine;
     return int(warp_collective({"__any_sync", WarpOp::any, mask, predicate != 0, -1, 0, where}).value);
 }
 inline int __all_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
-    using namespace headwise::emulator::detail;
+    using namespace headwise::emulator::machine;
     return int(warp_collective({"__all_sync", WarpOp::all, mask, predicate != 0, -1, 0, where}).value);
 }
 // The lanes in the mask wait for each other (and see each other's shared-memory writes).
 inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where = std::source_location::current()) {
-    using namespace headwise::emulator::detail;
+    using namespace headwise::emulator::machine;
     asm volatile("" ::: "memory");
     warp_collective({"__syncwarp", WarpOp::sync, mask, 0, -1, 0, where});
     asm volatile("" ::: "memory");
@@ -219,13 +219,13 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where =
 // thread reaches is reported there.
 inline void __syncthreads(std::source_location where = std::source_location::current()) {
     asm volatile("" ::: "memory");
-    headwise::emulator::detail::sync_block(where);
+    headwise::emulator::machine::sync_block(where);
     asm volatile("" ::: "memory");
 }
 
 namespace headwise::emulator {
 
-namespace detail {
+namespace machine {
 
 inline thread_local Traffic traffic;  // this OS thread's counters; launch() collects them
 
@@ -235,7 +235,7 @@ inline thread_local Traffic traffic;  // this OS thread's counters; launch() col
 using Entry = void (*)(const void* call);
 LaunchStats run(dim3 grid, dim3 block, Schedule schedule, Entry entry, const void* call);
 
-}  // namespace detail
+}  // namespace machine
 
 // One element of global memory. Reading it counts a load, assigning to it counts a store.
 template <class T>
@@ -246,13 +246,13 @@ public:
     global_ref(const global_ref&) = default;
 
     [[gnu::always_inline]] operator value_type() const {
-        ++detail::traffic.loads;
-        detail::traffic.load_bytes += sizeof(T);
+        ++machine::traffic.loads;
+        machine::traffic.load_bytes += sizeof(T);
         return *p_;
     }
     [[gnu::always_inline]] global_ref& operator=(value_type x) requires(!std::is_const_v<T>) {
-        ++detail::traffic.stores;
-        detail::traffic.store_bytes += sizeof(T);
+        ++machine::traffic.stores;
+        machine::traffic.store_bytes += sizeof(T);
         *p_ = x;
         return *this;
     }
@@ -280,11 +280,11 @@ public:
         : p_(other.get()), size_(other.size()) {}
 
     [[gnu::always_inline]] global_ref<T> operator[](std::ptrdiff_t i) const {
-        if (i < 0 || static_cast<std::size_t>(i) >= size_) detail::out_of_bounds(std::is_const_v<T>, i, size_);
+        if (i < 0 || static_cast<std::size_t>(i) >= size_) machine::out_of_bounds(std::is_const_v<T>, i, size_);
         return global_ref<T>(p_ + i);
     }
     global_ptr operator+(std::ptrdiff_t offset) const {
-        if (offset < 0 || static_cast<std::size_t>(offset) > size_) detail::bad_slice(offset, 0, size_);
+        if (offset < 0 || static_cast<std::size_t>(offset) > size_) machine::bad_slice(offset, 0, size_);
         return global_ptr(p_ + offset, size_ - static_cast<std::size_t>(offset));
     }
 
@@ -301,11 +301,11 @@ private:
 // from the next head).
 template <class T>
 global_ptr<T> slice(global_ptr<T> p, std::size_t offset, std::size_t count) {
-    if (offset > p.size() || count > p.size() - offset) detail::bad_slice(offset, count, p.size());
+    if (offset > p.size() || count > p.size() - offset) machine::bad_slice(offset, count, p.size());
     return global_ptr<T>(p.get() + offset, count);
 }
 
-namespace detail {
+namespace machine {
 
 // Who last wrote and who last read one element of a shared tile, and when: the race check.
 struct SharedWord {
@@ -343,24 +343,24 @@ AsyncState& async_state();  // the calling (emulated) thread's
 void async_issue(SharedWord* words, int count, int r, int c, const std::source_location& where);
 void async_complete(const AsyncCopy& copy, const std::source_location& where);
 
-}  // namespace detail
+}  // namespace machine
 
 // One element of a shared tile: reading it and assigning to it go through the race check.
 template <class T>
 class shared_ref {
 public:
-    shared_ref(T& x, detail::SharedWord& word, int r, int c, const std::source_location& where)
+    shared_ref(T& x, machine::SharedWord& word, int r, int c, const std::source_location& where)
         : x_(x), word_(word), r_(r), c_(c), where_(where) {}
     shared_ref(const shared_ref&) = default;
 
     [[gnu::always_inline]] operator T() const {
-        detail::shared_read(word_, r_, c_, where_);
+        machine::shared_read(word_, r_, c_, where_);
         return x_;
     }
     // A 16-bit element read straight into a float (two conversions C++ would not chain).
     explicit operator float() const requires(!std::is_same_v<T, float>) { return float(static_cast<T>(*this)); }
     [[gnu::always_inline]] shared_ref& operator=(const T& v) {
-        detail::shared_write(word_, r_, c_, where_);
+        machine::shared_write(word_, r_, c_, where_);
         x_ = v;
         return *this;
     }
@@ -376,7 +376,7 @@ public:
 
 private:
     T& x_;
-    detail::SharedWord& word_;
+    machine::SharedWord& word_;
     int r_, c_;
     std::source_location where_;
 };
@@ -393,17 +393,17 @@ template <class T, int Rows, int Cols>
 struct shared_tile {
     static_assert(sizeof(T) <= 4, "the bank model covers 1-, 2- and 4-byte elements");
     alignas(128) T data[Rows][Cols];
-    detail::SharedWord words[Rows][Cols];
+    machine::SharedWord words[Rows][Cols];
 
     [[gnu::always_inline]] shared_ref<T> operator()(int r, int c,
                                                     std::source_location where = std::source_location::current()) {
-        if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);
-        detail::shared_access(where,
-                              static_cast<std::uint32_t>((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) / 4));
+        if (r < 0 || r >= Rows || c < 0 || c >= Cols) machine::shared_out_of_bounds(r, c, Rows, Cols, where);
+        machine::shared_access(where,
+                               static_cast<std::uint32_t>((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) / 4));
         return shared_ref<T>(data[r][c], words[r][c], r, c, where);
     }
     T* ptr(int r, int c, std::source_location where = std::source_location::current()) {
-        if (r < 0 || r >= Rows || c < 0 || c >= Cols) detail::shared_out_of_bounds(r, c, Rows, Cols, where);
+        if (r < 0 || r >= Rows || c < 0 || c >= Cols) machine::shared_out_of_bounds(r, c, Rows, Cols, where);
         return &data[r][c];
     }
 };
@@ -419,11 +419,11 @@ LaunchStats launch(Schedule schedule, dim3 grid, dim3 block, void (*kernel)(Para
         std::tuple<std::decay_t<Params>...> params;
     };
     const Call call{kernel, std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)};
-    const detail::Entry entry = [](const void* c) {
+    const machine::Entry entry = [](const void* c) {
         const Call& self = *static_cast<const Call*>(c);
         std::apply(self.kernel, self.params);
     };
-    return detail::run(grid, block, schedule, entry, &call);
+    return machine::run(grid, block, schedule, entry, &call);
 }
 
 template <class... Params, class... Args>
@@ -441,9 +441,9 @@ LaunchStats launch(dim3 grid, dim3 block, void (*kernel)(Params...), Args&&... a
 // which it is not on a GPU.
 inline float atomicAdd(headwise::emulator::global_ptr<float> address, float val) {
     using namespace headwise::emulator;
-    if (address.size() == 0) detail::out_of_bounds(false, 0, 0);
-    ++detail::traffic.loads, ++detail::traffic.stores;
-    detail::traffic.load_bytes += sizeof(float), detail::traffic.store_bytes += sizeof(float);
+    if (address.size() == 0) machine::out_of_bounds(false, 0, 0);
+    ++machine::traffic.loads, ++machine::traffic.stores;
+    machine::traffic.load_bytes += sizeof(float), machine::traffic.store_bytes += sizeof(float);
     return std::atomic_ref<float>(*address.get()).fetch_add(val);
 }
 

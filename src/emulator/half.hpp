@@ -35,7 +35,7 @@ struct __nv_bfloat16 {
     inline operator float() const;
 };
 
-namespace headwise::emulator::detail {
+namespace headwise::emulator::machine {
 
 inline std::uint32_t float_bits(float f) {
     std::uint32_t u;
@@ -102,12 +102,12 @@ inline std::uint16_t float_to_bfloat16_bits(float f) {
 
 inline float bfloat16_bits_to_float(std::uint16_t b) { return bits_float(std::uint32_t(b) << 16); }
 
-}  // namespace headwise::emulator::detail
+}  // namespace headwise::emulator::machine
 
-inline __half::__half(float f) : bits(headwise::emulator::detail::float_to_half_bits(f)) {}
-inline __half::operator float() const { return headwise::emulator::detail::half_bits_to_float(bits); }
-inline __nv_bfloat16::__nv_bfloat16(float f) : bits(headwise::emulator::detail::float_to_bfloat16_bits(f)) {}
-inline __nv_bfloat16::operator float() const { return headwise::emulator::detail::bfloat16_bits_to_float(bits); }
+inline __half::__half(float f) : bits(headwise::emulator::machine::float_to_half_bits(f)) {}
+inline __half::operator float() const { return headwise::emulator::machine::half_bits_to_float(bits); }
+inline __nv_bfloat16::__nv_bfloat16(float f) : bits(headwise::emulator::machine::float_to_bfloat16_bits(f)) {}
+inline __nv_bfloat16::operator float() const { return headwise::emulator::machine::bfloat16_bits_to_float(bits); }
 
 // CUDA's names for the conversions.
 inline __half __float2half(float f) { return __half(f); }

@@ -44,7 +44,7 @@
 
 namespace headwise::emulator {
 
-namespace detail {
+namespace machine {
 
 [[noreturn]] void bad_primitive(const char* what, const std::string& why, const std::source_location& where);
 
@@ -64,13 +64,13 @@ inline std::uint64_t meet_all(const char* what, std::uint64_t check, const std::
     return warp_collective({what, WarpOp::wmma, 0xffffffffu, 0, -1, check, where}).sequence;
 }
 
-}  // namespace detail
+}  // namespace machine
 
 // d = a b + c, one m16n8k16 tile product by the whole warp (fragments as in fragment_layout.hpp).
 template <class T>
 void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2], const float (&c)[4],
                   std::source_location where = std::source_location::current()) {
-    using namespace detail;
+    using namespace machine;
     const char* what = std::is_same_v<T, __half> ? "mma.sync.m16n8k16.f16" : "mma.sync.m16n8k16.bf16";
     const unsigned lane = lane_id();
     WarpScratch& s = warp_scratch(where);
@@ -110,7 +110,7 @@ void ldmatrix(std::uint32_t (&d)[Count], shared_tile<T, Rows, Cols>& tile, int r
               std::source_location where = std::source_location::current()) {
     static_assert(Count == 1 || Count == 2 || Count == 4, "ldmatrix loads 1, 2 or 4 matrices");
     static_assert(sizeof(T) == 2, "ldmatrix .b16 loads 16-bit elements");
-    using namespace detail;
+    using namespace machine;
     const char* what = Count == 1   ? (Trans ? "ldmatrix.x1.trans" : "ldmatrix.x1")
                        : Count == 2 ? (Trans ? "ldmatrix.x2.trans" : "ldmatrix.x2")
                                     : (Trans ? "ldmatrix.x4.trans" : "ldmatrix.x4");
@@ -173,7 +173,7 @@ void ldmatrix_x4_trans(std::uint32_t (&d)[4], Tile& tile, int r, int c,
 template <class T, int Rows, int Cols>
 void cp_async_16(shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<const T> src, std::size_t offset,
                  bool valid, std::source_location where = std::source_location::current()) {
-    using namespace detail;
+    using namespace machine;
     constexpr int count = int(16 / sizeof(T));
     if (r < 0 || r >= Rows || c < 0 || c + count > Cols) shared_out_of_bounds(r, c + count - 1, Rows, Cols, where);
     if ((std::size_t(r) * Cols + std::size_t(c)) * sizeof(T) % 16 != 0)
@@ -205,7 +205,7 @@ void cp_async_16(shared_tile<T, Rows, Cols>& tile, int r, int c, global_ptr<cons
 
 // cp.async.commit_group: the calling thread's uncommitted copies form its next group.
 inline void cp_async_commit(std::source_location = std::source_location::current()) {
-    detail::AsyncState& state = detail::async_state();
+    machine::AsyncState& state = machine::async_state();
     for (int n = 0; n < state.pending; ++n)
         if (state.copies[n].group < 0) state.copies[n].group = state.committed;
     ++state.committed;
@@ -214,12 +214,12 @@ inline void cp_async_commit(std::source_location = std::source_location::current
 // cp.async.wait_group N: every committed group but the newest N has landed.
 template <int N>
 void cp_async_wait(std::source_location where = std::source_location::current()) {
-    detail::AsyncState& state = detail::async_state();
+    machine::AsyncState& state = machine::async_state();
     int kept = 0;
     for (int n = 0; n < state.pending; ++n) {
-        const detail::AsyncCopy& copy = state.copies[n];
+        const machine::AsyncCopy& copy = state.copies[n];
         if (copy.group >= 0 && copy.group < state.committed - N)
-            detail::async_complete(copy, where);
+            machine::async_complete(copy, where);
         else
             state.copies[kept++] = copy;
     }

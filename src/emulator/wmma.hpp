@@ -43,13 +43,13 @@ struct fragment {
     T x[num_elements];  // element (r, c) at x[r * cols + c]
 };
 
-namespace detail {
+namespace machine {
 
 [[noreturn]] void bad_call(const char* what, const std::string& why, const std::source_location& where);
 
 // The warp meets here; returns the warp's collective count (the same in every lane).
 inline std::uint64_t meet(const char* what, std::uint64_t check, const std::source_location& where) {
-    using namespace headwise::emulator::detail;
+    using namespace headwise::emulator::machine;
     return warp_collective({what, WarpOp::wmma, 0xffffffffu, 0, -1, check, where}).sequence;
 }
 
@@ -77,12 +77,12 @@ constexpr bool is_row_major() {
     return std::is_same_v<Layout, row_major>;
 }
 
-}  // namespace detail
+}  // namespace machine
 
 template <class Use, int M, int N, int K, class T, class Layout, class V>
 void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, const V& value,
                    std::source_location where = std::source_location::current()) {
-    detail::meet("wmma::fill_fragment", 0, where);
+    machine::meet("wmma::fill_fragment", 0, where);
     const T v = T(float(value));  // rounded to the fragment's precision
     for (T& e : f.x) e = v;
 }
@@ -93,28 +93,28 @@ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned
                       std::source_location where = std::source_location::current()) {
     static_assert(!std::is_same_v<Use, accumulator>,
                   "an accumulator load names its layout: mem_row_major or mem_col_major");
-    detail::check_memory("wmma::load_matrix_sync", p, ldm, where);
-    constexpr bool row = detail::is_row_major<Use, Layout>();
-    detail::meet("wmma::load_matrix_sync", detail::fingerprint(p, ldm, row), where);
+    machine::check_memory("wmma::load_matrix_sync", p, ldm, where);
+    constexpr bool row = machine::is_row_major<Use, Layout>();
+    machine::meet("wmma::load_matrix_sync", machine::fingerprint(p, ldm, row), where);
     using F = fragment<Use, M, N, K, T, Layout>;
     for (int r = 0; r < F::rows; ++r)
-        for (int c = 0; c < F::cols; ++c) f.x[r * F::cols + c] = detail::at(p, ldm, row, r, c);
+        for (int c = 0; c < F::cols; ++c) f.x[r * F::cols + c] = machine::at(p, ldm, row, r, c);
 }
 
 template <int M, int N, int K>
 void load_matrix_sync(fragment<accumulator, M, N, K, float>& f, const float* p, unsigned ldm, layout_t layout,
                       std::source_location where = std::source_location::current()) {
-    detail::check_memory("wmma::load_matrix_sync", p, ldm, where);
-    detail::meet("wmma::load_matrix_sync", detail::fingerprint(p, ldm, layout), where);
+    machine::check_memory("wmma::load_matrix_sync", p, ldm, where);
+    machine::meet("wmma::load_matrix_sync", machine::fingerprint(p, ldm, layout), where);
     for (int r = 0; r < M; ++r)
-        for (int c = 0; c < N; ++c) f.x[r * N + c] = detail::at(p, ldm, layout == mem_row_major, r, c);
+        for (int c = 0; c < N; ++c) f.x[r * N + c] = machine::at(p, ldm, layout == mem_row_major, r, c);
 }
 
 template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t layout,
                        std::source_location where = std::source_location::current()) {
-    detail::check_memory("wmma::store_matrix_sync", p, ldm, where);
-    detail::meet("wmma::store_matrix_sync", detail::fingerprint(p, ldm, layout), where);
+    machine::check_memory("wmma::store_matrix_sync", p, ldm, where);
+    machine::meet("wmma::store_matrix_sync", machine::fingerprint(p, ldm, layout), where);
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c) {
             const std::size_t e = layout == mem_row_major ? std::size_t(r) * ldm + c : std::size_t(c) * ldm + r;
@@ -127,8 +127,8 @@ template <int M, int N, int K, class T, class LayoutA, class LayoutB>
 void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<matrix_a, M, N, K, T, LayoutA>& a,
               const fragment<matrix_b, M, N, K, T, LayoutB>& b, const fragment<accumulator, M, N, K, float>& c,
               std::source_location where = std::source_location::current()) {
-    const std::uint64_t sequence = detail::meet("wmma::mma_sync", 0, where);
-    headwise::emulator::detail::WarpScratch& product = headwise::emulator::detail::warp_scratch(where);
+    const std::uint64_t sequence = machine::meet("wmma::mma_sync", 0, where);
+    headwise::emulator::machine::WarpScratch& product = headwise::emulator::machine::warp_scratch(where);
     if (product.sequence != sequence) {  // the first lane through computes it for the warp
         for (int m = 0; m < M; ++m)
             for (int n = 0; n < N; ++n) {

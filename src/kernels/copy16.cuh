@@ -34,10 +34,10 @@ void load_16(emulator::shared_tile<T, Rows, Cols>& tile, int r, int c, global_pt
              bool valid, std::source_location where = std::source_location::current()) {
     constexpr int count = int(16 / sizeof(T));
     if (r < 0 || r >= Rows || c < 0 || c + count > Cols)
-        emulator::detail::shared_out_of_bounds(r, c + count - 1, Rows, Cols, where);
+        emulator::machine::shared_out_of_bounds(r, c + count - 1, Rows, Cols, where);
     for (int e = 0; e < count; ++e) {
         const T x = valid ? static_cast<T>(src[std::ptrdiff_t(offset) + e]) : T(0.0f);
-        emulator::detail::shared_write(tile.words[r][c + e], r, c + e, where);
+        emulator::machine::shared_write(tile.words[r][c + e], r, c + e, where);
         tile.data[r][c + e] = x;
     }
 }

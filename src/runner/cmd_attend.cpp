@@ -7,7 +7,7 @@
 //   out_proj_weight (d_model, d_model) = W_o                  out_proj_bias (d_model)
 //   key_padding_mask (B, N_k) bool, True = ignore that key     --causal: query i sees keys 0..i
 //   -> output (B, N_q, d_model); weights (B, H, N_q, N_k), or (B, N_q, N_k) averaged over heads
-//   --kv-heads H_kv: grouped-query attention (headwise/inference/kv_cache.hpp), in_proj_weight
+//   --kv-heads H_kv: grouped-query attention (headwise/reference/layer.hpp), in_proj_weight
 //   (H * d_head + 2 * H_kv * d_head, d_model) = [W_q; W_k; W_v]; query head h reads K/V head h / (H / H_kv)
 //   --rope [--rope-base B] [--rope-layout half|interleaved] [--positions-from P]: q and k rotated
 //   after the projections, token n at position P + n (headwise/reference/positions.hpp);
@@ -22,7 +22,7 @@
 #include "headwise/base/cli.hpp"
 #include "headwise/fast/parallel.hpp"
 #include "headwise/inference/kv_cache.hpp"
-#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/layer_backward.hpp"
 #include "headwise/io/npy.hpp"
 #include "headwise/reference/positions.hpp"
 
@@ -452,8 +452,8 @@ void note_empty_rows(const Problem& p) {
 int attend(const AttendArgs& a) {
     check_output_paths(a);
     check_grads_dir(a);
-    const std::size_t threads = detail::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
-    detail::set_fused_budget(attend_workspace_budget);
+    const std::size_t threads = fast::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
+    sdpa::set_fused_budget(attend_workspace_budget);
     Problem p;
     load_inputs(a, p);
     load_parameters(a, p);

@@ -54,7 +54,7 @@ void add_bench_command(CLI::App& app, Action& action) {
             if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
             std::size_t threads = 0;
             try {
-                threads = detail::worker_count();
+                threads = fast::worker_count();
             } catch (const std::runtime_error& e) {  // only a bad HEADWISE_THREADS: one line, exit 2
                 throw usage_error(e.what());
             }
@@ -64,14 +64,14 @@ void add_bench_command(CLI::App& app, Action& action) {
                 threads);
             Isa isa = Isa::scalar;
             try {
-                isa = detail::fast_isa();
+                isa = fast::fast_isa();
             } catch (const headwise::usage_error& e) {  // a bad HEADWISE_ISA: one line, exit 2
                 throw usage_error(e.what());
             }
             fmt::print(
                 "headwise: attention kernel at d_head 64: {} (instruction set {}; HEADWISE_ISA=avx2 runs an "
                 "AVX2 CPU's)\n",
-                detail::to_string(detail::choose_kernel(64)), to_string(isa));
+                fast::to_string(fast::choose_kernel(64)), to_string(isa));
             fmt::print("headwise: building the benchmarks\n");
             if (const int rc = run_program({"cmake", "--build", "--preset", "default", "--target", "headwise_bench"},
                                            source_dir());

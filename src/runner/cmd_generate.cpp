@@ -150,7 +150,7 @@ int generate(GenerateArgs a) {
             {"max_rss_bytes", std::uint64_t(usage.ru_maxrss) * 1024},
             {"model_file_bytes", model.file().file_bytes()},
             {"bytes_per_token", model.bytes_per_token()},
-            {"read_gb_per_s", detail::read_rate(std::size_t{512} << 20, static_cast<std::size_t>(a.threads))}};
+            {"read_gb_per_s", fast::read_rate(std::size_t{512} << 20, static_cast<std::size_t>(a.threads))}};
         npy::PendingFile file(a.timings, j.dump(2) + "\n");
         file.commit();
     }

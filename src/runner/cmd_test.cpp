@@ -77,7 +77,7 @@ int build_tests() {
 // skipped tests (the summary lists the skipped ones) and the time per label. A failing test's
 // line and output, and the summary, pass through.
 int run_tests(const std::vector<std::string>& extra) {
-    const std::size_t jobs = detail::machine_threads();
+    const std::size_t jobs = fast::machine_threads();
     fmt::print("headwise: running the test suite, {} test{} at a time (ctest --preset default)\n", jobs,
                jobs == 1 ? "" : "s");
     std::vector<std::string> args{"ctest", "--preset", "default", "-j", std::to_string(jobs)};

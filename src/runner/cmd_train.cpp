@@ -110,7 +110,7 @@ int run_training(const TrainArgs& a) {
     }
     std::size_t threads = 0;
     try {
-        threads = detail::worker_count();
+        threads = fast::worker_count();
     } catch (const std::runtime_error& e) {  // a bad HEADWISE_THREADS: one line, exit 2
         throw headwise::usage_error(e.what());
     }

@@ -10,7 +10,7 @@
 // Intrinsics spell the kernels (an FMA is then an FMA whatever the compiler's contraction
 // setting); target("avx2,fma") lets them use the 16 ymm registers.
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 namespace {
 
@@ -148,4 +148,4 @@ struct Avx2 {
 
 constinit const RegisterTiles avx2_tiles = tiles_of<Avx2>(Kernel::micro_kernel_avx2, Isa::avx2, 8);
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

@@ -15,8 +15,8 @@
 
 #include "headwise/fast/register_tiles.hpp"
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 extern const RegisterTiles avx2_tiles;
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

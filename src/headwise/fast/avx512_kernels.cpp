@@ -9,7 +9,7 @@
 
 // GCC's vector extensions spell the kernels; target("avx512f") gives 32 zmm registers.
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 namespace {
 
@@ -187,4 +187,4 @@ struct Avx512 {
 
 constinit const RegisterTiles avx512_tiles = tiles_of<Avx512>(Kernel::micro_kernel_avx512, Isa::avx512, 16);
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

@@ -11,8 +11,8 @@
 
 #include "headwise/fast/register_tiles.hpp"
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 extern const RegisterTiles avx512_tiles;
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

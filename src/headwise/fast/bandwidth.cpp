@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 namespace {
 
@@ -52,4 +52,4 @@ double read_rate(std::size_t bytes, std::size_t threads, int rounds) {
     return best;
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 // GB/s (1e9 bytes a second) of `threads` threads (0: worker_count()) each reading its share of a
 // `bytes` buffer from start to end, the best of `rounds` passes (the buffer is written once before
@@ -13,4 +13,4 @@ namespace headwise::detail {
 // last-level cache.
 double read_rate(std::size_t bytes, std::size_t threads = 0, int rounds = 3);
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

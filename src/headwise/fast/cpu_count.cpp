@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 namespace {
 
@@ -150,4 +150,4 @@ std::size_t machine_threads() {
         1, tighter(affinity_cpus(), cgroup_cpu_limit(slurp("/proc/self/cgroup"), "/sys/fs/cgroup")));
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <string_view>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 // The CPUs a cgroup v2 `cpu.max` ("quota period", e.g. "200000 100000") allows, rounded up (a
 // quota of 1.5 CPUs gives 2 threads, as the JVM counts); 0 for "max" (no limit) or text that is
@@ -37,4 +37,4 @@ std::size_t affinity_cpus();
 // HEADWISE_THREADS when set, otherwise the affinity mask's CPUs capped by the cgroup quota.
 std::size_t machine_threads();
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
+
+using namespace detail;  // fast's private tile code (fused_tile.hpp, register_tiles.hpp)
 
 namespace {
 
@@ -71,7 +73,7 @@ std::string_view to_string(Kernel kernel) {
     return "?";
 }
 
-const RegisterTiles* register_tiles(Kernel kernel) {
+const RegisterTiles* detail::register_tiles(Kernel kernel) {
     if (kernel == Kernel::micro_kernel_avx512) return &avx512_tiles;
     if (kernel == Kernel::micro_kernel_avx2) return &avx2_tiles;
     return nullptr;
@@ -146,4 +148,4 @@ void fused_attention(const AttentionShape& s, Strided<const float> q, Strided<co
     });
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 // A (B, H, N, d_head) tensor anywhere in memory: element (b, h, n, c) is
 // data[b * batch + h * head + n * row + c] (the d_head entries of a row are contiguous).
@@ -91,4 +91,4 @@ void fused_attention(const AttentionShape& shape, Strided<const float> q, Stride
 // Bytes fused_attention allocates, whatever N is: one tile of scores and running sums per core.
 std::size_t fused_attention_scratch_bytes(const AttentionShape& shape, const Tiling& tiling = {});
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
+
+using namespace detail;  // fast's private tile code (fused_tile.hpp, register_tiles.hpp)
 
 namespace {
 
@@ -419,4 +421,4 @@ void fused_attention_backward_stored_p(const AttentionShape& s, Strided<const fl
     backward(s, q, k, v, out, d_out, {nullptr, p}, dq, dk, dv, scale, options, tiling);
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -27,7 +27,7 @@
 
 #include <cstddef>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 // How the work is shared out: automatic picks heads when there are at least two per core.
 enum class BackwardSplit { automatic, heads, blocks };
@@ -70,4 +70,4 @@ bool backward_writes_in_place(const AttentionShape& shape, const BackwardTiling&
 // head's when the heads are fewer than the cores).
 std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& shape, const BackwardTiling& tiling = {});
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

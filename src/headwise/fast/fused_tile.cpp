@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 namespace {
 
@@ -203,4 +203,4 @@ void run_tile_micro(const RegisterTiles& tiles, const AttentionShape& s, const T
     normalise(scratch, s, t, out, lse);
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

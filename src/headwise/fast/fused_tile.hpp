@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <limits>
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
@@ -49,4 +49,4 @@ void run_tile_micro(const RegisterTiles& tiles, const AttentionShape& s, const T
                     const float* k_panels, Strided<const float> v, Strided<float> out, float scale,
                     const AttentionOptions& o, const Tiling& tiling, TileScratch& scratch, float* lse);
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

@@ -4,7 +4,7 @@
 
 #include <new>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 float* thread_workspace(std::size_t n, int slot) {
     // Aligned to 2 MiB huge pages: a first call, e.g. `headwise attend`'s only one, then takes a
@@ -32,4 +32,4 @@ float* thread_workspace(std::size_t n, int slot) {
     return b.data;
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

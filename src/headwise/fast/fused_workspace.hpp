@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 // Keys per panel of packed K^T: the AVX-512 scores kernel reads 32 keys (two 16-float loads) per
 // row of d_head.
@@ -27,4 +27,4 @@ struct TileScratch {
     std::vector<float> sum;     // (rows): running sum of exp(score - max)
 };
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

@@ -49,7 +49,7 @@ Isa isa_within(Isa widest, std::optional<Isa> asked) {
     return *asked;
 }
 
-namespace detail {
+namespace fast {
 
 Isa widest_fast_isa() {
     static const Isa widest = [] {
@@ -65,6 +65,6 @@ Isa fast_isa() {
     return isa;
 }
 
-}  // namespace detail
+}  // namespace fast
 
 }  // namespace headwise

@@ -29,7 +29,7 @@ std::optional<Isa> isa_from_environment();
 // given, else `widest`. usage_error when `asked` is wider than `widest`.
 Isa isa_within(Isa widest, std::optional<Isa> asked);
 
-namespace detail {
+namespace fast {
 
 // The widest set headwise::fast has kernels for that this CPU runs: avx512 (AVX-512F), avx2
 // (AVX2 and FMA), else scalar.
@@ -39,6 +39,6 @@ Isa widest_fast_isa();
 // isa_within(widest_fast_isa(), isa_from_environment()), worked out once.
 Isa fast_isa();
 
-}  // namespace detail
+}  // namespace fast
 
 }  // namespace headwise

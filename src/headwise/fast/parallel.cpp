@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 namespace {
 
@@ -132,4 +132,4 @@ void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t l
     in_row_panels(rows, static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out), panel);
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <functional>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 // Threads parallel_for uses: one per CPU the process may run on, within its cgroup's quota, or
 // HEADWISE_THREADS (cpu_count.hpp); at least 1.
@@ -49,4 +49,4 @@ void gemm_rows(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
 void linear_rows(const float* x, std::size_t rows, std::size_t in, std::size_t ldx, const float* w, std::size_t ldw,
                  std::size_t out, const float* b, bool accumulate, float* y, std::size_t ldy);
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 
-namespace headwise::detail {
+namespace headwise::fast::detail {
 
 // Queries per register tile, in every spelling.
 inline constexpr std::size_t micro_rows = 6;
@@ -105,4 +105,4 @@ constexpr RegisterTiles tiles_of(Kernel kernel, Isa isa, std::size_t d_head_mult
             }};
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast::detail

@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #endif
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 namespace {
 
@@ -95,4 +95,4 @@ void Team::run(std::size_t count, const std::function<void(std::size_t, std::siz
     }
 }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

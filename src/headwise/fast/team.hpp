@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 class Team {
 public:
@@ -46,4 +46,4 @@ private:
     std::atomic<bool> stop_{false};
 };
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 namespace {
 
@@ -375,4 +375,4 @@ void softmax_backward_row(float* p, float* dp, std::size_t n, float shift, float
 
 float row_max(const float* x, std::size_t n) { return row_ops(fast_isa()).row_max(x, n); }
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-namespace headwise::detail {
+namespace headwise::fast {
 
 // x[i] = exp(x[i] - shift) for i < n; returns the sum of the results.
 // Inputs below about -87 (including -inf, a masked position) give exactly 0.
@@ -43,4 +43,4 @@ struct RowOps {
 };
 const RowOps& row_ops(Isa isa);
 
-}  // namespace headwise::detail
+}  // namespace headwise::fast

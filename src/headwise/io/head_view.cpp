@@ -9,7 +9,7 @@
 
 namespace headwise::head_view {
 
-namespace detail {
+namespace generated {
 extern const char* const page_template;  // head_view.html, embedded by CMake (head_view_page.cpp.in)
 }
 
@@ -153,7 +153,7 @@ std::string json(const Data& d) {
 
 std::string render(const Data& data) {
     check(data);
-    std::string page = detail::page_template;
+    std::string page = generated::page_template;
     const std::size_t at = page.find(data_marker);
     page.replace(at, data_marker.size(), json(data));
     return page;

@@ -235,7 +235,7 @@ const std::byte* TensorInfo::row(std::size_t r) const {
 // A metadata value: scalars decoded; strings and arrays of strings copied; other arrays left in
 // the file (their element type, count and where they start), decoded when asked for.
 
-namespace detail {
+namespace metadata {
 struct Value {
     ValueType type = ValueType::u8;
     std::uint64_t u = 0;                // unsigned integers and bool
@@ -247,8 +247,8 @@ struct Value {
     std::size_t at = 0;                // a numeric array's first element, in the file
     std::vector<std::string> strings;  // an array of strings
 };
-}  // namespace detail
-using detail::Value;
+}  // namespace metadata
+using metadata::Value;
 
 namespace {
 

@@ -42,7 +42,7 @@
 
 namespace headwise::gguf {
 
-namespace detail {
+namespace metadata {
 struct Value;  // one metadata value (gguf.cpp)
 }
 
@@ -126,7 +126,7 @@ public:
 private:
     File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::path path);
     void index();
-    const detail::Value& value(std::string_view key, std::string_view wanted) const;
+    const metadata::Value& value(std::string_view key, std::string_view wanted) const;
 
     std::shared_ptr<const model::FileBytes> storage_;
     std::filesystem::path path_;
@@ -135,7 +135,7 @@ private:
     std::size_t data_start_ = 0;
     std::vector<TensorInfo> tensors_;
     std::map<std::string, std::size_t, std::less<>> tensor_index_;
-    std::vector<std::pair<std::string, std::shared_ptr<const detail::Value>>> keys_;  // file order
+    std::vector<std::pair<std::string, std::shared_ptr<const metadata::Value>>> keys_;  // file order
     std::map<std::string, std::size_t, std::less<>> key_index_;
 };
 

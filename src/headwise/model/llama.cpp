@@ -231,7 +231,7 @@ void swiglu(float* g, const float* u, std::size_t count) {
     thread_local std::vector<float> e;
     e.resize(count);
     for (std::size_t i = 0; i < count; ++i) e[i] = -g[i];
-    detail::exp_shifted_sum(e.data(), count, 0.0f);  // e = exp(-g), -g clamped at 88 (g / 1.7e38 is 0)
+    fast::exp_shifted_sum(e.data(), count, 0.0f);  // e = exp(-g), -g clamped at 88 (g / 1.7e38 is 0)
     for (std::size_t i = 0; i < count; ++i) g[i] = g[i] / (1.0f + e[i]) * u[i];
 }
 
@@ -255,7 +255,7 @@ Session::Session(const Model& model, Path path, std::size_t capacity, std::size_
         throw usage_error(fmt::format("a sequence of {} tokens: this model takes 1 to {}", capacity, c.context));
     cli::require_memory(c.layers * 2 * c.kv_width() * capacity * sizeof(float), "the KV cache");
     for (std::size_t l = 0; l < c.layers; ++l) caches_.emplace_back(1, c.kv_heads, c.d_head, capacity);
-    team_ = std::make_unique<detail::Team>(threads);
+    team_ = std::make_unique<fast::Team>(threads);
     scratch_ = std::make_unique<Scratch>();
     if (path == Path::exact) {
         // Dequantize everything now, so that no forward pass is timed with it.
@@ -364,11 +364,11 @@ void Session::attend(std::size_t layer, std::size_t n, std::size_t first_positio
         options.attn_mask = &mask;
     }
     for (std::size_t g = 0; g < c.kv_heads; ++g) {
-        const detail::AttentionShape shape{1, group, n, keys, d};
-        detail::fused_attention(shape, {s.q.data() + g * group * d, n * q_width, d, q_width},
-                                {k + g * kv_head, kv_head * c.kv_heads, 0, d},
-                                {v + g * kv_head, kv_head * c.kv_heads, 0, d},
-                                {s.att.data() + g * group * d, n * q_width, d, q_width}, scale, options);
+        const fast::AttentionShape shape{1, group, n, keys, d};
+        fast::fused_attention(shape, {s.q.data() + g * group * d, n * q_width, d, q_width},
+                              {k + g * kv_head, kv_head * c.kv_heads, 0, d},
+                              {v + g * kv_head, kv_head * c.kv_heads, 0, d},
+                              {s.att.data() + g * group * d, n * q_width, d, q_width}, scale, options);
     }
 }
 

@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-namespace headwise::detail {
+namespace headwise::fast {
 class Team;
 }
 
@@ -151,7 +151,7 @@ private:
     Path path_;
     std::size_t capacity_;
     std::vector<KVCache> caches_;
-    std::unique_ptr<detail::Team> team_;
+    std::unique_ptr<fast::Team> team_;
     std::unique_ptr<Scratch> scratch_;
     bool keep_queries_ = false;
     std::vector<std::vector<float>> kept_q_;

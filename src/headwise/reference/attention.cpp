@@ -16,22 +16,22 @@
 
 namespace headwise {
 
-using detail::check_rank_match;
-using detail::linear_rows;
-using detail::masked;
+using fast::linear_rows;
+using sdpa::check_rank_match;
+using sdpa::masked;
 
 namespace {
 
 // Scratch for MultiHeadAttention::forward's fast path, kept per thread from call to call and
 // grown when needed: at the benchmark sizes it is 32-48 MB, and fresh pages on every call cost
 // more than a tenth of the forward pass. Contents are garbage on entry.
-float* workspace(std::size_t n) { return detail::thread_workspace(n, 0); }
+float* workspace(std::size_t n) { return fast::thread_workspace(n, 0); }
 
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-void detail::check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
+void sdpa::check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v) {
     const auto& sq = q.shape();
     const auto& sk = k.shape();
     const auto& sv = v.shape();
@@ -43,7 +43,7 @@ void detail::check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4&
     }
 }
 
-bool detail::masked(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t j) {
+bool sdpa::masked(const AttentionOptions& o, std::size_t b, std::size_t i, std::size_t j) {
     if (o.causal && j > i) return true;
     if (o.attn_mask != nullptr && (*o.attn_mask)(i, j)) return true;
     if (o.key_padding_mask != nullptr && (*o.key_padding_mask)(b, j)) return true;
@@ -119,9 +119,9 @@ Tensor4 scaled_dot_product_attention(const Tensor4& q, const Tensor4& k, const T
 
     Tensor4 out = Tensor4::from_shape({batch, heads, nq, d_head});
     if (weights == nullptr) {  // nobody wants the (B, H, N_q, N_k) weights: never materialise them
-        auto view = [&](auto* data, std::size_t n) { return detail::contiguous_heads(data, heads, n, d_head); };
-        detail::fused_attention({batch, heads, nq, nk, d_head}, view(q.data(), nq), view(k.data(), nk),
-                                view(v.data(), nk), view(out.data(), nq), scale, options);
+        auto view = [&](auto* data, std::size_t n) { return fast::contiguous_heads(data, heads, n, d_head); };
+        fast::fused_attention({batch, heads, nq, nk, d_head}, view(q.data(), nq), view(k.data(), nk),
+                              view(v.data(), nk), view(out.data(), nq), scale, options);
         return out;
     }
     Tensor4 local;
@@ -301,7 +301,7 @@ struct FusedPlan {
 // K^T that the attention's micro-kernels pack (fused_attention_scratch_bytes counts it).
 std::size_t fused_floats(std::size_t bb, std::size_t g, std::size_t d_head, std::size_t nq, std::size_t nk) {
     return bb * (2 * nq + 2 * nk) * g * d_head +
-           detail::fused_attention_scratch_bytes({bb, g, nq, nk, d_head}) / sizeof(float);
+           fast::fused_attention_scratch_bytes({bb, g, nq, nk, d_head}) / sizeof(float);
 }
 
 FusedPlan plan_fused(std::size_t batch, std::size_t heads, std::size_t d_head, std::size_t nq, std::size_t nk) {
@@ -322,9 +322,7 @@ FusedPlan plan_fused(std::size_t batch, std::size_t heads, std::size_t d_head, s
 
 }  // namespace
 
-void detail::set_fused_budget(std::size_t bytes) {
-    fused_budget_bytes = bytes != 0 ? bytes : default_fused_budget_bytes;
-}
+void sdpa::set_fused_budget(std::size_t bytes) { fused_budget_bytes = bytes != 0 ? bytes : default_fused_budget_bytes; }
 
 std::size_t MultiHeadAttention::forward_scratch_bytes(std::size_t batch, std::size_t nq, std::size_t nk,
                                                       bool with_weights) const {
@@ -386,8 +384,8 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
                 float* const v_buf = k_buf + bb * nk * cols;
                 merged = v_buf + bb * nk * cols;
                 auto project = [&](const float* x, std::size_t rows, std::size_t which, float* y) {
-                    detail::linear_rows(x, rows, d, d, w + (which * d + c0) * d, d, cols,
-                                        bias ? bias + which * d + c0 : nullptr, false, y, cols);
+                    fast::linear_rows(x, rows, d, d, w + (which * d + c0) * d, d, cols,
+                                      bias ? bias + which * d + c0 : nullptr, false, y, cols);
                 };
                 project(xq, bb * nq, 0, q_buf);
                 project(xk, bb * nk, 1, k_buf);
@@ -397,12 +395,11 @@ Tensor3 MultiHeadAttention::forward_fused(const Tensor3& query, const Tensor3& k
                 vp = v_buf;
                 q_ld = k_ld = cols;
             }
-            detail::fused_attention({bb, g, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld},
-                                    {kp, nk * k_ld, d_head, k_ld}, {vp, nk * k_ld, d_head, k_ld},
-                                    {merged, nq * cols, d_head, cols}, scale, o);
+            fast::fused_attention({bb, g, nq, nk, d_head}, {qp, nq * q_ld, d_head, q_ld}, {kp, nk * k_ld, d_head, k_ld},
+                                  {vp, nk * k_ld, d_head, k_ld}, {merged, nq * cols, d_head, cols}, scale, o);
             // out (+)= merged (bb * N_q, cols) . W_o[:, c0 : c0 + cols]^T (+ out_proj_bias, once)
-            detail::linear_rows(merged, bb * nq, cols, cols, out_proj_weight.data() + c0, d, d, out_bias, h0 != 0,
-                                out.data() + b0 * nq * d, d);
+            fast::linear_rows(merged, bb * nq, cols, cols, out_proj_weight.data() + c0, d, d, out_bias, h0 != 0,
+                              out.data() + b0 * nq * d, d);
         }
     }
     return out;

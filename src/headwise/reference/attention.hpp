@@ -80,7 +80,7 @@ private:
                           const AttentionOptions& options) const;
 };
 
-namespace detail {
+namespace sdpa {
 // Throws usage_error naming the shapes unless q (B, H, N_q, d_head), k and v (B, H, N_k, d_head) fit.
 void check_rank_match(const Tensor4& q, const Tensor4& k, const Tensor4& v);
 // Is key j hidden from query i of batch b (causal, attn_mask or key padding)?
@@ -88,7 +88,7 @@ bool masked(const AttentionOptions& options, std::size_t b, std::size_t i, std::
 // The fast path's workspace cap (64 MiB; 0 restores it). Tests shrink it to run the chunked path
 // (batch elements, then groups of heads, one at a time) on small inputs.
 void set_fused_budget(std::size_t bytes);
-}  // namespace detail
+}  // namespace sdpa
 
 // Largest absolute difference between two tensors of the same shape (throws otherwise).
 template <class A, class B>

@@ -19,7 +19,7 @@ namespace {
 // Throws usage_error unless q, k, v fit each other, d_out has q's shape and the masks fit.
 void check_backward_shapes(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Tensor4& d_out,
                            const AttentionOptions& options) {
-    detail::check_rank_match(q, k, v);
+    sdpa::check_rank_match(q, k, v);
     if (d_out.shape() != q.shape()) {
         const auto& s = q.shape();
         const auto& g = d_out.shape();
@@ -46,7 +46,7 @@ struct HeadBackward {
             double dot = 0.0;
             for (std::size_t c = 0; c < d_head; ++c) dot += double(qi[c]) * double(k[j * d_head + c]);
             const double add = bias != nullptr ? double(bias[i * nk + j]) : 0.0;
-            p[j] = detail::masked(options, b, i, j) ? neg_inf : dot * scale + add;
+            p[j] = sdpa::masked(options, b, i, j) ? neg_inf : dot * scale + add;
             m = std::max(m, p[j]);
         }
         double sum = 0.0;
@@ -134,17 +134,16 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor4& q, const Ten
     const float scale = options.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_head)));
     // The forward again (two products) for its output and log-sum-exp, then five products.
     limits::charge_work(double(batch * heads) * double(nq * nk) * (14.0 * double(d_head) + 50.0), "attention backward");
-    auto view = [&](auto* data, std::size_t n) { return detail::contiguous_heads(data, heads, n, d_head); };
-    const detail::AttentionShape shape{batch, heads, nq, nk, d_head};
+    auto view = [&](auto* data, std::size_t n) { return fast::contiguous_heads(data, heads, n, d_head); };
+    const fast::AttentionShape shape{batch, heads, nq, nk, d_head};
     Tensor4 out = Tensor4::from_shape(q.shape());  // (B, H, N_q, d_head)
     std::vector<float> lse(batch * heads * nq);    // (B, H, N_q)
-    detail::fused_attention(shape, view(q.data(), nq), view(k.data(), nk), view(v.data(), nk), view(out.data(), nq),
-                            scale, options, {}, lse.data());
+    fast::fused_attention(shape, view(q.data(), nq), view(k.data(), nk), view(v.data(), nk), view(out.data(), nq),
+                          scale, options, {}, lse.data());
     AttentionGrads g{Tensor4::from_shape(q.shape()), Tensor4::from_shape(k.shape()), Tensor4::from_shape(v.shape())};
-    detail::fused_attention_backward(shape, view(q.data(), nq), view(k.data(), nk), view(v.data(), nk),
-                                     view(std::as_const(out).data(), nq), view(d_out.data(), nq), lse.data(),
-                                     view(g.dq.data(), nq), view(g.dk.data(), nk), view(g.dv.data(), nk), scale,
-                                     options);
+    fast::fused_attention_backward(shape, view(q.data(), nq), view(k.data(), nk), view(v.data(), nk),
+                                   view(std::as_const(out).data(), nq), view(d_out.data(), nq), lse.data(),
+                                   view(g.dq.data(), nq), view(g.dk.data(), nk), view(g.dv.data(), nk), scale, options);
     return g;
 }
 

@@ -63,7 +63,7 @@ Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::span<const double> p
     return y;
 }
 
-void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, const Rope& rope,
+void rotate_in_place(fast::Strided<float> x, const RopeShape& shape, const Rope& rope,
                      std::span<const double> positions, bool inverse) {
     rotate_in_place(x, shape, rope.layout, rope_angles(rope, shape.d_head, positions, inverse));
 }
@@ -82,7 +82,7 @@ RopeAngles rope_angles(const Rope& rope, std::size_t d_head, std::span<const dou
     return a;
 }
 
-void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, RopeLayout layout, const RopeAngles& angles) {
+void rotate_in_place(fast::Strided<float> x, const RopeShape& shape, RopeLayout layout, const RopeAngles& angles) {
     if (angles.pairs * 2 != shape.d_head || angles.cos.size() < shape.n * angles.pairs)
         throw std::invalid_argument(
             fmt::format("RoPE angles for {} pairs of {} tokens, asked to rotate {} tokens of d_head {}", angles.pairs,

@@ -78,7 +78,7 @@ Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::span<const double> p
 struct RopeShape {
     std::size_t batch, heads, n, d_head;
 };
-void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, const Rope& rope,
+void rotate_in_place(fast::Strided<float> x, const RopeShape& shape, const Rope& rope,
                      std::span<const double> positions, bool inverse = false);
 
 // The same in two halves, for many rotations at the same positions (a decoder's q and k in every
@@ -89,7 +89,7 @@ struct RopeAngles {
 };
 RopeAngles rope_angles(const Rope& rope, std::size_t d_head, std::span<const double> positions, bool inverse = false);
 // ... then the rotation by them, pairs as `layout` groups them.
-void rotate_in_place(detail::Strided<float> x, const RopeShape& shape, RopeLayout layout, const RopeAngles& angles);
+void rotate_in_place(fast::Strided<float> x, const RopeShape& shape, RopeLayout layout, const RopeAngles& angles);
 
 // The permutation of d_head dimensions that turns the half layout into the interleaved one:
 // interleaved[c] = half[perm[c]], i.e. perm = (0, d/2, 1, d/2 + 1, ...).

@@ -11,12 +11,12 @@ namespace headwise {
 void softmax_rows(float* data, std::size_t rows, std::size_t cols) {
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = data + r * cols;
-        const float m = detail::row_max(row, cols);
+        const float m = fast::row_max(row, cols);
         if (m == -std::numeric_limits<float>::infinity()) {  // fully masked: defined as zeros
             std::fill(row, row + cols, 0.0f);
             continue;
         }
-        const float sum = detail::exp_shifted_sum(row, cols, m);
+        const float sum = fast::exp_shifted_sum(row, cols, m);
         const float inv = 1.0f / sum;
         for (std::size_t j = 0; j < cols; ++j) row[j] *= inv;
     }

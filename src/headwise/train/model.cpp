@@ -209,10 +209,10 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
         // The heads' outputs straight into z (B, N, d), and each row's log-sum-exp for the backward.
         lc.z.resize(M * d);
         lc.lse.resize(B * H * N);
-        detail::fused_attention({B, H, N, N, dh}, detail::contiguous_heads(std::as_const(lc.q).data(), H, N, dh),
-                                detail::contiguous_heads(std::as_const(lc.k).data(), H, N, dh),
-                                detail::contiguous_heads(std::as_const(lc.v).data(), H, N, dh),
-                                detail::heads_in_rows(lc.z.data(), N, d, dh), scale, causal, {}, lc.lse.data());
+        fast::fused_attention({B, H, N, N, dh}, fast::contiguous_heads(std::as_const(lc.q).data(), H, N, dh),
+                              fast::contiguous_heads(std::as_const(lc.k).data(), H, N, dh),
+                              fast::contiguous_heads(std::as_const(lc.v).data(), H, N, dh),
+                              fast::heads_in_rows(lc.z.data(), N, d, dh), scale, causal, {}, lc.lse.data());
         lc.weights.reset();
         if (options.keep_weights) {  // (B, H, N, N), for the lesson's figures
             Tensor4 weights;
@@ -232,6 +232,7 @@ void forward(const Params& params, std::span<const std::int32_t> tokens, std::si
     linear(acts.y_f.data(), M, d, params.at(params.layout.unembed), V, acts.logits.data());  // (B, N, V)
 }
 
+// Its own, not reference/layer_backward: no biases, pre-LN, every buffer allocated once a step, not per call.
 void backward(const Params& params, std::span<const std::int32_t> tokens, Activations& acts,
               std::span<const float> dlogits, Params& grads) {
     const Config& c = params.config;
@@ -260,14 +261,14 @@ void backward(const Params& params, std::span<const std::int32_t> tokens, Activa
         linear_backward(lc.z.data(), M, d, params.at(o.out_proj), d, dx.data(), dz.data(), grads.at(o.out_proj));
         // The attention's backward from dz, read where it lies, into dq | dk | dv (B, N, 3d) directly,
         // with P recomputed from the forward's log-sum-exp.
-        detail::fused_attention_backward(
-            {B, H, N, N, dh}, detail::contiguous_heads(std::as_const(lc.q).data(), H, N, dh),
-            detail::contiguous_heads(std::as_const(lc.k).data(), H, N, dh),
-            detail::contiguous_heads(std::as_const(lc.v).data(), H, N, dh),
-            detail::heads_in_rows(std::as_const(lc.z).data(), N, d, dh),
-            detail::heads_in_rows(std::as_const(dz).data(), N, d, dh), lc.lse.data(),
-            detail::heads_in_rows(dqkv.data(), N, 3 * d, dh), detail::heads_in_rows(dqkv.data() + d, N, 3 * d, dh),
-            detail::heads_in_rows(dqkv.data() + 2 * d, N, 3 * d, dh), scale, causal);
+        fast::fused_attention_backward({B, H, N, N, dh}, fast::contiguous_heads(std::as_const(lc.q).data(), H, N, dh),
+                                       fast::contiguous_heads(std::as_const(lc.k).data(), H, N, dh),
+                                       fast::contiguous_heads(std::as_const(lc.v).data(), H, N, dh),
+                                       fast::heads_in_rows(std::as_const(lc.z).data(), N, d, dh),
+                                       fast::heads_in_rows(std::as_const(dz).data(), N, d, dh), lc.lse.data(),
+                                       fast::heads_in_rows(dqkv.data(), N, 3 * d, dh),
+                                       fast::heads_in_rows(dqkv.data() + d, N, 3 * d, dh),
+                                       fast::heads_in_rows(dqkv.data() + 2 * d, N, 3 * d, dh), scale, causal);
         linear_backward(lc.y.data(), M, d, params.at(o.in_proj), 3 * d, dqkv.data(), dy.data(), grads.at(o.in_proj));
         layer_norm_backward(dy.data(), lc.xhat.data(), lc.rstd.data(), M, d, params.at(o.ln_weight),
                             grads.at(o.ln_weight), grads.at(o.ln_bias), dx.data());

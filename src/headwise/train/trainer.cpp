@@ -36,7 +36,7 @@ Trainer::Trainer(const TrainOptions& options)
       params_(initial(options)),
       grads_(options.config),
       adamw_(params_.values.size(), options.adamw) {
-    const std::size_t shards = std::min(detail::worker_count(), options.batch);
+    const std::size_t shards = std::min(fast::worker_count(), options.batch);
     if (shards > 1) shards_.assign(shards, Shard{Batch{}, Activations{}, {}, Params(options.config), 0.0});
 }
 
@@ -59,8 +59,8 @@ double Trainer::sharded_loss_and_grads(const Batch& batch) {
         part.tokens.assign(batch.tokens.begin() + std::ptrdiff_t(first * N),
                            batch.tokens.begin() + std::ptrdiff_t(last * N));
     }
-    detail::parallel_for(S, [&](std::size_t s, std::size_t) {
-        const detail::SerialHere serial;  // every core runs a share already
+    fast::parallel_for(S, [&](std::size_t s, std::size_t) {
+        const fast::SerialHere serial;  // every core runs a share already
         Shard& shard = shards_[s];
         shard.loss = loss_and_grads(params_, shard.batch, shard.grads, shard.acts, shard.dlogits);
     });

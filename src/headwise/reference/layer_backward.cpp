@@ -1,4 +1,4 @@
-#include "headwise/inference/layer_backward.hpp"
+#include "headwise/reference/layer_backward.hpp"
 
 #include "headwise/base/limits.hpp"
 #include "headwise/fast/fused_attention.hpp"
@@ -18,14 +18,14 @@ namespace headwise {
 
 namespace {
 
-using detail::Strided;
+using fast::Strided;
 
 // The sizes of one layer call, named as in the header.
 struct Sizes {
     std::size_t batch, nq, nk, d_model, d_head, heads, kv_heads;
     std::size_t group() const { return heads / kv_heads; }
     std::size_t kv_width() const { return kv_heads * d_head; }
-    detail::AttentionShape per_member() const { return {batch, kv_heads, nq, nk, d_head}; }
+    fast::AttentionShape per_member() const { return {batch, kv_heads, nq, nk, d_head}; }
 };
 
 Sizes sizes_of(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key, const Tensor3& value) {
@@ -80,7 +80,7 @@ template <class T>
 struct Columns {
     T* data;  // the first row's first column
     std::size_t batch, n, width, ld;
-    Strided<T> heads(std::size_t d_head) const { return detail::heads_in_rows(data, n, ld, d_head); }
+    Strided<T> heads(std::size_t d_head) const { return fast::heads_in_rows(data, n, ld, d_head); }
 };
 
 // The three blocks of `store` (laid out by paths_of): 0 = q, 1 = k, 2 = v.
@@ -118,8 +118,8 @@ std::vector<Tensor3> project(const GroupedQueryAttention& m, const std::vector<P
     for (const Path& p : paths) {
         const Tensor3& x = *p.x;
         store[p.slot] = fresh(x.shape()[0], x.shape()[1], p.width);
-        detail::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + p.r0 * d, p.width,
-                            m.in_proj_bias.size() ? m.in_proj_bias.data() + p.r0 : nullptr, store[p.slot].data());
+        fast::linear_rows(x.data(), x.shape()[0] * x.shape()[1], d, m.in_proj_weight.data() + p.r0 * d, p.width,
+                          m.in_proj_bias.size() ? m.in_proj_bias.data() + p.r0 : nullptr, store[p.slot].data());
     }
     return store;
 }
@@ -135,7 +135,7 @@ void rope(Columns<float> x, std::size_t heads, std::size_t d_head, const Positio
 // group, so head j of the view reads K/V head j (the view has H_kv heads).
 template <class T>
 Strided<T> member_heads(Columns<T> x, const Sizes& s, std::size_t r) {
-    return detail::heads_in_rows(x.data + r * s.d_head, x.n, x.ld, s.group() * s.d_head);
+    return fast::heads_in_rows(x.data + r * s.d_head, x.n, x.ld, s.group() * s.d_head);
 }
 
 // A whole (B, N, width) tensor as a block.
@@ -149,7 +149,7 @@ Columns<T> all_of(T* data, const Tensor3& t) {
 Tensor1 column_sums(const float* x, std::size_t rows, std::size_t n) {
     constexpr std::size_t band = 64, block = 64;
     Tensor1 out = Tensor1::from_shape({n});
-    detail::parallel_for((n + band - 1) / band, [&](std::size_t t, std::size_t) {
+    fast::parallel_for((n + band - 1) / band, [&](std::size_t t, std::size_t) {
         const std::size_t c0 = t * band, width = std::min(band, n - c0);
         double total[band] = {};
         for (std::size_t r0 = 0; r0 < rows; r0 += block) {
@@ -202,11 +202,11 @@ void fused_backward(const Sizes& s, const LayerTape& tape, const Tensor3& d_head
     for (std::size_t r = 0; r < s.group(); ++r) {
         const Columns<float> dk_r = r == 0 ? dk : all_of(dk_member.data(), dk_member);
         const Columns<float> dv_r = r == 0 ? dv : all_of(dv_member.data(), dv_member);
-        detail::fused_attention_backward(s.per_member(), member_heads(q, s, r), k.heads(s.d_head), v.heads(s.d_head),
-                                         member_heads(all_of(tape.heads.data(), tape.heads), s, r),
-                                         member_heads(all_of(d_heads.data(), d_heads), s, r),
-                                         tape.lse.data() + r * lse_size, member_heads(dq, s, r), dk_r.heads(s.d_head),
-                                         dv_r.heads(s.d_head), scale, options);
+        fast::fused_attention_backward(s.per_member(), member_heads(q, s, r), k.heads(s.d_head), v.heads(s.d_head),
+                                       member_heads(all_of(tape.heads.data(), tape.heads), s, r),
+                                       member_heads(all_of(d_heads.data(), d_heads), s, r),
+                                       tape.lse.data() + r * lse_size, member_heads(dq, s, r), dk_r.heads(s.d_head),
+                                       dv_r.heads(s.d_head), scale, options);
         if (r > 0) {
             copy_into(dk_member, dk, true);
             copy_into(dv_member, dv, true);
@@ -225,16 +225,16 @@ void projection_grads(const GroupedQueryAttention& m, const std::vector<Path>& p
         const Tensor3& x = *p.x;
         const float* dy_p = dy[p.slot].data();  // (B, N, width)
         const std::size_t rows = x.shape()[0] * x.shape()[1];
-        detail::gemm_rows(true, false, p.width, d, rows, dy_p, p.width, x.data(), d, 0.0f,
-                          g.in_proj_weight.data() + p.r0 * d, d);
+        fast::gemm_rows(true, false, p.width, d, rows, dy_p, p.width, x.data(), d, 0.0f,
+                        g.in_proj_weight.data() + p.r0 * d, d);
         if (g.in_proj_bias.size() != 0) {
             const Tensor1 db = column_sums(dy_p, rows, p.width);
             std::copy(db.begin(), db.end(), g.in_proj_bias.begin() + p.r0);
         }
         Tensor3& d_input = *dx[p.slot];
         d_input = p.slot == 0 ? std::move(spare) : fresh(x.shape()[0], x.shape()[1], d);
-        detail::gemm_rows(false, false, rows, d, p.width, dy_p, p.width, m.in_proj_weight.data() + p.r0 * d, d, 0.0f,
-                          d_input.data(), d);
+        fast::gemm_rows(false, false, rows, d, p.width, dy_p, p.width, m.in_proj_weight.data() + p.r0 * d, d, 0.0f,
+                        d_input.data(), d);
     }
 }
 
@@ -269,14 +269,14 @@ Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, cons
         tape.heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
         tape.lse.resize(s.group() * s.batch * s.kv_heads * s.nq);
         for (std::size_t r = 0; r < s.group(); ++r)
-            detail::fused_attention(s.per_member(), member_heads(cq, s, r), ck.heads(s.d_head), cv.heads(s.d_head),
-                                    member_heads(all_of(tape.heads.data(), tape.heads), s, r),
-                                    scale_of(options, s.d_head), options, {},
-                                    tape.lse.data() + r * s.batch * s.kv_heads * s.nq);
+            fast::fused_attention(s.per_member(), member_heads(cq, s, r), ck.heads(s.d_head), cv.heads(s.d_head),
+                                  member_heads(all_of(tape.heads.data(), tape.heads), s, r),
+                                  scale_of(options, s.d_head), options, {},
+                                  tape.lse.data() + r * s.batch * s.kv_heads * s.nq);
     }
     Tensor3 y = fresh(s.batch, s.nq, d);  // (B, N_q, d_model)
-    detail::linear_rows(tape.heads.data(), s.batch * s.nq, d, m.out_proj_weight.data(), d,
-                        m.out_proj_bias.size() ? m.out_proj_bias.data() : nullptr, y.data());
+    fast::linear_rows(tape.heads.data(), s.batch * s.nq, d, m.out_proj_weight.data(), d,
+                      m.out_proj_bias.size() ? m.out_proj_bias.data() : nullptr, y.data());
     return y;
 }
 
@@ -300,17 +300,16 @@ LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, 
     if (m.in_proj_bias.size() != 0) g.in_proj_bias = Tensor1::from_shape(m.in_proj_bias.shape());
     // Through out_proj: dW_o (d_model, d_model) = d_y^T . heads, db_o = sum d_y, d_heads = d_y . W_o.
     g.out_proj_weight = Tensor2::from_shape({d, d});
-    detail::gemm_rows(true, false, d, d, rows_q, d_y.data(), d, tape.heads.data(), d, 0.0f, g.out_proj_weight.data(),
-                      d);
+    fast::gemm_rows(true, false, d, d, rows_q, d_y.data(), d, tape.heads.data(), d, 0.0f, g.out_proj_weight.data(), d);
     if (m.out_proj_bias.size() != 0) g.out_proj_bias = column_sums(d_y.data(), rows_q, d);
     // Through the attention into dq, dk, dv (laid out as the tape's q, k, v), then RoPE back.
     const std::vector<Path> paths = paths_of(s, query, key, value, tape.self_attention);
-    const bool in_place = !positions.alibi && s.group() == 1 && detail::backward_writes_in_place(s.per_member());
+    const bool in_place = !positions.alibi && s.group() == 1 && fast::backward_writes_in_place(s.per_member());
     std::vector<Tensor3> d_projected(paths.size());
     if (!in_place)
         for (const Path& p : paths) d_projected[p.slot] = fresh(p.x->shape()[0], p.x->shape()[1], p.width);
     Tensor3 d_heads = fresh(s.batch, s.nq, d);  // (B, N_q, H * d_head)
-    detail::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
+    fast::gemm_rows(false, false, rows_q, d, d, d_y.data(), d, m.out_proj_weight.data(), d, 0.0f, d_heads.data(), d);
     if (positions.alibi)
         alibi_backward(s, tape, d_heads, options, d_projected);
     else
@@ -337,9 +336,9 @@ std::size_t layer_backward_bytes(const GroupedQueryAttention& m, std::size_t bat
               m.out_proj_weight.size() + m.out_proj_bias.size();
     floats += 2 * q_sized + 2 * kv_sized + (g > 1 ? 2 * kv_sized : 0);
     std::size_t bytes = floats * sizeof(float);
-    const detail::AttentionShape member{batch, m.kv_heads, nq, nk, m.d_head()};
+    const fast::AttentionShape member{batch, m.kv_heads, nq, nk, m.d_head()};
     bytes +=
-        std::max(detail::fused_attention_scratch_bytes(member), detail::fused_attention_backward_scratch_bytes(member));
+        std::max(fast::fused_attention_scratch_bytes(member), fast::fused_attention_backward_scratch_bytes(member));
     if (alibi) {  // the (H, N_q, N_k) bias and the reference's per-head copies and gradients, twice over
         const std::size_t per_head = batch * m.heads * std::max(nq, nk) * m.d_head();
         bytes += (m.heads * nq * nk + 16 * per_head) * sizeof(float);

@@ -1,6 +1,6 @@
-// headwise/inference/layer_backward.hpp -- the attention layer's backward: how the loss changes with
-// every input and parameter of nn.MultiheadAttention (and of its grouped-query, RoPE and ALiBi
-// forms), given how it changes with the layer's output.
+// headwise/reference/layer_backward.hpp -- the backward of the attention layer of layer.hpp: how the
+// loss changes with every input and parameter of nn.MultiheadAttention (and of its grouped-query,
+// RoPE and ALiBi forms), given how it changes with the layer's output.
 //
 // The forward, step by step, and what each step's backward is (PyTorch's shapes and names):
 //   q = query . W_q^T + b_q (B, N_q, H d_head)    dW_q = dq^T . query,  db_q = sum dq,  d_query += dq . W_q
@@ -15,7 +15,7 @@
 
 #include "headwise/base/attention_options.hpp"
 #include "headwise/base/tensor.hpp"
-#include "headwise/inference/kv_cache.hpp"
+#include "headwise/reference/layer.hpp"
 #include "headwise/reference/positions.hpp"
 
 #include <cstddef>
@@ -47,14 +47,14 @@ struct LayerGrads {
     Tensor1 out_proj_bias;    // (d_model)
 };
 
-// The forward of forward_with_positions (kv_cache.hpp), keeping its tape. Self-attention when
+// The forward of forward_with_positions (layer.hpp), keeping its tape. Self-attention when
 // query, key and value are the same tensor. query (B, N_q, d_model), key and value (B, N_k,
 // d_model) -> (B, N_q, d_model).
 Tensor3 layer_forward(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key, const Tensor3& value,
                       const PositionEncoding& positions, const AttentionOptions& options, LayerTape& tape);
 
 // The backward from d_y (B, N_q, d_model), with the tape of the forward on the same inputs. The tape
-// is used up: where the fused backward can (detail::backward_writes_in_place), dq, dk and dv are
+// is used up: where the fused backward can (fast::backward_writes_in_place), dq, dk and dv are
 // written over its q, k and v, and a one-shot process touches 3 (B, N, d_model) fewer floats.
 LayerGrads layer_backward(const GroupedQueryAttention& m, const Tensor3& query, const Tensor3& key,
                           const Tensor3& value, const PositionEncoding& positions, const AttentionOptions& options,
