@@ -8,6 +8,9 @@
 #   HEADWISE_EXERCISES               exercise ids in course order ("ex01" ...)
 #   HEADWISE_EXERCISE_<id>_DIR       its directory under exercises/ and solutions/
 #   HEADWISE_EXERCISE_<id>_LIBS      extra libraries its grader links (course.json "libs"), may be empty
+#   HEADWISE_EXERCISE_<id>_TIMEOUT   seconds a learner-style mistake's grade may take ("grading": {"timeout"}), or ""
+#   HEADWISE_EXERCISE_<id>_OPTIONS   options its subject compiles with beyond every exercise's ("grading": {"options"})
+#   HEADWISE_EXERCISE_<id>_UNSANITIZED  ON when its subject compiles without the sanitizers ("grading": {"sanitize": false})
 #
 # Each entry is checked against the files it names, so a typo in course.json fails the configure
 # with the entry and the missing file, not later with a linker error.
@@ -69,12 +72,19 @@ if(_headwise_count GREATER 0)
           _headwise_course_fail(${_i} "exercise ${_id}: ${_tree}/${_dir}/ does not exist")
         endif()
       endforeach()
-      if(NOT EXISTS "${PROJECT_SOURCE_DIR}/tests/grade/${_dir}.cpp")
-        _headwise_course_fail(${_i} "exercise ${_id}: its grader tests/grade/${_dir}.cpp does not exist")
+      if(NOT EXISTS "${PROJECT_SOURCE_DIR}/tests/grade/${_id}/${_dir}.cpp")
+        _headwise_course_fail(${_i} "exercise ${_id}: its grader tests/grade/${_id}/${_dir}.cpp does not exist")
       endif()
       list(APPEND HEADWISE_EXERCISES "${_id}")
       set(HEADWISE_EXERCISE_${_id}_DIR "${_dir}")
       _headwise_course_strings(HEADWISE_EXERCISE_${_id}_LIBS lessons ${_i} exercise libs)
+      _headwise_course_get(HEADWISE_EXERCISE_${_id}_TIMEOUT lessons ${_i} exercise grading timeout)
+      _headwise_course_strings(HEADWISE_EXERCISE_${_id}_OPTIONS lessons ${_i} exercise grading options)
+      _headwise_course_get(_sanitize lessons ${_i} exercise grading sanitize)
+      set(HEADWISE_EXERCISE_${_id}_UNSANITIZED OFF)
+      if(_sanitize STREQUAL "OFF")
+        set(HEADWISE_EXERCISE_${_id}_UNSANITIZED ON)
+      endif()
     endif()
   endforeach()
 endif()

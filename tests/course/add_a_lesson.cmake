@@ -4,7 +4,8 @@
 # Proves that adding a lesson is its files plus one course.json entry. In a copy of the
 # repository (the files git knows, plus untracked ones not ignored) it adds the throw-away lesson
 # of tests/course/throwaway/ -- a lesson, its expected shapes, its doc, an exercise with its
-# solution, stub, hints, grader and one catalogued mistake -- and the entry of course-entry.json,
+# solution, stub, hints, and its grading folder tests/grade/ex99/ (grader, one catalogued mistake)
+# -- and the entry of course-entry.json,
 # touching no other file. Then it configures and builds the copy and requires that lesson 99 is
 #   listed   by `headwise list`,
 #   run      by `headwise run 99` and its own ctest test,
