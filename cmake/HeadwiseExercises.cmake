@@ -1,18 +1,23 @@
 # cmake/HeadwiseExercises.cmake -- exercises, their graders, and the meta-tests that prove the graders.
 #
-#   headwise_add_exercise(ex01 01_single_head)
+#   headwise_add_exercise(ex01 01_single_head [LIBS ...] [TIMEOUT s] [OPTIONS ...] [UNSANITIZED])
 #
-# reads, for exercise <id> in directory <dir>:
+# (tests/grade/CMakeLists.txt calls it with the exercise's course.json entry) reads, for exercise
+# <id> in directory <dir>:
 #   solutions/<dir>/*.cpp, *.hpp        the reference answer (the source of truth for the file list)
 #   exercises/<dir>/                    the learner's copy of the same files (stubs at first)
-#   tests/grade/<dir>.hpp, <dir>.cpp    the grader: the exercise's Api table and its test cases
-#   tests/grade/mistakes/<id>_*.mistake the mistake catalogue: one known-wrong answer per file, as
-#                                       the lines of the solution's .cpp it changes ("replace:" /
-#                                       "with:", headwise-gradetool patch), under three lines:
-#                                       "mistake: <name>", "why: <line>", "fix: <line>" (the two
-#                                       lines printed when a learner's output matches it). Patched
-#                                       into the build tree at build time; a "replace:" the
-#                                       solution no longer holds fails the build, naming the file
+#   tests/grade/<id>/                   the exercise's grading, one folder:
+#     <dir>.hpp, <dir>.cpp              the grader: the exercise's Api table and its test cases
+#     mistakes/<what>.mistake           the catalogue: one known-wrong answer per file, named by
+#                                       "mistake:", "why:", "fix:" (the report prints the last two)
+#     learner/<what>.mistake            learner-style mistakes: the diagnosis their expect lines say
+#     search/variants.mutants           the search's data (cmake/HeadwiseMutants.cmake), and its
+#     search/<what>.mistake             hand-written edits, checked as the learner-style ones are
+#     located/<what>.mistake            mistakes the steps after a failed grade must locate
+#   each .mistake the lines of the solution's .cpp it changes, in the one format that
+#   src/gradekit/mistake.hpp parses (headwise-gradetool patch, check-report): patched into the
+#   build tree at build time (headwise_patched_subject); a "replace:" the solution no longer holds
+#   fails the build, naming the file.
 # and makes:
 #   headwise_grade_<id>                 the grader of the learner's exercises/<dir> (built only when
 #                                       grading, never by `all`, so a broken exercise breaks nothing
@@ -34,136 +39,181 @@
 # UndefinedBehaviorSanitizer, abort on the first error, xtensor's bounds checks and NDEBUG off,
 # and the learner's warnings on (-Wall -Wextra -Wconversion -Wsign-compare, never errors). The
 # test cases and the catalogue stay plain: the default build and the lessons are untouched.
+# How a subject compiles is the INTERFACE target headwise_grade_subject_options (or
+# headwise_grade_unsanitized_options), made by tests/grade/CMakeLists.txt; each exercise's own
+# settings sit on headwise_grade_<id>_subject, read back by _headwise_exercise_get.
 # headwise-gradetool (src/gradekit) runs the build and run steps and writes the report.
 
-set(HEADWISE_GRADE_DIR "${PROJECT_SOURCE_DIR}/tests/grade")
 include(${CMAKE_CURRENT_LIST_DIR}/HeadwiseMutants.cmake)
 
-# Graders relink after every edit of an exercise: gold links one in ~0.3 s where ld.bfd takes ~0.8 s.
-include(CheckLinkerFlag)
-check_linker_flag(CXX "-fuse-ld=gold" HEADWISE_HAVE_GOLD)
-
-# headwise_add_exercise(<id> <dir>)
+# headwise_add_exercise(<id> <dir> [LIBS ...] [TIMEOUT s] [OPTIONS ...] [UNSANITIZED])
 function(headwise_add_exercise id dir)
-  # An exercise listed in HEADWISE_GRADE_UNSANITIZED compiles its subject with the warnings only
-  # (no sanitizers, the plain PCH): see tests/grade/CMakeLists.txt for which, and why.
-  set(subject_options ${HEADWISE_GRADE_SUBJECT_OPTIONS})
-  set(link_options ${HEADWISE_GRADE_LINK_OPTIONS})
-  set(subject_pch headwise_grade_pch)
-  if(id IN_LIST HEADWISE_GRADE_UNSANITIZED)
-    set(subject_options ${HEADWISE_GRADE_WARNING_OPTIONS} ${HEADWISE_GRADE_OPTIMIZE})
-    set(link_options -Wl,--wrap=__cxa_throw)
-    set(subject_pch headwise_pch)
-  endif()
-  list(APPEND subject_options ${HEADWISE_GRADE_SUBJECT_OPTIONS_${id}})  # tests/grade/CMakeLists.txt
+  cmake_parse_arguments(arg "UNSANITIZED" "TIMEOUT" "LIBS;OPTIONS" ${ARGN})
+  set(grading "${PROJECT_SOURCE_DIR}/tests/grade/${id}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${dir}")
-  set(exercise_dir "${PROJECT_SOURCE_DIR}/exercises/${dir}")
-  set(solution_includes "${solution_dir}" "${PROJECT_SOURCE_DIR}/solutions/common")
-  set(exercise_includes "${exercise_dir}" "${PROJECT_SOURCE_DIR}/exercises/common")
-  set(gen "${CMAKE_CURRENT_BINARY_DIR}/${id}")
-  set(report_dir "${PROJECT_BINARY_DIR}/grade")
-
   file(GLOB sources RELATIVE "${solution_dir}" CONFIGURE_DEPENDS "${solution_dir}/*.cpp")
   list(SORT sources)
   if(NOT sources)
     message(FATAL_ERROR "headwise_add_exercise(${id}): no .cpp files in ${solution_dir}")
   endif()
+  file(GLOB specs CONFIGURE_DEPENDS "${grading}/*/*.mistake")
+  list(LENGTH sources source_count)
+  if(specs AND NOT source_count EQUAL 1)
+    message(FATAL_ERROR "headwise_add_exercise(${id}): a mistake patches the exercise's one .cpp, "
+      "but solutions/${dir} has ${source_count}")
+  endif()
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 10)  # a learner-style mistake that loops for ever is stopped (and diagnosed) after that
+  endif()
+  # A kernel's __shared__ arrays are function-local statics (src/emulator): a subject sharing them
+  # with the catalogue's copy would read what the other left there, so each gets a copy of its own.
+  set(own_copies OFF)
+  if(arg_LIBS MATCHES "headwise::(kernels|emulator)")
+    set(own_copies ON)
+  endif()
+  _headwise_exercise_settings(${id} "${dir}" "${sources}" ${arg_TIMEOUT} ${own_copies} ${arg_UNSANITIZED} "${arg_OPTIONS}")
 
   # The test cases, compiled once against the solution's headers (identical to the exercise's),
   # as the project's tests are (-O1: HeadwiseTargets.cmake).
-  add_library(headwise_grade_${id}_cases OBJECT EXCLUDE_FROM_ALL "${HEADWISE_GRADE_DIR}/${dir}.cpp")
-  target_include_directories(headwise_grade_${id}_cases PRIVATE ${solution_includes})
-  target_link_libraries(headwise_grade_${id}_cases PRIVATE headwise_grade_deps)
+  add_library(headwise_grade_${id}_cases OBJECT EXCLUDE_FROM_ALL "${grading}/${dir}.cpp")
+  target_include_directories(headwise_grade_${id}_cases PRIVATE ${solution_dir} ${PROJECT_SOURCE_DIR}/solutions/common ${grading})
+  target_link_libraries(headwise_grade_${id}_cases PRIVATE headwise_grade_deps INTERFACE ${arg_LIBS})
+  target_compile_definitions(headwise_grade_${id}_cases PRIVATE HEADWISE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures")
   headwise_test_sources(headwise_grade_${id}_cases)
 
   # The registration of a subject: the same generated file for every subject of this exercise;
   # the include path decides whose header it sees.
-  file(CONFIGURE OUTPUT "${gen}/subject.cpp" @ONLY CONTENT
+  file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/${id}/subject.cpp" @ONLY CONTENT
 "// Generated by cmake/HeadwiseExercises.cmake: registers the functions under grade.
 #include \"${dir}.hpp\"
 namespace {
 [[maybe_unused]] const bool registered = headwise::grade::add_subject(bind_${id}());
 }  // namespace
 ")
+  _headwise_catalogue(${id})
+  headwise_add_mutants(${id})  # the search's variants (cmake/HeadwiseMutants.cmake)
+  _headwise_learner_grader(${id})
+  _headwise_meta_tests(${id})
+endfunction()
 
-  # The mistake catalogue: each .mistake patched into a copy of the solution's .cpp (at build
-  # time, by headwise-gradetool: one patcher for the catalogue and the learner-style mistakes),
-  # compiled with its namespace renamed, next to the subject.
-  list(LENGTH sources source_count)
-  list(GET sources 0 first_source)
-  file(GLOB stale CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/mistakes/${id}_*.cpp")
-  if(stale)
-    message(FATAL_ERROR "${stale}: a catalogued mistake is a .mistake file now, the lines of "
-      "solutions/${dir}/${first_source} it changes (see docs/instructor-guide.md, \"Add an exercise\")")
+# How exercise <id>'s subjects compile (an INTERFACE target, headwise_grade_<id>_subject) and what
+# the other functions read back (_headwise_exercise_get): its directory, .cpp files, where its
+# files are generated, its mistakes' timeout, and whether each mistake is compiled on its own.
+function(_headwise_exercise_settings id dir sources timeout own_copies unsanitized options)
+  set(target headwise_grade_${id}_subject)
+  add_library(${target} INTERFACE)
+  set(pch headwise_grade_pch)
+  set(objects "")
+  if(unsanitized)
+    target_link_libraries(${target} INTERFACE headwise_grade_unsanitized_options)
+    set(pch headwise_pch)
+  else()
+    target_link_libraries(${target} INTERFACE headwise_grade_subject_options)
+    foreach(part headwise_grade_core_sanitized headwise_grade_emulator_sanitized)
+      if(TARGET ${part} AND (part STREQUAL "headwise_grade_core_sanitized" OR own_copies))
+        list(APPEND objects ${part})  # linked directly: an object library's objects do not pass through
+      endif()
+    endforeach()
   endif()
-  file(GLOB specs CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/mistakes/${id}_*.mistake")
+  target_compile_options(${target} INTERFACE ${options})
+  list(GET sources 0 first)
+  set_target_properties(${target} PROPERTIES HEADWISE_DIR "${dir}" HEADWISE_SOURCES "${sources}"
+    HEADWISE_SOLUTION "${PROJECT_SOURCE_DIR}/solutions/${dir}/${first}" HEADWISE_GEN "${CMAKE_CURRENT_BINARY_DIR}/${id}"
+    HEADWISE_TIMEOUT ${timeout} HEADWISE_OWN_COPIES ${own_copies} HEADWISE_PCH ${pch} HEADWISE_OBJECTS "${objects}")
+endfunction()
+
+# _headwise_exercise_get(<id> <out> <PROPERTY> [<out> <PROPERTY>...]): _headwise_exercise_settings's values.
+function(_headwise_exercise_get id)
+  set(pairs ${ARGN})
+  while(pairs)
+    list(POP_FRONT pairs out property)
+    get_target_property(value headwise_grade_${id}_subject HEADWISE_${property})
+    set(${out} "${value}" PARENT_SCOPE)
+  endwhile()
+endfunction()
+
+# headwise_patched_subject(<spec> <solution> <output> [DESCRIPTION <header>]): the rule that makes
+# <output>, the solution's file with the .mistake's edits (headwise-gradetool patch); a catalogued
+# mistake's name and explanation go to <header>. The one way a .mistake becomes a source.
+function(headwise_patched_subject spec solution output)
+  cmake_parse_arguments(arg "" "DESCRIPTION" "" ${ARGN})
+  set(outputs "${output}")
+  set(description "")
+  if(arg_DESCRIPTION)
+    list(APPEND outputs "${arg_DESCRIPTION}")
+    set(description --description "${arg_DESCRIPTION}")
+  endif()
+  get_filename_component(folder "${output}" DIRECTORY)
+  file(RELATIVE_PATH shown "${PROJECT_SOURCE_DIR}" "${spec}")
+  add_custom_command(OUTPUT ${outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${folder}"
+    COMMAND headwise_gradetool patch "${spec}" "${solution}" "${output}" ${description}
+    DEPENDS "${spec}" "${solution}" headwise_gradetool
+    COMMENT "Patching ${shown} into a copy of the solution")
+endfunction()
+
+# The catalogue (tests/grade/<id>/mistakes/*.mistake): each patched into a copy of the solution,
+# compiled with its namespace renamed into headwise_grade_<id>_mistakes, which every grader of
+# <id> links. Each is also the meta-tests' subject of its key (a copy of its own for kernels).
+function(_headwise_catalogue id)
+  _headwise_exercise_get(${id} gen GEN dir DIR solution SOLUTION own_copies OWN_COPIES)
+  file(GLOB specs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/grade/${id}/mistakes/*.mistake")
   list(SORT specs)
-  if(specs AND NOT source_count EQUAL 1)
-    message(FATAL_ERROR "headwise_add_exercise(${id}): a mistake patches the exercise's one .cpp, "
-      "but solutions/${dir} has ${source_count}")
-  endif()
-  # A catalogued mistake is also the meta-tests' subject of the same name (registered under its
-  # key), except where the exercise's kernels keep __shared__ arrays as function-local statics
-  # (src/emulator): a subject sharing them with the catalogue's copy would read what the other
-  # left there, so it is compiled again, a copy of its own, as a learner's file would be.
-  set(own_copies OFF)
-  if(HEADWISE_EXERCISE_${id}_LIBS MATCHES "headwise::(kernels|emulator)")
-    set(own_copies ON)
-  endif()
-  set(mistakes "")
   set(wrappers "")
-  set(mistake_keys "")
-  set(mistake_names "")
   foreach(spec IN LISTS specs)
-    get_filename_component(stem "${spec}" NAME_WE)
-    string(REGEX REPLACE "^${id}_" "" key "${stem}")
-    _headwise_mistake_info("${spec}" name explanation)
-    # Named after the .mistake, so that the grader's locations (file:line) read ex01_no_scaling.cpp.
-    set(file "${gen}/mistakes/${stem}.cpp")
-    add_custom_command(OUTPUT "${file}"
-      COMMAND headwise_gradetool patch ${spec} ${solution_dir}/${first_source} ${file}
-      DEPENDS "${spec}" "${solution_dir}/${first_source}" headwise_gradetool
-      COMMENT "Making the catalogued mistake ${stem}")
-    list(APPEND mistakes "${file}")
+    get_filename_component(key "${spec}" NAME_WE)
+    # Named <id>_<key>.cpp, so that the grader's locations (file:line) read ex01_no_scaling.cpp.
+    set(file "${gen}/mistakes/${id}_${key}.cpp")
+    set(description "${gen}/mistakes/${id}_${key}.description.hpp")
+    headwise_patched_subject("${spec}" "${solution}" "${file}" DESCRIPTION "${description}")
     set(as_subject "")
     if(NOT own_copies)
       set(as_subject "[[maybe_unused]] const bool registered_as_subject = headwise::grade::add_subject(bind_${id}(), \"${key}\");\n")
     endif()
     file(CONFIGURE OUTPUT "${gen}/mistake_${key}.cpp" @ONLY CONTENT
-"// Generated by cmake/HeadwiseExercises.cmake: the catalogue's copy of the mistake \"${name}\",
+"// Generated by cmake/HeadwiseExercises.cmake: the catalogue's copy of the mistake ${key},
 // compiled in its own namespace so that it can be linked next to the subject under grade.
 #define ${id} ${id}_mistake_${key}
 #include \"${file}\"
 #include \"${dir}.hpp\"
+#include \"${description}\"
 namespace {
-[[maybe_unused]] const bool registered = headwise::grade::add_mistake(bind_${id}(), R\"hw(${name})hw\", R\"hw(${explanation})hw\");
+[[maybe_unused]] const bool registered = headwise::grade::add_mistake(bind_${id}(), HEADWISE_MISTAKE_NAME, HEADWISE_MISTAKE_EXPLANATION);
 ${as_subject}}  // namespace
 ")
     # The wrapper includes the patched file: made first (it is a source of the meta-test's grader).
-    set_source_files_properties("${gen}/mistake_${key}.cpp" PROPERTIES OBJECT_DEPENDS "${file}")
+    set_source_files_properties("${gen}/mistake_${key}.cpp" PROPERTIES OBJECT_DEPENDS "${file};${description}")
     list(APPEND wrappers "${gen}/mistake_${key}.cpp")
-    list(APPEND mistake_keys "${key}")
-    list(APPEND mistake_names "${name}")
   endforeach()
-  if(wrappers)
-    add_library(headwise_grade_${id}_mistakes OBJECT EXCLUDE_FROM_ALL ${wrappers})
-    set_target_properties(headwise_grade_${id}_mistakes PROPERTIES HEADWISE_LEARNER_CODE ON)
-  else()
+  if(NOT wrappers)
     add_library(headwise_grade_${id}_mistakes INTERFACE)
+    return()
   endif()
-  if(wrappers)
-    target_include_directories(headwise_grade_${id}_mistakes PRIVATE ${solution_includes})
-    target_link_libraries(headwise_grade_${id}_mistakes PRIVATE headwise_grade_deps)
-    # Compiled exactly like the subject (sanitized, -Og, xtensor's checks on): a mistake and a
-    # learner's identical code must give identical numbers, NaNs and infs included.
-    target_compile_options(headwise_grade_${id}_mistakes PRIVATE ${subject_options} -w)
-    target_precompile_headers(headwise_grade_${id}_mistakes REUSE_FROM ${subject_pch})
-  endif()
-  headwise_add_mutants(${id} ${dir})  # the search's variants (cmake/HeadwiseMutants.cmake)
+  # Compiled exactly like the subject (sanitized, -Og, xtensor's checks on): a mistake and a
+  # learner's identical code must give identical numbers, NaNs and infs included.
+  _headwise_subject_objects(headwise_grade_${id}_mistakes ${id} EXCLUDE_FROM_ALL ${wrappers})
+endfunction()
 
-  # --- The learner's grader: `ctest --preset grade [-L <id>]`.
-  list(TRANSFORM sources PREPEND "${exercise_dir}/" OUTPUT_VARIABLE learner_sources)
-  _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} "${gen}/subject.cpp" INCLUDES ${exercise_includes})
+# An object library of <id>'s subject code (the catalogue, the search's variants): compiled as the
+# subject is, its warnings off, against the solution's headers.
+function(_headwise_subject_objects target id)
+  _headwise_exercise_get(${id} pch PCH solution SOLUTION)
+  get_filename_component(solution_dir "${solution}" DIRECTORY)
+  add_library(${target} OBJECT ${ARGN})
+  set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)
+  target_include_directories(${target} PRIVATE ${solution_dir} ${PROJECT_SOURCE_DIR}/solutions/common
+    ${PROJECT_SOURCE_DIR}/tests/grade/${id})
+  target_link_libraries(${target} PRIVATE headwise_grade_deps headwise_grade_${id}_subject)
+  target_compile_options(${target} PRIVATE -w)
+  target_precompile_headers(${target} REUSE_FROM ${pch})
+endfunction()
+
+# The learner's grader: `ctest --preset grade [-L <id>]`, and scripts/mutate's.
+function(_headwise_learner_grader id)
+  _headwise_exercise_get(${id} dir DIR sources SOURCES gen GEN)
+  list(TRANSFORM sources PREPEND "${PROJECT_SOURCE_DIR}/exercises/${dir}/" OUTPUT_VARIABLE learner_sources)
+  _headwise_grader(headwise_grade_${id} ${id} SOURCES ${learner_sources} "${gen}/subject.cpp" INCLUDES
+    ${PROJECT_SOURCE_DIR}/exercises/${dir} ${PROJECT_SOURCE_DIR}/exercises/common)
   # Built with the lessons (the first `./headwise run`): the grader's own parts -- its cases, the
   # catalogue, the search's variants, the sanitized library -- take most of a minute per exercise
   # on 2 cores, and a learner's first grade should wait only on their own file. Not the learner's
@@ -171,9 +221,9 @@ ${as_subject}}  // namespace
   if(NOT TARGET headwise_graders)
     add_custom_target(headwise_graders ALL)
   endif()
+  _headwise_exercise_get(${id} objects OBJECTS)
   foreach(part headwise_grade_${id}_cases headwise_grade_${id}_mistakes headwise_grade_${id}_mutants
-               headwise_grade_support headwise_grade_main headwise_catch_session headwise_grade_pch headwise_grade_core_sanitized
-               headwise_grade_emulator_sanitized)
+               headwise_grade_support headwise_grade_main headwise_catch_session headwise_grade_pch ${objects})
     if(TARGET ${part})
       get_target_property(type ${part} TYPE)
       if(NOT type STREQUAL "INTERFACE_LIBRARY")
@@ -185,7 +235,7 @@ ${as_subject}}  // namespace
   foreach(file IN LISTS learner_sources)
     list(APPEND subject_args --subject "${file}")
   endforeach()
-  set(step_args --id ${id} --source-dir ${PROJECT_SOURCE_DIR} --report ${report_dir}/${id}.json ${subject_args})
+  set(step_args --id ${id} --source-dir ${PROJECT_SOURCE_DIR} --report ${PROJECT_BINARY_DIR}/grade/${id}.json ${subject_args})
   add_test(NAME "${id} build: exercises/${dir} compiles"
     COMMAND headwise_gradetool build ${step_args} --build-dir ${PROJECT_BINARY_DIR} --target headwise_grade_${id})
   set_tests_properties("${id} build: exercises/${dir} compiles" PROPERTIES
@@ -195,178 +245,140 @@ ${as_subject}}  // namespace
   set_tests_properties("${id} grade: exercises/${dir} passes the grader" PROPERTIES
     LABELS "grade;${id}" FIXTURES_REQUIRED headwise_grade_${id} TIMEOUT 120)
 
-  # --- The meta-tests: the grader passes the solution, fails every test of the pristine stub
-  # with "not implemented yet", and names every planted mistake. Every subject is compiled into
-  # one grader, headwise_meta_<id>, in its own namespace: one link per exercise. A planted
-  # mistake is the catalogue's own object, registered as a subject too (above; a copy of its own
-  # for kernels).
-  set(meta_sources "")
-  list(TRANSFORM sources PREPEND "${solution_dir}/" OUTPUT_VARIABLE solution_sources)
-  _headwise_meta_subject(${id} ${dir} solution "${solution_sources}" meta_sources)
-  _headwise_meta_test(${id} solution "grader ${id} passes on solutions/${dir}" "${solution_sources}" -DEXPECT=pass)
+  # scripts/mutate's subject: build/mutants/<dir>/<first source>, written by the script (a copy
+  # of the solution until then). Built only when the script asks.
+  _headwise_exercise_get(${id} solution SOLUTION)
+  get_filename_component(first "${solution}" NAME)
+  if(NOT EXISTS "${PROJECT_BINARY_DIR}/mutants/${dir}/${first}")
+    file(COPY "${solution}" DESTINATION "${PROJECT_BINARY_DIR}/mutants/${dir}")
+  endif()
+  _headwise_grader(headwise_mutant_${id} ${id} SOURCES "${PROJECT_BINARY_DIR}/mutants/${dir}/${first}" "${gen}/subject.cpp")
+endfunction()
+
+# The meta-tests: the grader passes the solution, fails every test of the pristine stub with "not
+# implemented yet", names every catalogued mistake, diagnoses each learner-style mistake and the
+# search's hand-written edits as their .mistake says, and locates the located cases. Every subject
+# is compiled into one grader, headwise_meta_<id>, in its own namespace: one link per exercise.
+function(_headwise_meta_tests id)
+  _headwise_exercise_get(${id} dir DIR sources SOURCES gen GEN own_copies OWN_COPIES)
+  list(TRANSFORM sources PREPEND "${PROJECT_SOURCE_DIR}/solutions/${dir}/" OUTPUT_VARIABLE solution_sources)
+  _headwise_meta_subject(${id} solution "${solution_sources}" meta_sources)
+  _headwise_meta_test(${id} solution "grader ${id} passes on solutions/${dir}" "${solution_sources}" solution)
 
   set(stub_sources "")
   foreach(source IN LISTS sources)
     add_custom_command(OUTPUT "${gen}/stub/${source}"
-      COMMAND headwise_gradetool stub ${solution_dir}/${source} ${gen}/stub/${source}
-      DEPENDS "${solution_dir}/${source}" headwise_gradetool
+      COMMAND headwise_gradetool stub ${PROJECT_SOURCE_DIR}/solutions/${dir}/${source} ${gen}/stub/${source}
+      DEPENDS "${PROJECT_SOURCE_DIR}/solutions/${dir}/${source}" headwise_gradetool
       COMMENT "Generating the pristine stub of solutions/${dir}/${source}")
     list(APPEND stub_sources "${gen}/stub/${source}")
   endforeach()
-  _headwise_meta_subject(${id} ${dir} stub "${stub_sources}" meta_sources)
+  _headwise_meta_subject(${id} stub "${stub_sources}" made)
+  list(APPEND meta_sources ${made})
   _headwise_meta_test(${id} stub "grader ${id} fails every test of the pristine stub with 'not implemented yet'"
-    "${stub_sources}" -DEXPECT=stub)
+    "${stub_sources}" stub)
 
-  foreach(file key name IN ZIP_LISTS mistakes mistake_keys mistake_names)
-    if(own_copies)
-      _headwise_meta_subject(${id} ${dir} ${key} "${file}" meta_sources)
-    endif()
-    _headwise_meta_test(${id} ${key} "grader ${id} names the planted mistake '${name}'" "${file}"
-      -DEXPECT=mistake "-DMISTAKE=${name}")
-  endforeach()
-
-  # The learner-style mistakes beyond the catalogue (tests/grade/learner_mistakes/<id>/*.mistake):
-  # each a few one-line edits of the solution (headwise-gradetool patch), which must fail with the
-  # diagnosis its "expect:" lines spell out and name no catalogued mistake. Each adds one compiled
-  # file to the exercise's meta grader.
-  file(GLOB flat CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}_*.mistake")
-  if(flat)
-    message(FATAL_ERROR "${flat}: a learner-style mistake lives in its exercise's folder now, "
-      "tests/grade/learner_mistakes/${id}/<what>.mistake (see docs/instructor-guide.md)")
-  endif()
-  file(GLOB learner_mistakes CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/learner_mistakes/${id}/*.mistake")
-  list(SORT learner_mistakes)
-  # 10 s (HEADWISE_GRADE_TIMEOUT_<id> where set): a mistake that loops for ever is stopped (and
-  # diagnosed) after that.
-  set(learner_timeout 10)
-  if(DEFINED HEADWISE_GRADE_TIMEOUT_${id})
-    set(learner_timeout ${HEADWISE_GRADE_TIMEOUT_${id}})
-  endif()
-  foreach(spec IN LISTS learner_mistakes)
+  # The catalogue's subjects are its own objects (_headwise_catalogue), but for kernels.
+  file(GLOB specs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/grade/${id}/mistakes/*.mistake")
+  list(SORT specs)
+  foreach(spec IN LISTS specs)
     get_filename_component(key "${spec}" NAME_WE)
-    set(stem "${id}_${key}")
-    set(patched "${gen}/learner/${stem}.cpp")
-    add_custom_command(OUTPUT "${patched}"
-      COMMAND headwise_gradetool patch ${spec} ${solution_dir}/${first_source} ${patched}
-      DEPENDS "${spec}" "${solution_dir}/${first_source}" headwise_gradetool
-      COMMENT "Making the learner-style mistake ${stem}")
-    _headwise_meta_subject(${id} ${dir} learner_${key} "${patched}" meta_sources)
-    _headwise_meta_test(${id} learner_${key} "grader ${id} diagnoses the learner's mistake '${key}'" "${patched}"
-      -DEXPECT=learner -DSUBJECT=${spec} -DTIMEOUT=${learner_timeout})
+    set(file "${gen}/mistakes/${id}_${key}.cpp")
+    if(own_copies)
+      _headwise_meta_subject(${id} ${key} "${file}" made)
+      list(APPEND meta_sources ${made})
+    endif()
+    _headwise_meta_test(${id} ${key} "grader ${id} names the planted mistake '${key}'" "${file}" "${spec}")
   endforeach()
-  _headwise_transplant_tests(${id} ${dir} ${first_source} "${gen}" ${solution_includes})
-  headwise_add_search_meta_tests(${id} meta_sources)  # the search's hand-written edits (HeadwiseMutants.cmake)
-  _headwise_grader(headwise_meta_${id} ${id} SOURCES ${meta_sources} INCLUDES ${solution_includes})
-  add_dependencies(headwise_tests headwise_meta_${id})
-
-  # scripts/mutate's subject: build/mutants/<dir>/<first source>, written by the script (a copy
-  # of the solution until then). Built only when the script asks.
-  set(mutant "${PROJECT_BINARY_DIR}/mutants/${dir}/${first_source}")
-  if(NOT EXISTS "${mutant}")
-    file(COPY "${solution_dir}/${first_source}" DESTINATION "${PROJECT_BINARY_DIR}/mutants/${dir}")
+  _headwise_spec_tests(${id} learner "grader ${id} diagnoses the learner's mistake" made)
+  list(APPEND meta_sources ${made})
+  if(TARGET headwise_mutants_${id}_all)  # the search's hand-written edits, where it has data
+    _headwise_spec_tests(${id} search "the grader's search on ${id}'s hand-written edit" made)
+    list(APPEND meta_sources ${made})
   endif()
-  _headwise_grader(headwise_mutant_${id} ${id} SOURCES "${mutant}" "${gen}/subject.cpp" INCLUDES ${solution_includes})
+  _headwise_located_tests(${id})
+  _headwise_grader(headwise_meta_${id} ${id} SOURCES ${meta_sources})
+  add_dependencies(headwise_tests headwise_meta_${id})
 endfunction()
 
-# The transplant step's tests (tests/grade/transplant/<id>_<what>.mistake, gradekit/transplant.hpp):
-# each a learner-style mistake compiled as the learner's own grader is (its file alone, so that the
-# step can compile copies of it in its place), graded, then located by grading those copies.
-function(_headwise_transplant_tests id dir first_source gen)  # ARGN: the solution's include directories
-  file(GLOB specs CONFIGURE_DEPENDS "${HEADWISE_GRADE_DIR}/transplant/${id}_*.mistake")
-  set(solution "${PROJECT_SOURCE_DIR}/solutions/${dir}/${first_source}")
+# The meta-tests of tests/grade/<id>/<kind>/*.mistake (learner/, search/): each a subject
+# <kind>_<what> of the meta grader, patched into <id>_<what>.cpp (the name its expect-where lines
+# read), checked by headwise-gradetool check-report against its expect lines. Sets <out_var> to
+# the sources they add to the meta grader.
+function(_headwise_spec_tests id kind title out_var)
+  _headwise_exercise_get(${id} gen GEN solution SOLUTION timeout TIMEOUT)
+  file(GLOB specs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/grade/${id}/${kind}/*.mistake")
+  list(SORT specs)
+  set(sources "")
   foreach(spec IN LISTS specs)
-    get_filename_component(stem "${spec}" NAME_WE)
-    set(patched "${gen}/transplant/${stem}/${first_source}")
-    add_custom_command(OUTPUT "${patched}"
-      COMMAND ${CMAKE_COMMAND} -E make_directory "${gen}/transplant/${stem}"
-      COMMAND headwise_gradetool patch ${spec} ${solution} ${patched}
-      DEPENDS "${spec}" "${solution}" headwise_gradetool
-      COMMENT "Making the transplant test's mistake ${stem}")
-    _headwise_grader(headwise_transplant_${stem} ${id} SOURCES "${patched}" "${gen}/subject.cpp"
-      INCLUDES ${ARGN})
+    get_filename_component(key "${spec}" NAME_WE)
+    set(patched "${gen}/${kind}/${id}_${key}.cpp")
+    headwise_patched_subject("${spec}" "${solution}" "${patched}")
+    _headwise_meta_subject(${id} ${kind}_${key} "${patched}" made)
+    list(APPEND sources ${made})
+    _headwise_meta_test(${id} ${kind}_${key} "${title} '${key}'" "${patched}" "${spec}" -DTIMEOUT=${timeout})
+  endforeach()
+  set(${out_var} ${sources} PARENT_SCOPE)
+endfunction()
+
+# The located cases (tests/grade/<id>/located/*.mistake; gradekit/transplant.hpp, fresh_memory.hpp):
+# each a learner-style mistake compiled as the learner's own grader is (its file alone, so that the
+# transplant step can compile copies of it in its place), graded, then located by the steps that
+# follow a failed grade; headwise-gradetool check-report runs them and checks what they say.
+function(_headwise_located_tests id)
+  _headwise_exercise_get(${id} gen GEN solution SOLUTION)
+  get_filename_component(first "${solution}" NAME)
+  file(GLOB specs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/grade/${id}/located/*.mistake")
+  foreach(spec IN LISTS specs)
+    get_filename_component(key "${spec}" NAME_WE)
+    set(stem ${id}_${key})
+    set(patched "${gen}/transplant/${stem}/${first}")
+    headwise_patched_subject("${spec}" "${solution}" "${patched}")
+    _headwise_grader(headwise_transplant_${stem} ${id} SOURCES "${patched}" "${gen}/subject.cpp")
     add_dependencies(headwise_tests headwise_transplant_${stem})
-    set(name "grade: '${stem}' is located by grading copies of the file with pieces of the solution put back")
-    file(STRINGS "${spec}" fresh REGEX "^expect-fresh: ")
-    if(fresh)  # check_transplant.cmake: the fresh-memory step's test
-      set(name "grade: '${stem}' is caught reading memory it never wrote (graded again on zeroed memory)")
-    endif()
+    set(name "grade: '${stem}' is located by the steps that follow a failed grade (fresh memory, transplant)")
+    set(steps --source-dir ${PROJECT_SOURCE_DIR} --subject ${patched} --build-dir ${PROJECT_BINARY_DIR}
+      --target headwise_transplant_${stem} --solution ${solution} -- $<TARGET_FILE:headwise_transplant_${stem}>)
+    string(REPLACE ";" "|" steps "${steps}")
     add_test(NAME "${name}"
-      COMMAND ${CMAKE_COMMAND} -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DID=${id}
-        -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DTARGET=headwise_transplant_${stem}
-        -DGRADER=$<TARGET_FILE:headwise_transplant_${stem}> -DSUBJECT=${patched} -DSOLUTION=${solution}
-        -DSPEC=${spec} -DREPORT=${PROJECT_BINARY_DIR}/grade/transplant_${stem}.json
-        -P ${HEADWISE_GRADE_DIR}/check_transplant.cmake)
+      COMMAND ${CMAKE_COMMAND} -DGRADER=$<TARGET_FILE:headwise_transplant_${stem}> -DID=${id}
+        -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DSUBJECT_ARGS=--subject|${patched}
+        -DREPORT=${PROJECT_BINARY_DIR}/grade/transplant_${stem}.json -DEXPECT=${spec} "-DCHECK_ARGS=${steps}"
+        -P ${PROJECT_SOURCE_DIR}/tests/grade/check_grader.cmake)
     set_tests_properties("${name}" PROPERTIES LABELS "meta" TIMEOUT 300)
   endforeach()
 endfunction()
 
-# A catalogued mistake's name and explanation: its lines "mistake: <name>" (without ; " or \),
-# "why: <line>" and "fix: <line>", each once.
-function(_headwise_mistake_info spec out_name out_explanation)
-  file(READ "${spec}" text)
-  set(text "\n${text}\n")
-  # Each field by position, never as a CMake list: the lines may hold semicolons.
-  foreach(field mistake why fix)
-    string(FIND "${text}" "\n${field}: " at)
-    string(FIND "${text}" "\n${field}: " last REVERSE)
-    set(value "")
-    if(at GREATER -1 AND at EQUAL last)
-      string(LENGTH "\n${field}: " skip)
-      math(EXPR at "${at} + ${skip}")
-      string(SUBSTRING "${text}" ${at} -1 rest)
-      string(FIND "${rest}" "\n" end)
-      string(SUBSTRING "${rest}" 0 ${end} value)
-    endif()
-    if(value STREQUAL "")
-      message(FATAL_ERROR "${spec}: a catalogued mistake states each of \"mistake: <name>\", \"why: <line>\" "
-        "and \"fix: <line>\" once")
-    endif()
-    set(${field} "${value}")
-  endforeach()
-  if(mistake MATCHES "[;\"\\]")
-    message(FATAL_ERROR "${spec}: a mistake's name holds no ; \" or \\")
-  endif()
-  set(${out_name} "${mistake}" PARENT_SCOPE)
-  set(${out_explanation} "${why}\n${fix}" PARENT_SCOPE)
-endfunction()
-
-# One grader binary: the test cases, the catalogue and the subjects' sources with the files that
-# register them (sanitized, with the learner's warnings; see the top of this file and
-# headwise_grade_pch in tests/grade).
+# One grader binary of <id>: the test cases, the catalogue and the search's variants, with the
+# subject's sources (SOURCES) and the files that register them, compiled as the subject is (see
+# the top of this file) against INCLUDES (default: the solution's directories). MUTANTS: the
+# variants' library instead of headwise_grade_<id>_mutants.
 function(_headwise_grader target id)
   cmake_parse_arguments(arg "" "MUTANTS" "SOURCES;INCLUDES" ${ARGN})
+  _headwise_exercise_get(${id} dir DIR pch PCH objects OBJECTS)
   if(NOT arg_MUTANTS)
     set(arg_MUTANTS headwise_grade_${id}_mutants)  # the search's variants (cmake/HeadwiseMutants.cmake)
   endif()
+  if(NOT arg_INCLUDES)
+    set(arg_INCLUDES ${PROJECT_SOURCE_DIR}/solutions/${dir} ${PROJECT_SOURCE_DIR}/solutions/common)
+  endif()
   add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES})
   set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)  # no -Werror (HeadwiseTargets.cmake)
-  target_include_directories(${target} PRIVATE ${arg_INCLUDES})
+  target_include_directories(${target} PRIVATE ${arg_INCLUDES} ${PROJECT_SOURCE_DIR}/tests/grade/${id})
   target_link_libraries(${target} PRIVATE
     headwise_grade_${id}_cases headwise_grade_${id}_mistakes ${arg_MUTANTS} headwise_grade_support headwise_grade_deps
-    headwise_grade_main headwise_catch_session headwise::gradekit)
-  # The subject's options: tests/grade/CMakeLists.txt (its warnings, -Og, the sanitizers).
-  target_compile_options(${target} PRIVATE ${subject_options})
-  target_link_options(${target} PRIVATE ${link_options})
-  if(HEADWISE_GRADE_SANITIZE AND NOT id IN_LIST HEADWISE_GRADE_UNSANITIZED)
-    target_link_libraries(${target} PRIVATE headwise_grade_core_sanitized)
-    if(HEADWISE_EXERCISE_${id}_LIBS MATCHES "headwise::(kernels|emulator)")
-      target_link_libraries(${target} PRIVATE headwise_grade_emulator_sanitized)
-    endif()
-  endif()
-  if(HEADWISE_HAVE_GOLD)
-    target_link_options(${target} PRIVATE -fuse-ld=gold)
-  endif()
-  target_precompile_headers(${target} REUSE_FROM ${subject_pch})
+    headwise_grade_main headwise_catch_session headwise::gradekit headwise_grade_${id}_subject ${objects})
+  target_precompile_headers(${target} REUSE_FROM ${pch})
 endfunction()
 
 # One subject of an exercise's meta grader: each of its files compiled in the namespace <id>_<key>
 # (as the catalogue's mistakes are), the first with the line that registers it under <key>.
-# Appends the generated files to <out_var>. The solution keeps the exercise's own namespace: an
+# Sets <out_var> to the generated files. The solution keeps the exercise's own namespace: an
 # unoptimised build keeps the cases' unused bind_<id>(), which names <id>:: functions. Only the
 # solution shows its warnings: the stub's and the mistakes' are their own (a learner's are shown
 # by `headwise grade`).
-function(_headwise_meta_subject id dir key subject_files out_var)
-  set(gen "${CMAKE_CURRENT_BINARY_DIR}/${id}/meta")
+function(_headwise_meta_subject id key subject_files out_var)
+  _headwise_exercise_get(${id} dir DIR gen GEN)
   string(MAKE_C_IDENTIFIER "${key}" name)
   set(head "// Generated by cmake/HeadwiseExercises.cmake: the meta-tests' subject \"${key}\", in its own namespace.
 #define ${id} ${id}_${name}")
@@ -381,7 +393,7 @@ namespace {
   set(made "")
   foreach(file IN LISTS subject_files)
     get_filename_component(file_name "${file}" NAME_WE)
-    set(wrapper "${gen}/${name}_${file_name}.cpp")
+    set(wrapper "${gen}/meta/${name}_${file_name}.cpp")
     file(CONFIGURE OUTPUT "${wrapper}" @ONLY CONTENT
 "${head}
 #include \"${file}\"
@@ -394,12 +406,13 @@ ${registration}")
     endif()
     list(APPEND made "${wrapper}")
   endforeach()
-  set(${out_var} ${${out_var}} ${made} PARENT_SCOPE)
+  set(${out_var} ${made} PARENT_SCOPE)
 endfunction()
 
 # A meta-test: run the exercise's meta grader on one subject through headwise-gradetool's run
-# step (as `headwise grade` does) and check its report (tests/grade/check_grader.cmake).
-function(_headwise_meta_test id subject name subject_files)
+# step (as `headwise grade` does) and check its report (tests/grade/check_grader.cmake: `expect`
+# is solution, stub or the subject's .mistake). ARGN: more -D options for the script.
+function(_headwise_meta_test id subject name subject_files expect)
   set(subject_args "")
   foreach(file IN LISTS subject_files)
     list(APPEND subject_args --subject "${file}")
@@ -408,7 +421,7 @@ function(_headwise_meta_test id subject name subject_files)
   add_test(NAME "${name}"
     COMMAND ${CMAKE_COMMAND} -DGRADER=$<TARGET_FILE:headwise_meta_${id}> -DGRADER_ARGS=--grade-subject=${subject}
       -DID=${id} -DGRADETOOL=$<TARGET_FILE:headwise_gradetool> -DSOURCE_DIR=${PROJECT_SOURCE_DIR} "-DSUBJECT_ARGS=${subject_args}"
-      -DREPORT=${PROJECT_BINARY_DIR}/grade/meta/${id}_${subject}.json ${ARGN}
-      -P ${HEADWISE_GRADE_DIR}/check_grader.cmake)
+      -DREPORT=${PROJECT_BINARY_DIR}/grade/meta/${id}_${subject}.json -DEXPECT=${expect} ${ARGN}
+      -P ${PROJECT_SOURCE_DIR}/tests/grade/check_grader.cmake)
   set_tests_properties("${name}" PROPERTIES LABELS "meta" TIMEOUT 120)
 endfunction()

@@ -208,7 +208,7 @@ TEST_CASE("the shape tables in docs/NN_*.md match the shapes the lessons print",
 std::string grader_texts() {
     std::string all;
     for (const fs::path& dir : {source_dir / "tests/grade", source_dir / "src/gradekit", source_dir / "src/emulator"})
-        for (const auto& e : fs::directory_iterator(dir))
+        for (const auto& e : fs::recursive_directory_iterator(dir))
             if (e.path().extension() == ".cpp" || e.path().extension() == ".hpp") all += read(e.path());
     std::ranges::transform(all, all.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return all;

@@ -4,7 +4,8 @@
 # Proves that adding a lesson is its files plus one course.json entry. In a copy of the
 # repository (the files git knows, plus untracked ones not ignored) it adds the throw-away lesson
 # of tests/course/throwaway/ -- a lesson, its expected shapes, its doc, an exercise with its
-# solution, stub, hints, grader and one catalogued mistake -- and the entry of course-entry.json,
+# solution, stub, hints, and its grading folder tests/grade/ex99/ (grader, one catalogued mistake)
+# -- and the entry of course-entry.json,
 # touching no other file. Then it configures and builds the copy and requires that lesson 99 is
 #   listed   by `headwise list`,
 #   run      by `headwise run 99` and its own ctest test,
@@ -17,32 +18,37 @@
 # and its graders.
 cmake_minimum_required(VERSION 3.25)
 
+# The last step's output and exit code are kept as global properties, read by the checks below.
 function(run_step what)
   execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
-  set(step_out "${out}" PARENT_SCOPE)
-  set(step_rc "${rc}" PARENT_SCOPE)
+  set_property(GLOBAL PROPERTY headwise_step_out "${out}")
+  set_property(GLOBAL PROPERTY headwise_step_rc "${rc}")
   message(STATUS "add a lesson: ${what} -> exit ${rc}")
 endfunction()
 
 function(fail what)
-  message(FATAL_ERROR "add a lesson: ${what}\n--- output ---\n${step_out}")
+  get_property(out GLOBAL PROPERTY headwise_step_out)
+  message(FATAL_ERROR "add a lesson: ${what}\n--- output ---\n${out}")
 endfunction()
 
 # The last step exited 0 (require_success) or did not (require_failure); otherwise fail with `why`.
 function(require_success why)
-  if(NOT step_rc EQUAL 0)
+  get_property(rc GLOBAL PROPERTY headwise_step_rc)
+  if(NOT rc EQUAL 0)
     fail("${why}")
   endif()
 endfunction()
 function(require_failure why)
-  if(step_rc EQUAL 0)
+  get_property(rc GLOBAL PROPERTY headwise_step_rc)
+  if(rc EQUAL 0)
     fail("${why}")
   endif()
 endfunction()
 
 # The last step's output matches `regex`; otherwise fail with `why`.
 function(require_output regex why)
-  if(NOT step_out MATCHES "${regex}")
+  get_property(out GLOBAL PROPERTY headwise_step_out)
+  if(NOT out MATCHES "${regex}")
     fail("${why}")
   endif()
 endfunction()

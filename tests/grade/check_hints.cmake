@@ -1,21 +1,26 @@
-# cmake -DSOURCE_DIR=<repo> -P tests/grade/check_hints.cmake
+# cmake -DSOURCE_DIR=<repo> -DGRADETOOL=<headwise-gradetool> -P tests/grade/check_hints.cmake
 #
 # Every hint quotes only messages the grader really prints: each double-quoted phrase of three
 # words or more in exercises/*/HINTS.md must appear, word for word, in the grader's sources
-# (tests/grade/*.cpp, *.hpp, src/gradekit/*.cpp), in the emulator's (src/emulator/*.cpp: exercise
+# (tests/grade/**.cpp, *.hpp, src/gradekit/*.cpp), in the emulator's (src/emulator/*.cpp: exercise
 # 06's report quotes its launch errors whole) or be a catalogued mistake's name or explanation.
 cmake_minimum_required(VERSION 3.25)
 
 set(corpus "")
-file(GLOB sources "${SOURCE_DIR}/tests/grade/*.cpp" "${SOURCE_DIR}/tests/grade/*.hpp" "${SOURCE_DIR}/src/gradekit/*.cpp"
+file(GLOB_RECURSE sources "${SOURCE_DIR}/tests/grade/*.cpp" "${SOURCE_DIR}/tests/grade/*.hpp")
+file(GLOB more "${SOURCE_DIR}/src/gradekit/*.cpp"
   "${SOURCE_DIR}/src/emulator/*.cpp")
-foreach(f IN LISTS sources)
+foreach(f IN LISTS sources more)
   file(READ "${f}" text)
   string(APPEND corpus "${text}\n")
 endforeach()
-file(GLOB mistakes "${SOURCE_DIR}/tests/grade/mistakes/*.mistake")
+file(GLOB mistakes "${SOURCE_DIR}/tests/grade/ex*/mistakes/*.mistake")
 foreach(f IN LISTS mistakes)
-  file(STRINGS "${f}" said REGEX "^(mistake|why|fix): ")  # its name and the two lines the report prints
+  # Its name and the two lines the report prints, as the one .mistake parser reads them.
+  execute_process(COMMAND ${GRADETOOL} describe ${f} OUTPUT_VARIABLE said RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR said STREQUAL "")
+    message(FATAL_ERROR "${f}: headwise-gradetool describe failed (exit ${rc})")
+  endif()
   string(APPEND corpus "${said}\n")
 endforeach()
 string(REGEX REPLACE "[ \t\r\n]+" " " corpus "${corpus}")

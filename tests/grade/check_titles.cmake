@@ -5,7 +5,7 @@
 # with a slash), so a learner can tell which case failed.
 cmake_minimum_required(VERSION 3.25)
 
-file(GLOB graders "${SOURCE_DIR}/tests/grade/[0-9][0-9]_*.cpp")
+file(GLOB graders "${SOURCE_DIR}/tests/grade/ex[0-9][0-9]/[0-9][0-9]_*.cpp")
 set(bad "")
 set(checked 0)
 foreach(f IN LISTS graders)

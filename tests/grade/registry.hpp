@@ -2,7 +2,7 @@
 //
 // A grader binary knows one *subject* (the code being graded: the learner's exercise, or in the
 // meta-tests the solution, the pristine stub or a planted mistake) and a *catalogue* of known
-// mistakes (tests/grade/mistakes/exNN_*.mistake, each patched into a copy of the solution). Both
+// mistakes (tests/grade/exNN/mistakes/*.mistake, each patched into a copy of the solution). Both
 // are tables of function pointers of the exercise's Api struct (tests/grade/NN_topic.hpp),
 // registered before main() by small generated files (see cmake/HeadwiseExercises.cmake), so one
 // compiled grader serves every subject.
