@@ -86,9 +86,11 @@ TEST_CASE("mistake: a text to replace that is not in the solution once fails, na
     CHECK_THROWS_WITH(apply_mistake(m, "c", "s.cpp"), Catch::Contains("exactly once"));
 }
 
-TEST_CASE("mistake: expectations are CMake regexes, whose '.' matches a newline too") {
+TEST_CASE("mistake: expectations are CMake regexes, whose '.' matches a newline too and whose braces are braces") {
     const std::regex dot(ecmascript_from_cmake("a.b"));
     CHECK(std::regex_search("a\nb", dot));
     CHECK(!std::regex_search("a\nb", std::regex(ecmascript_from_cmake("a[.]b"))));
     CHECK(std::regex_search("x (1)", std::regex(ecmascript_from_cmake("x \\(1\\)"))));
+    CHECK(std::regex_search("targets {1, -1}", std::regex(ecmascript_from_cmake("targets {1, -1}"))));
+    CHECK(std::regex_search("N in {1}", std::regex(ecmascript_from_cmake("N in \\{1\\}"))));
 }

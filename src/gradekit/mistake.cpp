@@ -139,6 +139,9 @@ std::string ecmascript_from_cmake(const std::string& pattern) {
             if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];  // "[]...]"
         } else if (c == '.') {
             out += "[\\s\\S]";
+        } else if (c == '{' || c == '}') {  // CMake has no {m,n}: a brace is itself
+            out += '\\';
+            out += c;
         } else {
             out += c;
         }

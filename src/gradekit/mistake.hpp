@@ -65,7 +65,8 @@ Mistake read_mistake(const std::filesystem::path& path);
 // does not occur as said ("<mistake path>:<line>: ...").
 std::string apply_mistake(const Mistake& m, std::string solution, const std::string& solution_path);
 
-// A CMake regex as an ECMAScript one: '.' outside brackets matches a newline too.
+// A CMake regex as an ECMAScript one: '.' outside brackets matches a newline too, and a brace is
+// a brace (CMake has no {m,n} repeats).
 std::string ecmascript_from_cmake(const std::string& pattern);
 
 }  // namespace headwise::gradekit
