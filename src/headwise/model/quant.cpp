@@ -143,6 +143,15 @@ void dequantize_row(gguf::Type type, const std::byte* src, float* dst, std::size
     }
 }
 
+namespace {
+
+// Where block b of row r lives in panels: its panel's block b, and r's place in the panel.
+const std::byte* panel_block(const gguf::TensorInfo& tensor, std::size_t r, std::size_t b) {
+    return tensor.data + (r / panel_rows) * panel_rows * tensor.row_bytes() + b * panel_block_bytes;
+}
+
+}  // namespace
+
 std::vector<float> dequantize(const gguf::TensorInfo& tensor) {
     std::vector<float> out(tensor.rows() * tensor.columns());  // (rows, columns), row-major
     dequantize_rows(tensor, 0, tensor.rows(), out.data());
@@ -158,24 +167,26 @@ void dequantize_rows(const gguf::TensorInfo& tensor, std::size_t first, std::siz
             dequantize_row(tensor.type, tensor.data + r * tensor.row_bytes(), out, columns);
             continue;
         }
+        // straight from the panel (a 512-token prompt dequantizes every matrix once per step)
+        const std::size_t lane = r % panel_rows;
         for (std::size_t b = 0; b < columns / block; ++b) {
-            const BlockQ4_1 q = block_q4_1(tensor, r, b);
-            dequantize_row(gguf::Type::q4_1, reinterpret_cast<const std::byte*>(&q), out + b * block, block);
+            const auto* p = reinterpret_cast<const std::uint8_t*>(panel_block(tensor, r, b));
+            std::uint16_t dm[2];
+            std::memcpy(&dm[0], p + 256 + 2 * lane, 2);
+            std::memcpy(&dm[1], p + 288 + 2 * lane, 2);
+            const float d = fp16_to_float(dm[0]), m = fp16_to_float(dm[1]);
+            float* x = out + b * block;
+            for (std::size_t j = 0; j < block / 2; ++j) {
+                const std::uint8_t byte = p[64 * (j / 4) + 4 * lane + j % 4];  // qs[j] of row r
+                x[j] = d * static_cast<float>(byte & 0x0F) + m;
+                x[j + block / 2] = d * static_cast<float>(byte >> 4) + m;
+            }
         }
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Panels: sixteen Q4_1 rows side by side (see the header for the layout).
-
-namespace {
-
-// Where block b of row r lives in panels: its panel's block b, and r's place in the panel.
-const std::byte* panel_block(const gguf::TensorInfo& tensor, std::size_t r, std::size_t b) {
-    return tensor.data + (r / panel_rows) * panel_rows * tensor.row_bytes() + b * panel_block_bytes;
-}
-
-}  // namespace
 
 BlockQ4_1 block_q4_1(const gguf::TensorInfo& tensor, std::size_t r, std::size_t b) {
     if (tensor.type != gguf::Type::q4_1)
