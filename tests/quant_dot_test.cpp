@@ -168,6 +168,14 @@ TEST_CASE("a Q4_1 matrix regrouped in panels is multiplied as its rows were, on 
         quant::set_isa(quant::active_isa());
         std::vector<float> y(rows);
         CHECK_THROWS_AS(quant::matvec_rows(t, x, 8, 16, y.data()), std::invalid_argument);  // not on a panel
+        // the float path's dequantization: the reference's values exactly, whole panels or not
+        std::vector<float> want(rows * n), got(rows * n, -1.0f);
+        quant::dequantize_rows(t, 0, rows, want.data());
+        quant::dequantize_rows_fast(t, 16, 48, got.data() + 16 * n);
+        quant::dequantize_rows_fast(t, 3, 9, got.data() + 3 * n);
+        CHECK(std::equal(got.begin() + 16 * n, got.end(), want.begin() + 16 * n));
+        CHECK(std::equal(got.begin() + 3 * n, got.begin() + 9 * n, want.begin() + 3 * n));
+        CHECK(got[2 * n] == -1.0f);
     }
 }
 

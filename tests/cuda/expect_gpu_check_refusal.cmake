@@ -1,5 +1,13 @@
-# cmake -DSCRIPT=scripts/gpu-check -DEXPECT=text [-DCUDA_HOME=dir] -P expect_gpu_check_refusal.cmake
+# cmake -DSCRIPT=scripts/gpu-check -DEXPECT=text [-DCUDA_HOME=dir | -DSTAND_IN_CUDA=dir] -P expect_gpu_check_refusal.cmake
 # Passes only if the script exits 2 with exactly one line on stderr that starts with EXPECT.
+# STAND_IN_CUDA: a CUDA home made here whose bin/nvcc only exists, so that a machine without the
+# toolkit still reaches the check that comes after nvcc's (the GPU's).
+if(DEFINED STAND_IN_CUDA)
+  file(MAKE_DIRECTORY "${STAND_IN_CUDA}/bin")
+  file(WRITE "${STAND_IN_CUDA}/bin/nvcc" "#!/bin/sh\necho 'a stand-in nvcc: gpu-check must stop before it runs' >&2\nexit 1\n")
+  file(CHMOD "${STAND_IN_CUDA}/bin/nvcc" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)
+  set(CUDA_HOME "${STAND_IN_CUDA}")
+endif()
 if(DEFINED CUDA_HOME)
   set(ENV{HEADWISE_CUDA_HOME} "${CUDA_HOME}")
 endif()

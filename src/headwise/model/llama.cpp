@@ -320,14 +320,15 @@ void Session::float_product(const gguf::TensorInfo& w, const float* x, std::size
     };
     if (path_ == Path::exact) return multiply(model_.dequantized(w), 0, out);
     // fast path: dequantize a block of rows of W (all of a block's matrix, a slice of the output's)
-    const std::size_t block_rows = std::max<std::size_t>(64, float_block_bytes / (in * sizeof(float)));
+    // (a multiple of 64 rows: each task's rows whole panels)
+    const std::size_t block_rows = std::max<std::size_t>(64, float_block_bytes / (in * sizeof(float)) / 64 * 64);
     std::vector<float>& f32 = scratch_->weights;
     for (std::size_t first = 0; first < out; first += block_rows) {
         const std::size_t last = std::min(out, first + block_rows);
         f32.resize((last - first) * in);
         team_->run((last - first + 63) / 64, [&](std::size_t task, std::size_t) {
             const std::size_t r = first + task * 64;
-            quant::dequantize_rows(w, r, std::min(last, r + 64), f32.data() + (r - first) * in);
+            quant::dequantize_rows_fast(w, r, std::min(last, r + 64), f32.data() + (r - first) * in);
         });
         multiply(f32.data(), first, last);
     }
@@ -345,9 +346,13 @@ void Session::attend(std::size_t layer, std::size_t n, std::size_t first_positio
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     if (n == 1) {
         // One new token: lesson 08's decode step on the cache's rows, no mask (every key is in its
-        // past), the heads shared between the threads
-        team_->run(c.heads, [&](std::size_t h, std::size_t) {
-            attend_new_token(cache, 0, s.q.data(), c.heads, scale, s.att.data(), h, h + 1);
+        // past), each thread a contiguous run of heads: the query heads that share a K/V head
+        // mostly on one core, which reads that head's keys and values from memory once (they are
+        // cold: ~100 MB of weights passed since this layer's last step)
+        const std::size_t shares = team_->size(), per = (c.heads + shares - 1) / shares;
+        team_->run(shares, [&](std::size_t share, std::size_t) {
+            attend_new_token(cache, 0, s.q.data(), c.heads, scale, s.att.data(), share * per,
+                             std::min(c.heads, share * per + per));
         });
         return;
     }

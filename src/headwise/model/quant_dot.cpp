@@ -314,6 +314,42 @@ HEADWISE_AVX512 void panel_q4_1_avx512(const std::byte* panel, const QuantizedRo
     _mm512_storeu_ps(y, _mm512_add_ps(acc, mins));
 }
 
+// The 16 rows of a panel (quant.hpp) dequantized into out (16 rows, `columns` apart): per 64-byte run
+// of nibbles, each quarter of the register (4 bytes of 4 rows) widened to 16 floats, then d * q + m
+// (multiply, then add: the same roundings as quant::dequantize_row) and 4 floats stored per row.
+HEADWISE_AVX512 void dequantize_panel_avx512(const std::byte* panel, std::size_t columns, float* out) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (std::size_t b = 0; b < columns / block; ++b, panel += panel_block_bytes) {
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 256)));
+        const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 288)));
+        __m512 dq[4], mq[4];  // rows 4k .. 4k + 3's d and m, each four times
+        for (int k = 0; k < 4; ++k) {
+            const __m512i rows =
+                _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 2,
+                                  4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3, 4 * k + 3, 4 * k + 3, 4 * k + 3);
+            dq[k] = _mm512_permutexvar_ps(rows, d);
+            mq[k] = _mm512_permutexvar_ps(rows, m);
+        }
+        for (std::size_t run = 0; run < 4; ++run) {  // bytes qs[4 run .. 4 run + 3] of every row
+            const __m512i nibbles = _mm512_loadu_si512(panel + 64 * run);
+            const __m512i halves[2] = {_mm512_and_si512(nibbles, low),
+                                       _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low)};
+            for (std::size_t half = 0; half < 2; ++half) {  // elements 4 run + i, then 16 + 4 run + i
+                for (int k = 0; k < 4; ++k) {
+                    const __m128i bytes = _mm512_extracti32x4_epi32(halves[half], k);
+                    const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+                    const __m512 x = _mm512_add_ps(_mm512_mul_ps(dq[k], q), mq[k]);
+                    float* at = out + 4 * k * columns + b * block + 16 * half + 4 * run;
+                    _mm_storeu_ps(at, _mm512_castps512_ps128(x));
+                    _mm_storeu_ps(at + columns, _mm512_extractf32x4_ps(x, 1));
+                    _mm_storeu_ps(at + 2 * columns, _mm512_extractf32x4_ps(x, 2));
+                    _mm_storeu_ps(at + 3 * columns, _mm512_extractf32x4_ps(x, 3));
+                }
+            }
+        }
+    }
+}
+
 HEADWISE_AVX512 float dot_q4_1_avx512(const BlockQ4_1* w, const QuantizedRow& x) {
     float y;
     rows_q4_1_avx512<1>(reinterpret_cast<const std::byte*>(w), 0, x, &y);
@@ -421,6 +457,17 @@ float dot(gguf::Type type, const std::byte* w, const QuantizedRow& x) {
     if (isa == Isa::avx512) return dot_q8_0_avx512(q, x);
     if (isa == Isa::avx2) return dot_q8_0_avx2(q, x);
     return dot_q8_0_scalar(q, x);
+}
+
+void dequantize_rows_fast(const gguf::TensorInfo& weights, std::size_t first, std::size_t last, float* out) {
+    if (weights.layout != gguf::Layout::panels16 || active_isa() != Isa::avx512 || first % panel_rows != 0 ||
+        last % panel_rows != 0)
+        return quant::dequantize_rows(weights, first, last, out);
+    if (last > weights.rows())
+        throw std::out_of_range(fmt::format("rows {} .. {} of a tensor of {} rows", first, last, weights.rows()));
+    const std::size_t columns = weights.columns(), panel_bytes = panel_rows * weights.row_bytes();
+    for (std::size_t r = first; r < last; r += panel_rows, out += panel_rows * columns)
+        dequantize_panel_avx512(weights.data + r / panel_rows * panel_bytes, columns, out);
 }
 
 void matvec_rows(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last,

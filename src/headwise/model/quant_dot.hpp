@@ -85,6 +85,10 @@ bool cpu_has(Isa isa);
 // The dot product of weight row `w` (x.blocks() blocks of `type`: Q4_1 or Q8_0) with x.
 float dot(gguf::Type type, const std::byte* w, const QuantizedRow& x);
 
+// quant::dequantize_rows (the same values), with AVX-512 for a matrix in panels where it runs (whole
+// panels: first and last multiples of 16), for the float path's BLAS products.
+void dequantize_rows_fast(const gguf::TensorInfo& weights, std::size_t first, std::size_t last, float* out);
+
 // y[r - first] for rows [first, last) of `weights` (rows x columns, Q4_1 or Q8_0) against one
 // quantized activation row of `columns` values. A Q4_1 matrix in panels (quant.hpp; lesson
 // 12's decoder regroups its matrices where active_isa() is avx512) is multiplied 16 rows at a time: first and last
