@@ -227,7 +227,7 @@ double loss(const R4& q, const R4& k, const R4& v, const R4& d_out, const Attent
 // ---------------------------------------------------------------------------------------------
 // Steps 1-3: the forward's saved tensors, dV, dP.
 
-void step_forward(const Problem& p, const Tracer& trace) {
+void step1_forward(const Problem& p, const Tracer& trace) {
     trace.section("step 1: the forward pass, and what it keeps for the backward");
     trace("q", p.q, "B, H, N, d_head");
     trace("k", p.k, "B, H, N, d_head");
@@ -242,7 +242,7 @@ void step_forward(const Problem& p, const Tracer& trace) {
         dot(p.d_out, p.fwd.o));
 }
 
-void step_dv(const Problem& p, const Tracer& trace, Checks& check) {
+void step2_dv(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 2: dV = P^T dO -- each value row collects dO from the queries that read it");
     const R4 dv = bmm(transposed(p.fwd.p), p.d_out);  // (B, H, N, d_head)
     trace("dV", dv, "B, H, N, d_head");
@@ -250,7 +250,7 @@ void step_dv(const Problem& p, const Tracer& trace, Checks& check) {
     check("dV", dv, numeric_gradient(p.v, [&](const R4& v) { return loss(p.q, p.k, v, p.d_out); }));
 }
 
-void step_dp(const Problem& p, const Tracer& trace, Checks& check) {
+void step3_dp(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 3: dP = dO V^T -- how the loss changes with each weight");
     const R4 dp = bmm(p.d_out, transposed(p.v));  // (B, H, N, N)
     trace("dP", dp, "B, H, N, N");
@@ -269,7 +269,7 @@ void print_matrix(const R2& m) {
     }
 }
 
-void step_softmax(const Problem& p, const Tracer& trace, Checks& check) {
+void step4_softmax(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 4: through the softmax -- its Jacobian for one row, then the O(N) form");
     const std::size_t n = p.n, row = n - 1;
     const R4 dp = bmm(p.d_out, transposed(p.v));              // (B, H, N, N)
@@ -295,7 +295,7 @@ void step_softmax(const Problem& p, const Tracer& trace, Checks& check) {
 // ---------------------------------------------------------------------------------------------
 // Steps 5-7: the scale, the masks, dQ and dK.
 
-void step_scale(const Problem& p, const Tracer& trace, Checks& check) {
+void step5_scale(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 5: the scale -- scores = (q k^T) / sqrt(d_head), so d(q k^T) = dS / sqrt(d_head)");
     const double scale = 1.0 / std::sqrt(double(p.d_head));
     const R4 dp = bmm(p.d_out, transposed(p.v));
@@ -316,7 +316,7 @@ Mask2 padding_for(std::size_t batch, std::size_t n) {
     return m;
 }
 
-void step_masks(const Problem& p, const Tracer& trace, Checks& check) {
+void step6_masks(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 6: masks -- hidden keys get no gradient; a query that sees nothing stays finite");
     const Mask2 padding = padding_for(p.batch, p.n);
     AttentionOptions opt;
@@ -345,7 +345,7 @@ void step_masks(const Problem& p, const Tracer& trace, Checks& check) {
           }));
 }
 
-void step_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
+void step7_dq_dk(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 7: dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d) -- with the causal mask");
     const AttentionOptions opt = causal_only();
     const Grads g = attention_backward(p.q, p.k, p.v, p.d_out, opt);
@@ -425,7 +425,7 @@ R3 layer_forward(const Layer& l, const R3& x, std::size_t heads) {
     return linear_real(merge(f.o), l.w_o, l.b_o);
 }
 
-void step_layer(const Problem& p, const Tracer& trace, Checks& check, std::uint64_t seed) {
+void step8_layer(const Problem& p, const Tracer& trace, Checks& check, std::uint64_t seed) {
     trace.section("step 8: the whole layer -- out projection, merge, attention, split, in projections");
     const std::size_t B = p.batch, N = p.n, d = p.d_model, H = p.heads;
     Random rng(seed + 8);
@@ -493,7 +493,7 @@ R4 sum_groups(const R4& d, std::size_t kv_heads) {
     return out;
 }
 
-void step_gqa(const Problem& p, const Tracer& trace, Checks& check) {
+void step9_gqa(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section(
         fmt::format("step 9: grouped-query attention -- {} query heads share {} K/V heads", p.heads, p.kv_heads));
     const AttentionOptions causal = causal_only();
@@ -530,7 +530,7 @@ R4 rotate(const R4& x, const Rope& rope, double sign) {
     return y;
 }
 
-void step_rope(const Problem& p, const Tracer& trace, Checks& check) {
+void step10_rope(const Problem& p, const Tracer& trace, Checks& check) {
     trace.section("step 10: RoPE -- the backward rotates by -theta");
     const AttentionOptions causal = causal_only();
     for (const RopeLayout layout : {RopeLayout::half, RopeLayout::interleaved}) {
@@ -558,7 +558,7 @@ void step_rope(const Problem& p, const Tracer& trace, Checks& check) {
 // ---------------------------------------------------------------------------------------------
 // Step 11: FlashAttention's D.
 
-void step_d(const Problem& p, const Tracer& trace) {
+void step11_d(const Problem& p, const Tracer& trace) {
     trace.section("step 11: D = rowsum(dP * P) = rowsum(dO * O) -- N x N numbers replaced by d_head");
     const R4 dp = bmm(p.d_out, transposed(p.v));
     const R4 d_from_p = rowsum(dp * p.fwd.p), d_from_o = rowsum(p.d_out * p.fwd.o);  // (B, H, N, 1)
@@ -783,7 +783,7 @@ void charge_step_work(std::size_t long_n, std::size_t d_head) {
     limits::charge_work(work, "step 12's forwards and backwards");
 }
 
-void step_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, const Tracer& trace) {
+void step12_memory(std::size_t long_n, std::size_t d_head, std::uint64_t seed, const Tracer& trace) {
     trace.section("step 12: store P (B H N^2 floats) or recompute it from the log-sum-exp (B H N floats)");
     fmt::print(
         "  one head (B = H = 1), d_head = {}, forward + backward. Stored: a forward that keeps P (N x N), then the\n"
@@ -824,7 +824,7 @@ void print_kernel_traffic(const kernels::Problem& kp) {
                    r.forward.store_bytes, r.backward.load_bytes, r.backward.store_bytes);
 }
 
-void step_kernels(const Problem& p, const Tracer& trace) {
+void step13_kernels(const Problem& p, const Tracer& trace) {
     trace.section("step 13: the backward as CUDA kernels -- bytes through global memory, counted by the emulator");
     kernels::Problem kp;
     kp.batch = int(p.batch), kp.heads = int(p.heads), kp.d_head = int(p.d_head);
@@ -897,19 +897,19 @@ int main(int argc, char** argv) {
                    opt.dims.batch, N, d, H, d / H, kv_heads, opt.seed);
         const Problem p = make_problem(opt, kv_heads);
         Checks checks;
-        step_forward(p, trace);
-        step_dv(p, trace, checks);
-        step_dp(p, trace, checks);
-        step_softmax(p, trace, checks);
-        step_scale(p, trace, checks);
-        step_masks(p, trace, checks);
-        step_dq_dk(p, trace, checks);
-        step_layer(p, trace, checks, opt.seed);
-        step_gqa(p, trace, checks);
-        step_rope(p, trace, checks);
-        step_d(p, trace);
-        step_memory(long_n, long_d_head, opt.seed, trace);
-        step_kernels(p, trace);
+        step1_forward(p, trace);
+        step2_dv(p, trace, checks);
+        step3_dp(p, trace, checks);
+        step4_softmax(p, trace, checks);
+        step5_scale(p, trace, checks);
+        step6_masks(p, trace, checks);
+        step7_dq_dk(p, trace, checks);
+        step8_layer(p, trace, checks, opt.seed);
+        step9_gqa(p, trace, checks);
+        step10_rope(p, trace, checks);
+        step11_d(p, trace);
+        step12_memory(long_n, long_d_head, opt.seed, trace);
+        step13_kernels(p, trace);
         fmt::print("\nevery gradient against finite differences: largest relative difference {:.1e} ({})\n",
                    checks.worst(), checks.passed() ? "<= 1e-6, all agree" : "> 1e-6: A CHECK FAILED");
         return checks.passed() ? cli::exit_ok : cli::exit_failure;

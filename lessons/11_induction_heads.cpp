@@ -93,7 +93,7 @@ void print_repeat(const train::Batch& b, std::size_t s) {
 double ln_v(const train::Config& c) { return std::log(double(c.vocab)); }
 
 // -------------------------------------------------------------------------------------------------
-void show_data(const Tracer& trace, const Settings& s, train::Batch& batch) {
+void step1_data(const Tracer& trace, const Settings& s, train::Batch& batch) {
     trace.section("step 1: the data -- random tokens, one segment repeated later; and the fixed-period control");
     Random rng(s.train.seed + 1000);
     const train::Config& c = s.train.config;
@@ -117,7 +117,7 @@ void show_data(const Tracer& trace, const Settings& s, train::Batch& batch) {
 }
 
 // -------------------------------------------------------------------------------------------------
-void show_model(const Tracer& trace, const train::Params& params, const train::Batch& batch) {
+void step2_model(const Tracer& trace, const train::Params& params, const train::Batch& batch) {
     trace.section("step 2: the model -- every parameter, and one forward pass at step 0");
     std::size_t total = 0;
     for (const train::ParamInfo& p : params.layout.params) {
@@ -140,7 +140,7 @@ void show_model(const Tracer& trace, const train::Params& params, const train::B
 }
 
 // -------------------------------------------------------------------------------------------------
-void show_first_step(const Tracer& trace, train::Trainer& trainer) {
+void step3_one_training_step(const Tracer& trace, train::Trainer& trainer) {
     trace.section("step 3: one training step -- a gradient for every parameter, then AdamW");
     const train::Params before = trainer.params();
     const double loss = trainer.step();
@@ -211,7 +211,7 @@ Run make_run(std::string name, const Settings& s, std::size_t layers, train::Dat
     return run;
 }
 
-Run train_model(const Tracer& trace, const Settings& s, train::Trainer& trainer) {
+Run step4_train(const Tracer& trace, const Settings& s, train::Trainer& trainer) {
     trace.section(
         fmt::format("step 4: training -- the model, measured on 128 fresh sequences every {} steps", s.every));
     Run run = make_run("the 2-layer model", s, s.train.config.layers, train::DataKind::random_repeat, s.steps);
@@ -220,7 +220,7 @@ Run train_model(const Tracer& trace, const Settings& s, train::Trainer& trainer)
     return run;
 }
 
-std::vector<Run> train_controls(const Tracer& trace, const Settings& s) {
+std::vector<Run> step5_controls(const Tracer& trace, const Settings& s) {
     trace.section("step 5: two controls -- a 1-layer model, and the 2-layer model on fixed-period data");
     std::vector<Run> controls;
     controls.push_back(make_run("1 layer", s, 1, train::DataKind::random_repeat, s.one_layer_steps));
@@ -340,7 +340,7 @@ void read_fixed_period(const Run& fixed) {
                    t);
 }
 
-void read_stages(const Tracer& trace, const Run& model, const std::vector<Run>& controls) {
+void step6_read_stages(const Tracer& trace, const Run& model, const std::vector<Run>& controls) {
     trace.section("step 6: the two stages of the loss curve, read against the controls");
     const auto [a, b] = steepest_drop(model);
     read_stage_one(model, a, controls[0]);
@@ -369,7 +369,7 @@ std::string role_of(const train::CircuitScores& s, std::size_t l, std::size_t h)
     return fmt::format("no role measured here (every score < {:.1f})", t);
 }
 
-void read_heads(const Tracer& trace, const Run& model) {
+void step7_read_heads(const Tracer& trace, const Run& model) {
     trace.section("step 7: what each head does -- attention scores and copying (the OV circuit)");
     const train::CircuitScores& s = model.last;
     const std::size_t V = model.options.config.vocab;
@@ -441,7 +441,7 @@ void read_composition(const train::CircuitScores& full, const std::vector<train:
     }
 }
 
-void ablate(const Tracer& trace, const train::Params& params, const Run& model) {
+void step8_ablate(const Tracer& trace, const train::Params& params, const Run& model) {
     trace.section("step 8: ablation -- every head in turn, zeroed and mean-ablated, and the copy loss again");
     const train::CircuitScores& full = model.last;
     const double chance = ln_v(params.config);
@@ -490,8 +490,8 @@ void draw_figures(const Settings& s, const Run& model, const std::vector<Run>& c
     figure::save(figure::line_plot(scores), s.figures_dir, "11_scores.png");
 }
 
-void show_pictures(const Tracer& trace, const Settings& s, const train::Params& params, const Run& model,
-                   const std::vector<Run>& controls) {
+void step9_pictures(const Tracer& trace, const Settings& s, const train::Params& params, const Run& model,
+                    const std::vector<Run>& controls) {
     trace.section("step 9: pictures -- the curves, and the trained heads on one repeated sequence");
     if (!s.figures_dir.empty()) draw_figures(s, model, controls);
     Random rng(s.train.seed + 2000);
@@ -566,16 +566,16 @@ int main(int argc, char** argv) {
             c.vocab, c.context, c.d_model, c.heads, c.layers, s.train.batch, double(s.train.adamw.lr), s.steps,
             s.one_layer_steps, s.fixed_period_steps, s.train.seed);
         train::Batch batch;
-        show_data(trace, s, batch);
+        step1_data(trace, s, batch);
         train::Trainer trainer(s.train);
-        show_model(trace, trainer.params(), batch);
-        show_first_step(trace, trainer);
-        const Run model = train_model(trace, s, trainer);
-        const std::vector<Run> controls = train_controls(trace, s);
-        read_stages(trace, model, controls);
-        read_heads(trace, model);
-        ablate(trace, trainer.params(), model);
-        show_pictures(trace, s, trainer.params(), model, controls);
+        step2_model(trace, trainer.params(), batch);
+        step3_one_training_step(trace, trainer);
+        const Run model = step4_train(trace, s, trainer);
+        const std::vector<Run> controls = step5_controls(trace, s);
+        step6_read_stages(trace, model, controls);
+        step7_read_heads(trace, model);
+        step8_ablate(trace, trainer.params(), model);
+        step9_pictures(trace, s, trainer.params(), model, controls);
         return 0;
     });
 }
