@@ -335,9 +335,12 @@ HEADWISE_AVX512 void dequantize_panel_avx512(const std::byte* panel, std::size_t
             const __m512i halves[2] = {_mm512_and_si512(nibbles, low),
                                        _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low)};
             for (std::size_t half = 0; half < 2; ++half) {  // elements 4 run + i, then 16 + 4 run + i
+                // quarter k: rows 4k .. 4k + 3 (the lane index an immediate, as the instruction needs)
+                const __m128i quarters[4] = {
+                    _mm512_extracti32x4_epi32(halves[half], 0), _mm512_extracti32x4_epi32(halves[half], 1),
+                    _mm512_extracti32x4_epi32(halves[half], 2), _mm512_extracti32x4_epi32(halves[half], 3)};
                 for (int k = 0; k < 4; ++k) {
-                    const __m128i bytes = _mm512_extracti32x4_epi32(halves[half], k);
-                    const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+                    const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(quarters[k]));
                     const __m512 x = _mm512_add_ps(_mm512_mul_ps(dq[k], q), mq[k]);
                     float* at = out + 4 * k * columns + b * block + 16 * half + 4 * run;
                     _mm_storeu_ps(at, _mm512_castps512_ps128(x));
