@@ -314,6 +314,61 @@ HEADWISE_AVX512 void panel_q4_1_avx512(const std::byte* panel, const QuantizedRo
     _mm512_storeu_ps(y, _mm512_add_ps(acc, mins));
 }
 
+// The 16 rows of a panel against x with AVX2: a 64-byte run of nibbles is two registers of 8 rows;
+// maddubs (nibble x code, pairs added in 16 bits: 15 * 127 * 2 fits) then madd against ones leaves
+// each row's 4 products summed in its own 32-bit lane. The high nibbles are shifted down here
+// (16 x q would overflow maddubs's 16 bits).
+HEADWISE_AVX2 void panel_q4_1_avx2(const std::byte* panel, const QuantizedRow& x, float* y) {
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // rows 0-7, rows 8-15
+    for (std::size_t b = 0; b < x.blocks(); ++b, panel += panel_block_bytes) {
+        const std::int8_t* q = x.q() + b * block;
+        __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (std::size_t k = 0; k < 4; ++k) {
+            const __m256i x_low = _mm256_set1_epi32(word(q + 4 * k)), x_high = _mm256_set1_epi32(word(q + 16 + 4 * k));
+            for (std::size_t half = 0; half < 2; ++half) {
+                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 64 * k + 32 * half));
+                const __m256i products = _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, low), x_low), ones),
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), x_high),
+                                      ones));
+                sums[half] = _mm256_add_epi32(sums[half], products);
+            }
+        }
+        for (std::size_t half = 0; half < 2; ++half) {
+            const __m256 d =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + 256 + 16 * half)));
+            const __m256 m =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + 288 + 16 * half)));
+            acc[half] =
+                _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d(b))), _mm256_cvtepi32_ps(sums[half]), acc[half]);
+            acc[half] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s(b)), acc[half]);
+        }
+    }
+    _mm256_storeu_ps(y, acc[0]);
+    _mm256_storeu_ps(y + 8, acc[1]);
+}
+
+// The same in plain C++, block by block as dot_q4_1_scalar sums a row (the same roundings).
+void panel_q4_1_scalar(const std::byte* panel, const QuantizedRow& x, float* y) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(panel);
+    std::fill(y, y + panel_rows, 0.0f);
+    for (std::size_t b = 0; b < x.blocks(); ++b, p += panel_block_bytes) {
+        const std::int8_t* q = x.q() + b * block;
+        for (std::size_t lane = 0; lane < panel_rows; ++lane) {
+            int isum = 0;
+            for (std::size_t j = 0; j < block / 2; ++j) {
+                const std::uint8_t byte = p[64 * (j / 4) + 4 * lane + j % 4];  // qs[j] of this row
+                isum += (byte & 0x0F) * q[j] + (byte >> 4) * q[j + block / 2];
+            }
+            std::uint16_t dm[2];
+            std::memcpy(&dm[0], p + 256 + 2 * lane, 2);
+            std::memcpy(&dm[1], p + 288 + 2 * lane, 2);
+            y[lane] += fp16_to_float(dm[0]) * x.d(b) * static_cast<float>(isum) + fp16_to_float(dm[1]) * x.s(b);
+        }
+    }
+}
+
 // The 16 rows of a panel (quant.hpp) dequantized into out (16 rows, `columns` apart): per 64-byte run
 // of nibbles, each quarter of the register (4 bytes of 4 rows) widened to 16 floats, then d * q + m
 // (multiply, then add: the same roundings as quant::dequantize_row) and 4 floats stored per row.
@@ -400,8 +455,8 @@ void rows_with(Dot dot_fn, const gguf::TensorInfo& weights, const QuantizedRow& 
         y[r - first] = dot_fn(reinterpret_cast<const Block*>(row), x);
 }
 
-// Rows [first, last) of a matrix in panels (both multiples of 16), a panel at a time: AVX-512's
-// product, or each row's blocks copied out as the file had them and the scalar dot.
+// Rows [first, last) of a matrix in panels (both multiples of 16), a panel at a time, with the
+// instruction set asked for (lesson 12's rungs set each in turn on the same regrouped model).
 void rows_in_panels(const gguf::TensorInfo& weights, const QuantizedRow& x, std::size_t first, std::size_t last,
                     float* y, Isa isa) {
     if (first % panel_rows != 0 || last % panel_rows != 0)
@@ -409,15 +464,13 @@ void rows_in_panels(const gguf::TensorInfo& weights, const QuantizedRow& x, std:
             "rows {} .. {} of {}: a matrix in panels is multiplied 16 rows at a time", first, last, weights.name));
     const std::size_t panel_bytes = panel_rows * weights.row_bytes();
     for (std::size_t r = first; r < last; r += panel_rows, y += panel_rows) {
-        if (isa == Isa::avx512) {
-            panel_q4_1_avx512(weights.data + r / panel_rows * panel_bytes, x, y);
-            continue;
-        }
-        std::vector<BlockQ4_1> row(x.blocks());
-        for (std::size_t lane = 0; lane < panel_rows; ++lane) {
-            for (std::size_t b = 0; b < row.size(); ++b) row[b] = block_q4_1(weights, r + lane, b);
-            y[lane] = dot_q4_1_scalar(row.data(), x);
-        }
+        const std::byte* panel = weights.data + r / panel_rows * panel_bytes;
+        if (isa == Isa::avx512)
+            panel_q4_1_avx512(panel, x, y);
+        else if (isa == Isa::avx2)
+            panel_q4_1_avx2(panel, x, y);
+        else
+            panel_q4_1_scalar(panel, x, y);
     }
 }
 
