@@ -51,6 +51,7 @@ function(headwise_add_exercise id dir)
   cmake_parse_arguments(arg "UNSANITIZED" "TIMEOUT" "LIBS;OPTIONS" ${ARGN})
   set(grading "${PROJECT_SOURCE_DIR}/tests/grade/${id}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${dir}")
+  set(headers ${PROJECT_SOURCE_DIR}/exercises/${dir} ${PROJECT_SOURCE_DIR}/exercises/common)
   file(GLOB sources RELATIVE "${solution_dir}" CONFIGURE_DEPENDS "${solution_dir}/*.cpp")
   list(SORT sources)
   if(NOT sources)
@@ -73,10 +74,11 @@ function(headwise_add_exercise id dir)
   endif()
   _headwise_exercise_settings(${id} "${dir}" "${sources}" ${arg_TIMEOUT} ${own_copies} ${arg_UNSANITIZED} "${arg_OPTIONS}")
 
-  # The test cases, compiled once against the solution's headers (identical to the exercise's),
+  # The test cases, compiled once against the exercise's headers (exercises/<dir>/*.hpp: their one
+  # home, the solutions hold only the files the learner writes),
   # as the project's tests are (-O1: HeadwiseTargets.cmake).
   add_library(headwise_grade_${id}_cases OBJECT EXCLUDE_FROM_ALL "${grading}/${dir}.cpp")
-  target_include_directories(headwise_grade_${id}_cases PRIVATE ${solution_dir} ${PROJECT_SOURCE_DIR}/solutions/common ${grading})
+  target_include_directories(headwise_grade_${id}_cases PRIVATE ${headers} ${grading})
   target_link_libraries(headwise_grade_${id}_cases PRIVATE headwise_grade_deps INTERFACE ${arg_LIBS})
   target_compile_definitions(headwise_grade_${id}_cases PRIVATE HEADWISE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures")
   headwise_test_sources(headwise_grade_${id}_cases)
@@ -195,14 +197,13 @@ ${as_subject}}  // namespace
 endfunction()
 
 # An object library of <id>'s subject code (the catalogue, the search's variants): compiled as the
-# subject is, its warnings off, against the solution's headers.
+# subject is, its warnings off, against the exercise's headers.
 function(_headwise_subject_objects target id)
-  _headwise_exercise_get(${id} pch PCH solution SOLUTION)
-  get_filename_component(solution_dir "${solution}" DIRECTORY)
+  _headwise_exercise_get(${id} pch PCH dir DIR)
   add_library(${target} OBJECT ${ARGN})
   set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)
-  target_include_directories(${target} PRIVATE ${solution_dir} ${PROJECT_SOURCE_DIR}/solutions/common
-    ${PROJECT_SOURCE_DIR}/tests/grade/${id})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/exercises/${dir}
+    ${PROJECT_SOURCE_DIR}/exercises/common ${PROJECT_SOURCE_DIR}/tests/grade/${id})
   target_link_libraries(${target} PRIVATE headwise_grade_deps headwise_grade_${id}_subject)
   target_compile_options(${target} PRIVATE -w)
   target_precompile_headers(${target} REUSE_FROM ${pch})
@@ -360,7 +361,7 @@ function(_headwise_grader target id)
     set(arg_MUTANTS headwise_grade_${id}_mutants)  # the search's variants (cmake/HeadwiseMutants.cmake)
   endif()
   if(NOT arg_INCLUDES)
-    set(arg_INCLUDES ${PROJECT_SOURCE_DIR}/solutions/${dir} ${PROJECT_SOURCE_DIR}/solutions/common)
+    set(arg_INCLUDES ${PROJECT_SOURCE_DIR}/exercises/${dir} ${PROJECT_SOURCE_DIR}/exercises/common)
   endif()
   add_executable(${target} EXCLUDE_FROM_ALL ${arg_SOURCES})
   set_target_properties(${target} PROPERTIES HEADWISE_LEARNER_CODE ON)  # no -Werror (HeadwiseTargets.cmake)
