@@ -4,6 +4,8 @@
 // static (one block's tiles at a time) and what keeps 1024-thread blocks affordable on 2 cores.
 #include "emulator/emulator.hpp"
 
+#include "headwise/base/names.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -53,15 +55,10 @@
 namespace headwise::emulator {
 
 const char* name(Schedule s) {
-    switch (s) {
-        case Schedule::fibers:
-            return "fibers";
-        case Schedule::fibers_reversed:
-            return "fibers_reversed";
-        case Schedule::threads:
-            return "threads";
-    }
-    return "?";
+    // string literals, so each name's data() ends in its NUL
+    static constexpr Named<Schedule> names[] = {
+        {Schedule::fibers, "fibers"}, {Schedule::fibers_reversed, "fibers_reversed"}, {Schedule::threads, "threads"}};
+    return name_in(names, s).data();
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // avx512_kernels.cpp's and avx2_kernels.cpp's; the memory they use is fused_workspace.cpp's.
 #include "headwise/fast/fused_attention.hpp"
 
+#include "headwise/base/names.hpp"
 #include "headwise/fast/avx2_kernels.hpp"
 #include "headwise/fast/avx512_kernels.hpp"
 #include "headwise/fast/fused_tile.hpp"
@@ -60,17 +61,11 @@ bool runs_here(Kernel kernel, std::size_t d_head) {
 }  // namespace
 
 std::string_view to_string(Kernel kernel) {
-    switch (kernel) {
-        case Kernel::automatic:
-            return "automatic";
-        case Kernel::blas:
-            return "BLAS";
-        case Kernel::micro_kernel_avx2:
-            return "AVX2 micro-kernel";
-        case Kernel::micro_kernel_avx512:
-            return "AVX-512 micro-kernel";
-    }
-    return "?";
+    static constexpr Named<Kernel> names[] = {{Kernel::automatic, "automatic"},
+                                              {Kernel::blas, "BLAS"},
+                                              {Kernel::micro_kernel_avx2, "AVX2 micro-kernel"},
+                                              {Kernel::micro_kernel_avx512, "AVX-512 micro-kernel"}};
+    return name_in(names, kernel);
 }
 
 const RegisterTiles* detail::register_tiles(Kernel kernel) {

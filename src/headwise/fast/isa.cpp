@@ -1,5 +1,6 @@
 #include "headwise/fast/isa.hpp"
 
+#include "headwise/base/names.hpp"
 #include "headwise/base/tensor.hpp"
 
 #include <fmt/format.h>
@@ -9,24 +10,13 @@
 namespace headwise {
 
 namespace {
-constexpr Isa every_isa[] = {Isa::scalar, Isa::avx2, Isa::avx512};
+constexpr Named<Isa> isa_names[] = {{Isa::scalar, "scalar"}, {Isa::avx2, "avx2"}, {Isa::avx512, "avx512"}};
 }  // namespace
 
-std::string_view to_string(Isa isa) {
-    switch (isa) {
-        case Isa::scalar:
-            return "scalar";
-        case Isa::avx2:
-            return "avx2";
-        case Isa::avx512:
-            return "avx512";
-    }
-    return "?";
-}
+std::string_view to_string(Isa isa) { return name_in(isa_names, isa); }
 
 Isa parse_isa(std::string_view name) {
-    for (Isa isa : every_isa)
-        if (name == to_string(isa)) return isa;
+    if (const std::optional<Isa> isa = value_named(isa_names, name)) return *isa;
     throw usage_error(
         fmt::format("HEADWISE_ISA={}: not an instruction set headwise knows (scalar, avx2, avx512)", name));
 }

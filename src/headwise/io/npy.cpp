@@ -9,6 +9,7 @@
 #include "headwise/io/npy.hpp"
 
 #include "headwise/base/cli.hpp"
+#include "headwise/base/names.hpp"
 #include "headwise/fast/huge_pages.hpp"
 
 #include <fmt/format.h>
@@ -262,15 +263,9 @@ std::vector<double> fortran_to_c(const std::vector<double>& f, const std::vector
 }  // namespace
 
 std::string to_string(DType dtype) {
-    switch (dtype) {
-        case DType::float32:
-            return "float32";
-        case DType::float64:
-            return "float64";
-        case DType::boolean:
-            return "bool";
-    }
-    return "?";
+    static constexpr Named<DType> names[] = {
+        {DType::float32, "float32"}, {DType::float64, "float64"}, {DType::boolean, "bool"}};
+    return std::string(name_in(names, dtype));
 }
 
 std::string shape_string(const std::vector<std::size_t>& shape) {
