@@ -11,7 +11,7 @@
 
 #include "exercise.hpp"
 
-namespace headwise::ex07 {
+namespace headwise::bert_layer {
 
 // One BERT encoder layer, in PyTorch's layout: every weight is (out_features, in_features) and a
 // linear layer computes y = x . W^T + b.
@@ -29,6 +29,13 @@ struct LayerWeights {
     Tensor1 b_2;                  // (d_model)
     Tensor1 ln2_gamma, ln2_beta;  // (d_model)           output.LayerNorm
 };
+
+}  // namespace headwise::bert_layer
+
+namespace headwise::ex07 {
+
+// The layer's weights (above).
+using bert_layer::LayerWeights;
 
 // The layer, post-LayerNorm as in BERT:
 //   a = MultiHead(x)                          softmax(q k^T / sqrt(d_head)) v per head, then W_O

@@ -9,6 +9,15 @@
 
 #include "exercise.hpp"
 
+namespace headwise::gradients {
+
+// What attention_backward returns.
+struct AttentionGrads {
+    Tensor4 dq, dk, dv;  // each (B, H, N, d_head)
+};
+
+}  // namespace headwise::gradients
+
 namespace headwise::ex10 {
 
 // The backward of one row of softmax. p (N) is the row's softmax output, p = softmax(s), and
@@ -22,9 +31,7 @@ Tensor1 softmax_backward_row(const Tensor1& p, const Tensor1& dp);
 //   key_padding_mask  (B, N): key j of batch element b is hidden from all its queries; empty = none
 // The forward's weights are not given: recompute them. A hidden key gets no gradient, and a query
 // that sees no key at all (its weights and output are 0) gives no gradient either: never NaN.
-struct AttentionGrads {
-    Tensor4 dq, dk, dv;  // each (B, H, N, d_head)
-};
+using gradients::AttentionGrads;  // {dq, dk, dv}, each (B, H, N, d_head)
 AttentionGrads attention_backward(const Tensor4& q, const Tensor4& k, const Tensor4& v, const Tensor4& d_out,
                                   bool causal, const Mask2& key_padding_mask);
 

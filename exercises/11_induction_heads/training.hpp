@@ -15,6 +15,17 @@
 
 #include <cstdint>
 
+namespace headwise::optimiser {
+
+// What AdamW remembers between steps.
+struct AdamWState {
+    Tensor1 m;     // (P) running mean of the gradients, starts at 0
+    Tensor1 v;     // (P) running mean of their squares, starts at 0
+    int step = 0;  // steps taken so far
+};
+
+}  // namespace headwise::optimiser
+
 namespace headwise::ex11 {
 
 // targets (B, N): the token each position must predict, or -1 where there is none (the last
@@ -31,12 +42,7 @@ float cross_entropy(const Tensor3& logits, const Targets& targets, Tensor3* dlog
 // the ones `headwise train` uses (headwise/train/adamw.hpp).
 using AdamWOptions = train::AdamWOptions;
 
-// What AdamW remembers between steps.
-struct AdamWState {
-    Tensor1 m;     // (P) running mean of the gradients, starts at 0
-    Tensor1 v;     // (P) running mean of their squares, starts at 0
-    int step = 0;  // steps taken so far
-};
+using optimiser::AdamWState;  // what AdamW remembers between steps (above)
 
 // One AdamW step (torch.optim.AdamW): params (P) move against grads (P); state.m, state.v and
 // state.step are updated. Decoupled weight decay, bias-corrected moments.
