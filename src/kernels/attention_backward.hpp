@@ -31,7 +31,7 @@ std::string_view name(BackwardVersion v);  // "naive_backward", "flash_backward"
 bool supports(BackwardVersion v, int d_head);
 // Throws std::invalid_argument as validate(Version, ...) does; naive also when its two (B, H, N, N)
 // buffers (P and dS) would pass naive_scratch_limit floats each.
-void validate(BackwardVersion v, const Problem& p, const int* key_len = nullptr);
+void validate(BackwardVersion v, const Problem& problem, const int* key_len = nullptr);
 
 struct BackwardInputs {
     const float* q;      // (B, H, N, d_head)
@@ -48,32 +48,32 @@ struct Gradients {
 };
 
 // One thread (or block) per `per_block` rows of each (b, h): grid (ceil(N / per_block), H, B).
-std::array<unsigned, 3> row_grid(const Problem& p, int per_block);
+std::array<unsigned, 3> row_grid(const Problem& problem, int per_block);
 
 // What the emulator counted: the forward that saved the backward's inputs, and the backward's kernels.
 struct BackwardStats {
     emulator::LaunchStats forward;   // naive: tiled + lse, then P; flash: tiled + lse
-    emulator::LaunchStats backward;  // naive: rows, columns; flash: D = rowsum(dO o O), then the key tiles
+    emulator::LaunchStats backward;  // naive: rows, columns; flash: delta = rowsum(dO o O), then the key tiles
 };
 
 // Runs the forward and then version v's backward on the CPU emulator; g's three buffers are written
 // (dq zeroed first where it is accumulated). Throws like emulate().
-BackwardStats emulate_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, const Gradients& g,
+BackwardStats emulate_backward(BackwardVersion v, const Problem& problem, const BackwardInputs& in, const Gradients& g,
                                emulator::Schedule schedule = emulator::default_schedule());
 
 // Version 3 (tiled) with its second output: out (B, H, N, d_head) and lse (B, H, N), the log of
 // each row's softmax normaliser, lse_i = log sum_j exp(q_i . k_j * scale) over its visible keys
 // (-inf for a row whose keys are all masked).
-emulator::LaunchStats emulate_with_lse(const Problem& p, const Inputs& in, float* out, float* lse,
+emulator::LaunchStats emulate_with_lse(const Problem& problem, const Inputs& in, float* out, float* lse,
                                        emulator::Schedule schedule = emulator::default_schedule());
 
 // Global-memory bytes the emulator counts for each backward version and the forward it needs, on
-// N(0, 1) inputs of shape p (key_len = N): what lesson 10 prints. The naive forward's writes include
+// N(0, 1) inputs of shape problem (key_len = N): what lesson 10 prints. The naive forward's writes include
 // P (4 B*H*N^2 bytes); the flash forward's, the log-sum-exp (4 B*H*N).
 struct BackwardTraffic {
     BackwardVersion version;
     emulator::Traffic forward, backward;
 };
-std::vector<BackwardTraffic> backward_traffic(const Problem& p, std::uint64_t seed = 10);
+std::vector<BackwardTraffic> backward_traffic(const Problem& problem, std::uint64_t seed = 10);
 
 }  // namespace headwise::kernels

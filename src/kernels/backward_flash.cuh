@@ -3,13 +3,13 @@
 // The same gradients as version 1 (backward_naive.cuh), with the loops turned inside out:
 //
 //   dV_j = sum_i P_ij dO_i                  P_ij = exp(S_ij - lse_i),  S_ij = q_i . k_j * scale
-//   dK_j = sum_i dS_ij q_i * scale          dS_ij = P_ij (dP_ij - D_i),  dP_ij = dO_i . v_j
-//   dQ_i = sum_j dS_ij k_j * scale          D_i = rowsum(dO o O)_i = sum_j P_ij dP_ij
+//   dK_j = sum_i dS_ij q_i * scale          dS_ij = P_ij (dP_ij - delta_i),  dP_ij = dO_i . v_j
+//   dQ_i = sum_j dS_ij k_j * scale          delta_i = rowsum(dO o O)_i = sum_j P_ij dP_ij (the papers' D_i)
 //
 // Who owns what. Block (bx, h, b) owns a tile of Bc keys, j = bx * Bc + x: thread x keeps dK_j and
 // dV_j in registers for the whole kernel and writes them once at the end -- dK and dV need no
 // reduction across blocks. K_j and V_j sit in shared memory (t.k, t.v). The block walks the
-// query rows in tiles of Br: it stages q_i, dO_i, lse_i and D_i in shared memory, each thread
+// query rows in tiles of Br: it stages q_i, dO_i, lse_i and delta_i in shared memory, each thread
 // recomputes P_ij for its key and every row of the tile from the forward's log-sum-exp -- the
 // trick that saves the (B, H, N, N) P of version 1 -- and adds its share to dV_j and dK_j.
 //
@@ -23,7 +23,7 @@
 // order that varies from run to run on a GPU (on the emulator blocks run one after another, so
 // its results are repeatable). dQ must be zero before the launch.
 //
-// D = rowsum(dO o O) comes from a small pre-kernel (attention_backward_delta): one dot product per
+// delta = rowsum(dO o O) comes from a small pre-kernel (attention_backward_delta): one dot product per
 // row, instead of the row of dP o P version 1 sums.
 //
 // Causal: key tile [k0, k0 + Bc) is seen only by rows i >= k0, so the walk starts at the query
@@ -55,7 +55,7 @@ struct BackwardDeltaShape {
     static constexpr int threads = 64;  // rows per block
 };
 
-// D_i = sum_c dO_ic O_ic. grid (ceil(N / 64), H, B), block (64): thread x is row bx * 64 + x.
+// delta_i = sum_c dO_ic O_ic. grid (ceil(N / 64), H, B), block (64): thread x is row bx * 64 + x.
 //   out, d_out  (B, H, N, d_head)
 //   delta       (B, H, N)
 __global__ void attention_backward_delta(global_ptr<const float> out, global_ptr<const float> d_out,
@@ -81,7 +81,7 @@ struct FlashBackwardTiles {
     float q[Br][D];           // (Br, D): the current query tile
     float d_out[Br][D];       // (Br, D): its rows of dO
     float d_s[Br][Bc + pad];  // (Br, Bc): dS of the tile against the block's keys
-    float stats[2][Br];       // row 0: lse_i, row 1: D_i
+    float stats[2][Br];       // row 0: lse_i, row 1: delta_i
 };
 
 // K and V rows [k0, k0 + Bc) into shared memory, all threads together (consecutive threads take
@@ -120,7 +120,7 @@ __device__ __forceinline__ void load_query_tile(FlashBackwardTiles<D>& t, global
 
 // Thread x (key j = k0 + x) against every row i of the query tile:
 //   P_ij = exp(q_i . k_j * scale - lse_i);  dV_j += P_ij dO_i
-//   dS_ij = P_ij (dO_i . v_j - D_i);         dK_j += dS_ij q_i   (times scale at the very end)
+//   dS_ij = P_ij (dO_i . v_j - delta_i);         dK_j += dS_ij q_i   (times scale at the very end)
 // and dS_ij into t.d_s (0 where key j is hidden from row i), for the dQ stage.
 template <int D>
 __device__ __forceinline__ void attend_query_tile(FlashBackwardTiles<D>& t, float (&dk_j)[D], float (&dv_j)[D], int q0,

@@ -5,13 +5,13 @@
 // dP and dS, N x d_head for the rest):
 //   dV = P^T dO
 //   dP = dO V^T
-//   dS = P o (dP - D),  D_i = sum_j P_ij dP_ij        (the softmax Jacobian of row i, in O(N))
+//   dS = P o (dP - delta),  delta_i = sum_j P_ij dP_ij        (the softmax Jacobian of row i, in O(N))
 //   dQ = dS K * scale,  dK = dS^T Q * scale
 // Three kernels, every operand read from global memory where it is used, nothing kept in
 // registers but scalars (the forward's version 1, backwards):
 //   attention_weights                  thread (b, h, i): P_i = exp(S_i - lse_i), the forward's
 //                                      weights as autograd keeps them: (B, H, N, N), masked keys 0
-//   attention_backward_naive_rows      thread (b, h, i): dP_i, D_i and dS_i (into a (B, H, N, N)
+//   attention_backward_naive_rows      thread (b, h, i): dP_i, delta_i and dS_i (into a (B, H, N, N)
 //                                      scratch), then dQ_i
 //   attention_backward_naive_columns   thread (b, h, j): dV_j from column j of P, dK_j from column
 //                                      j of dS
@@ -78,7 +78,7 @@ __global__ void attention_backward_naive_rows(global_ptr<const float> k, global_
     const global_ptr<float> dq_i = slice(dq, at(head + i, D), D);           // (d_head)
     const int end = key_end(i, key_len[t.b], a.causal);
 
-    // dP_ij = dO_i . v_j (kept in dS's row for now), D_i = sum_j P_ij dP_ij
+    // dP_ij = dO_i . v_j (kept in dS's row for now), delta_i = sum_j P_ij dP_ij
     float d_i = 0.0f;
     for (int j = 0; j < end; ++j) {
         float dp = 0.0f;
@@ -86,7 +86,7 @@ __global__ void attention_backward_naive_rows(global_ptr<const float> k, global_
         ds_i[j] = dp;
         d_i += p_i[j] * dp;
     }
-    // dS_ij = P_ij (dP_ij - D_i)
+    // dS_ij = P_ij (dP_ij - delta_i)
     for (int j = 0; j < end; ++j) ds_i[j] = p_i[j] * (ds_i[j] - d_i);
     // dQ_i = sum_j dS_ij k_j * scale, one column at a time (a fully masked row: zeros)
     for (int c = 0; c < D; ++c) {

@@ -38,7 +38,7 @@ Timing time(Version v, const Problem& p, const Inputs& in, int warmup, int repea
 // inputs, then version v's backward; dq, dk, dv copied back. Throws std::runtime_error.
 void run_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, const Gradients& g);
 // The forward once, then `warmup` untimed and `repeats` timed runs of the backward alone (flash:
-// its dQ memset, D = rowsum(dO o O) and the key-tile kernel; naive: its rows and columns kernels).
+// its dQ memset, delta = rowsum(dO o O) and the key-tile kernel; naive: its rows and columns kernels).
 // registers, shared_bytes, local_bytes: those of the main kernel (flash's key tiles, naive's rows).
 Timing time_backward(BackwardVersion v, const Problem& p, const BackwardInputs& in, int warmup, int repeats);
 

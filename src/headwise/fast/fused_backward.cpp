@@ -17,7 +17,7 @@ namespace {
 
 // One (batch, head)'s operands: row n of x is x.data + n * x.row.
 struct HeadView {
-    const float *q, *k, *v, *d_out, *lse, *d;  // lse and d: (N_q), one per query
+    const float *q, *k, *v, *d_out, *lse, *delta;  // lse and delta: (N_q), one per query
     float *dq, *dk, *dv;
     std::size_t q_row, k_row, v_row, o_row, dq_row, dk_row, dv_row;
     std::size_t dkv_from = 0;  // dk's and dv's first rows are key dkv_from's
@@ -32,9 +32,9 @@ enum Wants : unsigned { want_dq = 1, want_dkv = 2 };
 
 // One core's tiles, kept from pair to pair.
 struct BackwardScratch {
-    std::vector<float> p;   // (rows, keys): P, then dS
-    std::vector<float> dp;  // (rows, keys): dP
-    std::vector<float> d;   // (N_q): D of the head in hand (per-head tasks only)
+    std::vector<float> p;      // (rows, keys): P, then dS
+    std::vector<float> dp;     // (rows, keys): dP
+    std::vector<float> delta;  // (N_q): the head in hand's delta = rowsum(dO o O) (per-head tasks only)
     // The micro-kernels': P^T and dS^T (keys, rows); the key block's K^T and V^T in panels of 32 and
     // its K, packed once for the pairs that share the block (packed_k names it); the query tile's q
     // and d_out (packed_q names it). Rows in place are 3 d_model floats apart in the layer, a stride
@@ -48,11 +48,11 @@ struct BackwardScratch {
     const float* packed_q = nullptr;
 };
 
-// dp[j] = p[j] (dp[j] - d) scale: dS from the stored weights, as softmax_backward_row_avx512 makes
+// dp[j] = p[j] (dp[j] - delta) scale: dS from the stored weights, as softmax_backward_row_avx512 makes
 // it after the exp.
 __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"))) void softmax_backward_from_p(
-    const float* p, float* dp, std::size_t n, float d, float scale) {
-    for (std::size_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+    const float* p, float* dp, std::size_t n, float delta, float scale) {
+    for (std::size_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - delta) * scale;
 }
 
 class PairRun {
@@ -97,8 +97,8 @@ private:
         for (std::size_t r = 0; r < n; ++r) {
             float* row = p + r * len;
             const float* dp_row = dp + r * len;
-            const float d = h.d[i0 + r];
-            for (std::size_t j = 0; j < len; ++j) row[j] = row[j] * (dp_row[j] - d) * scale_;
+            const float delta = h.delta[i0 + r];
+            for (std::size_t j = 0; j < len; ++j) row[j] = row[j] * (dp_row[j] - delta) * scale_;
         }
         // dq (n, d_head) += dS (n, len) . k (len, d_head)
         if (wants & want_dq)
@@ -149,10 +149,11 @@ private:
                       std::size_t len) const {
         if (seen > 0 && h.p) {
             std::copy_n(h.p + i * s_.nk + j0, seen, row);  // P, stored
-            softmax_backward_from_p(row, dp_row, seen, h.d[i], scale_);
+            softmax_backward_from_p(row, dp_row, seen, h.delta[i], scale_);
         } else if (seen > 0) {
             mask_scores(o_, b_, i, j0, j0 + seen, row);
-            row_ops(tiles_->isa).softmax_backward_row(row, dp_row, seen, h.lse[i], h.d[i], scale_);  // P, masked 0; dS
+            row_ops(tiles_->isa)
+                .softmax_backward_row(row, dp_row, seen, h.lse[i], h.delta[i], scale_);  // P, masked 0; dS
         }
         std::fill(row + seen, row + len, 0.0f);
         std::fill(dp_row + seen, dp_row + len, 0.0f);
@@ -226,26 +227,27 @@ struct Weights {
 };
 
 HeadView head_view(const AttentionShape& s, std::size_t bh, Strided<const float> q, Strided<const float> k,
-                   Strided<const float> v, Strided<const float> d_out, Weights weights, const float* d,
+                   Strided<const float> v, Strided<const float> d_out, Weights weights, const float* delta,
                    Strided<float> dq, Strided<float> dk, Strided<float> dv) {
     const std::size_t b = bh / s.heads, h = bh % s.heads;
     auto at = [&](auto x) { return x.data + b * x.batch + h * x.head; };
     const float* lse = weights.lse ? weights.lse + bh * s.nq : nullptr;
-    HeadView view{at(q),  at(k), at(v), at(d_out), lse,       d,      at(dq), at(dk),
+    HeadView view{at(q),  at(k), at(v), at(d_out), lse,       delta,  at(dq), at(dk),
                   at(dv), q.row, k.row, v.row,     d_out.row, dq.row, dk.row, dv.row};
     if (weights.p) view.p = weights.p + bh * s.nq * s.nk;
     return view;
 }
 
-// D_i = sum_c d_out_ic out_ic for the N_q rows of head bh, into d.
-void row_dots(const AttentionShape& s, std::size_t bh, Strided<const float> out, Strided<const float> d_out, float* d) {
+// delta_i = sum_c d_out_ic out_ic (rowsum(dO o O), the papers' D_i) for the N_q rows of head bh.
+void row_dots(const AttentionShape& s, std::size_t bh, Strided<const float> out, Strided<const float> d_out,
+              float* delta) {
     const std::size_t b = bh / s.heads, h = bh % s.heads;
     const float* o = out.data + b * out.batch + h * out.head;
     const float* g = d_out.data + b * d_out.batch + h * d_out.head;
     for (std::size_t i = 0; i < s.nq; ++i) {
         float sum = 0.0f;
         for (std::size_t c = 0; c < s.d_head; ++c) sum += o[i * out.row + c] * g[i * d_out.row + c];
-        d[i] = sum;
+        delta[i] = sum;
     }
 }
 
@@ -358,8 +360,8 @@ bool backward_writes_in_place(const AttentionShape& s, const BackwardTiling& til
 
 std::size_t fused_attention_backward_scratch_bytes(const AttentionShape& s, const BackwardTiling& tiling) {
     const std::size_t per_core = ScratchFloats(s, sizes_of(s, tiling)).total();
-    const std::size_t d = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;
-    return (per_core * worker_count() + d) * sizeof(float);
+    const std::size_t deltas = per_head(s, tiling) ? s.nq * worker_count() : s.batch * s.heads * s.nq;
+    return (per_core * worker_count() + deltas) * sizeof(float);
 }
 
 namespace {
@@ -375,20 +377,22 @@ void backward(const AttentionShape& s, Strided<const float> q, Strided<const flo
     if (per_head(s, tiling)) {  // one head per task: its dq, dk and dv are this core's alone
         parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t worker) {
             BackwardScratch& w = scratch[worker];
-            w.d.resize(s.nq);
-            row_dots(s, bh, out, d_out, w.d.data());
+            w.delta.resize(s.nq);
+            row_dots(s, bh, out, d_out, w.delta.data());
             PairRun pair(s, bh / s.heads, scale, options, z.tiles, w);
-            backward_head(s, z, options, head_view(s, bh, q, k, v, d_out, weights, w.d.data(), dq, dk, dv), pair, w);
+            backward_head(s, z, options, head_view(s, bh, q, k, v, d_out, weights, w.delta.data(), dq, dk, dv), pair,
+                          w);
         });
         return;
     }
     // Few heads: D of every row first, then blocks of keys (dk, dv), then tiles of queries (dq).
-    std::vector<float> d(s.batch * s.heads * s.nq);
-    parallel_for(s.batch * s.heads, [&](std::size_t bh, std::size_t) { row_dots(s, bh, out, d_out, &d[bh * s.nq]); });
+    std::vector<float> delta(s.batch * s.heads * s.nq);
+    parallel_for(s.batch * s.heads,
+                 [&](std::size_t bh, std::size_t) { row_dots(s, bh, out, d_out, &delta[bh * s.nq]); });
     const std::size_t key_blocks = (s.nk + keys - 1) / keys, query_tiles = (s.nq + rows - 1) / rows;
     parallel_for(s.batch * s.heads * key_blocks, [&](std::size_t t, std::size_t worker) {
         const std::size_t bh = t / key_blocks, j0 = t % key_blocks * keys, j1 = std::min(s.nk, j0 + keys);
-        const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &d[bh * s.nq], dq, dk, dv);
+        const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &delta[bh * s.nq], dq, dk, dv);
         zero_rows(h.dk + j0 * h.dk_row, j1 - j0, h.dk_row, s.d_head);
         zero_rows(h.dv + j0 * h.dv_row, j1 - j0, h.dv_row, s.d_head);
         PairRun pair(s, bh / s.heads, scale, options, z.tiles, scratch[worker]);
@@ -397,7 +401,7 @@ void backward(const AttentionShape& s, Strided<const float> q, Strided<const flo
     });
     parallel_for(s.batch * s.heads * query_tiles, [&](std::size_t t, std::size_t worker) {
         const std::size_t bh = t / query_tiles, i0 = t % query_tiles * rows, i1 = std::min(s.nq, i0 + rows);
-        const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &d[bh * s.nq], dq, dk, dv);
+        const HeadView h = head_view(s, bh, q, k, v, d_out, weights, &delta[bh * s.nq], dq, dk, dv);
         zero_rows(h.dq + i0 * h.dq_row, i1 - i0, h.dq_row, s.d_head);
         PairRun pair(s, bh / s.heads, scale, options, z.tiles, scratch[worker]);
         for (std::size_t j0 = 0; j0 < s.nk && visible(options, i1, j0); j0 += keys)

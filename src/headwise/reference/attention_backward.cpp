@@ -64,8 +64,8 @@ struct HeadBackward {
             const float* qi = q + i * d_head;
             const float* doi = d_out + i * d_head;
             weights(qi, k, i, p);
-            // dv_j += P_ij d_out_i;  dP_ij = d_out_i . v_j;  D_i = sum_j P_ij dP_ij
-            double d = 0.0;
+            // dv_j += P_ij d_out_i;  dP_ij = d_out_i . v_j;  delta_i = sum_j P_ij dP_ij
+            double delta = 0.0;
             for (std::size_t j = 0; j < nk; ++j) {
                 double dot = 0.0;
                 for (std::size_t c = 0; c < d_head; ++c) {
@@ -75,7 +75,7 @@ struct HeadBackward {
                 dp[j] = dot;
                 d += p[j] * dot;
             }
-            // dS_ij = P_ij (dP_ij - D_i);  dq_i += scale dS_ij k_j;  dk_j += scale dS_ij q_i
+            // dS_ij = P_ij (dP_ij - delta_i);  dq_i += scale dS_ij k_j;  dk_j += scale dS_ij q_i
             for (std::size_t j = 0; j < nk; ++j) {
                 const double ds = p[j] * (dp[j] - d) * scale;
                 if (ds == 0.0) continue;
