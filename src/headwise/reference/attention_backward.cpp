@@ -73,11 +73,11 @@ struct HeadBackward {
                     dot += double(doi[c]) * double(v[j * d_head + c]);
                 }
                 dp[j] = dot;
-                d += p[j] * dot;
+                delta += p[j] * dot;
             }
             // dS_ij = P_ij (dP_ij - delta_i);  dq_i += scale dS_ij k_j;  dk_j += scale dS_ij q_i
             for (std::size_t j = 0; j < nk; ++j) {
-                const double ds = p[j] * (dp[j] - d) * scale;
+                const double ds = p[j] * (dp[j] - delta) * scale;
                 if (ds == 0.0) continue;
                 for (std::size_t c = 0; c < d_head; ++c) {
                     dq[i * d_head + c] += ds * double(k[j * d_head + c]);
