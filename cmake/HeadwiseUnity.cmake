@@ -3,8 +3,8 @@
 # Each subject is compiled in its own namespace: the exercise's id is a macro naming it
 # (`#define ex01 ex01_<subject>`), so `namespace headwise::ex01` in the subject's file and in the
 # exercise's header is that subject's own. One subject per translation unit re-parses and
-# re-instantiates the same xtensor code each time (~1.4 s a subject, sanitized); a unity source
-# holds several (12 ex01 subjects: 2.4 s in one against 17 s apart). What that needs:
+# re-instantiates the same xtensor code each time, most of each one's compile time; a unity
+# source holds several and instantiates it once. What that needs:
 #   - the exercise's headers declared again in each subject's namespace: the unity sources see a
 #     copy of each exercises/<dir>/*.hpp whose namespace headwise::<id> sits under an include
 #     guard that every subject's block undefines, what precedes it (includes, types shared by

@@ -3,10 +3,8 @@
 //
 // A command such as `headwise attend --grads` is one process that touches each of its tensors once
 // and exits: it pays for every page it touches for the first time, and a tensor that malloc placed
-// across 2 MiB boundaries leaves up to 2 MiB at each end to 4 KiB faults. Aligned, at
-// (B, N, d_model, H) = (8, 512, 512, 8): minor faults 9.0k -> 3.5k, and the process's median
-// 221.9 -> 212.3 ms causal, 255.6 -> 245.2 without a mask (12 and 8 interleaved runs of each
-// binary on a 2-core Zen 4; docs/performance.md).
+// across 2 MiB boundaries leaves up to 2 MiB at each end to 4 KiB faults. Aligned, the process
+// takes about a third of the faults and a few percent less time (docs/performance.md has the runs).
 // The lessons have their own operator new (lesson_runtime.cpp: it counts what they allocate).
 #include "headwise/fast/huge_pages.hpp"
 

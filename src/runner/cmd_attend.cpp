@@ -168,11 +168,11 @@ void check_output_paths(const AttendArgs& a) {
 }
 
 // A one-shot process pays for every fresh byte it touches: a page fault and the kernel zeroing
-// the page, about 1 ms per MiB on this project's VM. The forward's workspace is the largest of
-// them: 48 MiB at (8, 512, 512, 8) under the library's 64 MiB budget, which a program calling
-// forward in a loop touches once and reuses, but `attend` touches once and exits. With 16 MiB
-// the forward goes two batch elements at a time (10 MiB) and the whole process took 147 ms of
-// CPU against 177 ms, in one run (docs/performance.md); a warm forward is ~3% slower that way.
+// the page. The forward's workspace is the largest of them: 48 MiB at (8, 512, 512, 8) under the
+// library's 64 MiB budget, which a program calling forward in a loop touches once and reuses, but
+// `attend` touches once and exits. With 16 MiB the forward goes two batch elements at a time
+// (10 MiB): less CPU for the whole process, a warm forward a few percent slower
+// (docs/performance.md, "`headwise attend` as a whole process").
 constexpr std::size_t attend_workspace_budget = std::size_t{16} << 20;
 
 // Everything the files say, read and checked. Not copyable: options point at padding.

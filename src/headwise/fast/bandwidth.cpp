@@ -31,8 +31,7 @@ std::uint64_t fold(const std::uint64_t* p, std::size_t n) {
 double read_rate(std::size_t bytes, std::size_t threads, int rounds) {
     const std::size_t words = bytes / sizeof(std::uint64_t);
     // in 2 MiB pages, as lesson 12's weights lie (gguf::File::open): with 4 KiB pages the same loop
-    // reads ~20% slower (2 threads on a Zen 4: 36 against 44 GB/s), which would flatter a decoder
-    // measured against it
+    // reads slower (TLB misses), which would flatter a decoder measured against it
     std::unique_ptr<std::uint64_t, void (*)(void*)> buffer(
         static_cast<std::uint64_t*>(allocate_in_huge_pages(words * sizeof(std::uint64_t))), std::free);
     if (!buffer) throw std::bad_alloc();

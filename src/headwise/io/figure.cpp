@@ -8,10 +8,9 @@
 // - Text. The pngcairo driver lays text out with pango and fontconfig (DejaVu Sans): anti-aliased,
 //   every glyph whole. The svg driver keeps each label a <text> element, which is how
 //   tests/figure_test.cpp reads the labels back; cairo's own SVG surface writes glyphs as paths.
-// - Build cost. plplot.h and cairo.h each add 0.02 s to a translation unit (C headers, 4,200 and
-//   1,800 preprocessed lines); this file compiles in 3.0 s of CPU (-O3, the stb version took 1.6 s:
-//   the difference is the charts' own code); linking adds one shared library, drivers load at run
-//   time. The cost is the install: libplplot-dev pulls 56 Debian packages (Qt5, wxWidgets and GTK
+// - Build cost. plplot.h and cairo.h are small C headers (4,200 and 1,800 preprocessed lines);
+//   the charts' own code is most of this file's compile time; linking adds one shared library,
+//   drivers load at run time. The cost is the install: libplplot-dev pulls 56 Debian packages (Qt5, wxWidgets and GTK
 //   for drivers we never load) against libcairo2-dev's 20, once per machine, by the same apt-get as
 //   the rest; nothing is fetched at build time (a fresh configure and build passed under unshare -n).
 // - Look. Both render through cairo, so strokes and text look the same; PLplot's legend (pllegend)
