@@ -63,8 +63,7 @@ CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
         } else if (c.ub.empty() && c.kind.empty() && std::regex_match(line, m, ubsan)) {
             c.ub = m[4].str();
             report_started = true;
-            if (is_subject_file(m[1].str(), s)) {  // its line and column: the stack below repeats the line only
-                subject_frames = 1;
+            if (is_subject_file(m[1].str(), s)) {
                 c.where_file = subject_relative(m[1].str(), s);
                 c.where_line = std::stoi(m[2].str());
                 c.where_col = std::stoi(m[3].str());
