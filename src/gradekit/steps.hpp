@@ -7,7 +7,7 @@
 //   run    runs the grader under AddressSanitizer/UBSan (grade builds are sanitized: see
 //          cmake/HeadwiseExercises.cmake) and completes its report: a sanitizer report, a crash
 //          or an abort becomes one failure saying what happened, at which line of the learner's
-//          file, and where the lesson explains it.
+//          file, and where the lesson explains it (the facts and their words: sanitizer.hpp).
 #pragma once
 
 #include "gradekit/report.hpp"
