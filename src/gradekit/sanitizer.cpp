@@ -151,9 +151,8 @@ std::string outside_in_one_go(const CrashFacts& c, const std::string& operation)
                            in_floats(c.size - c.region));
     if (c.side == Side::right && c.offset == 0)
         return fmt::format(
-            "{} that ran past its end: it began fewer than {} bytes before the end, after its first {} "
-            "bytes",
-            what, c.size, c.region - c.size);
+            "{} that ran past its end: it began fewer than {} bytes before the end, after its first {} bytes", what,
+            c.size, c.region - c.size);
     if (c.side == Side::right) return fmt::format("{}, starting {} bytes past its end", what, c.offset);
     return fmt::format("{}, starting {} bytes before its start", what, c.offset);
 }
