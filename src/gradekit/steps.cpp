@@ -1,6 +1,8 @@
 // gradekit/steps.cpp -- see steps.hpp.
 #include "gradekit/steps.hpp"
 
+#include "gradekit/sanitizer.hpp"
+
 #include <fmt/format.h>
 
 #include <poll.h>
@@ -37,6 +39,26 @@ std::string relative(const std::string& path, const fs::path& source_dir) {
     return path;
 }
 
+// GCC's source excerpt under a diagnostic: "   25 |     return x" and "      |          ^".
+bool is_excerpt(const std::string& line) {
+    static const std::regex excerpt(R"(^ +[0-9]* \|.*)");
+    return std::regex_match(line, excerpt);
+}
+
+// How many lines of the first error (its excerpt and notes) the report shows.
+constexpr std::size_t max_error_lines = 40;
+
+// Types as the learner wrote them: gcc names a type by the library's alias and adds what it is,
+// "'xt::uvector<float>::value_type&' {aka 'float&'}"; only the second reads as the code does.
+std::string as_written(const std::string& text) {
+    static const std::regex aka(R"('[^']*' \{aka ('[^']*')\})");
+    return std::regex_replace(text, aka, "$1");
+}
+
+fs::path sidecar_of(const fs::path& report) { return report.string() + ".warnings"; }
+
+}  // namespace
+
 // The subject's file that `path` (as a compiler, sanitizer or symboliser printed it) names, or
 // empty. A relative path may be relative to the build directory (ccache's base_dir rewrites the
 // compiler's paths so): it names a subject file that ends with it, "../" and "./" aside.
@@ -72,26 +94,6 @@ std::string source_line(const fs::path& file, int line) {
     const auto first = text.find_first_not_of(" \t");
     return first == std::string::npos ? std::string() : text.substr(first);
 }
-
-// GCC's source excerpt under a diagnostic: "   25 |     return x" and "      |          ^".
-bool is_excerpt(const std::string& line) {
-    static const std::regex excerpt(R"(^ +[0-9]* \|.*)");
-    return std::regex_match(line, excerpt);
-}
-
-// How many lines of the first error (its excerpt and notes) the report shows.
-constexpr std::size_t max_error_lines = 40;
-
-// Types as the learner wrote them: gcc names a type by the library's alias and adds what it is,
-// "'xt::uvector<float>::value_type&' {aka 'float&'}"; only the second reads as the code does.
-std::string as_written(const std::string& text) {
-    static const std::regex aka(R"('[^']*' \{aka ('[^']*')\})");
-    return std::regex_replace(text, aka, "$1");
-}
-
-fs::path sidecar_of(const fs::path& report) { return report.string() + ".warnings"; }
-
-}  // namespace
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
     if (from.empty()) return text;
@@ -269,176 +271,6 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
 
 namespace {
 
-// What a grader's output says of a crash: the sanitizer's kind of error, the access, the region,
-// the subject's line, the check that was running.
-struct CrashFacts {
-    std::string kind, rw, size, offset, side, bytes, ub, check, test, terminate_what, where_file;
-    int where_line = 0, where_col = 0;
-    bool in_kernel = false;
-    bool zero_page = false;  // a SEGV at an address just above 0: through a null pointer or reference
-};
-
-CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
-    static const std::regex asan_error(R"(==[0-9]+==ERROR: AddressSanitizer: ([A-Za-z-]+))");
-    static const std::regex access(R"(^(READ|WRITE) of size ([0-9]+) at)");
-    static const std::regex region(
-        R"(is located ([0-9]+) bytes (to the right of|to the left of|inside of) ([0-9]+)-byte region)");
-    static const std::regex frame(R"(^ *#[0-9]+ 0x[0-9a-f]+ in (.*) (\S+?):([0-9]+)(?::([0-9]+))?$)");
-    static const std::regex ubsan(R"(^(\S+?):([0-9]+):([0-9]+): runtime error: (.*)$)");
-    static const std::regex segv_access(R"(The signal is caused by a (READ|WRITE) memory access)");
-    static const std::regex check_marker(R"(^\[headwise-check\] ([^\t]*)\t(.*)$)");
-    CrashFacts c;
-    std::string first_frame;
-    int subject_frames = 0;
-    bool report_started = false;
-    for (const std::string& line : lines) {
-        std::smatch m;
-        // A frame of the emulator's under the report: the error is inside a kernel (exercise 06).
-        if (report_started && line.find("headwise::emulator::") != std::string::npos) c.in_kernel = true;
-        if (!report_started && std::regex_match(line, m, check_marker)) {
-            c.test = m[1].str();
-            c.check = m[2].str();
-            continue;
-        }
-        if (c.kind.empty() && std::regex_search(line, m, asan_error)) {
-            c.kind = m[1].str();
-            report_started = true;
-        } else if (c.ub.empty() && c.kind.empty() && std::regex_match(line, m, ubsan)) {
-            c.ub = m[4].str();
-            report_started = true;
-            if (is_subject_file(m[1].str(), s)) {
-                c.where_file = subject_relative(m[1].str(), s);
-                c.where_line = std::stoi(m[2].str());
-                c.where_col = std::stoi(m[3].str());
-            }
-        } else if (c.rw.empty() && std::regex_search(line, m, access)) {
-            c.rw = m[1].str();
-            c.size = m[2].str();
-        } else if (c.rw.empty() && std::regex_search(line, m, segv_access)) {
-            c.rw = m[1].str();
-        } else if (c.kind == "SEGV" && line.find("Hint: address points to the zero page") != std::string::npos) {
-            c.zero_page = true;
-        } else if (c.side.empty() && std::regex_search(line, m, region)) {
-            c.offset = m[1].str();
-            c.side = m[2].str();
-            c.bytes = m[3].str();
-        } else if (report_started && std::regex_match(line, m, frame) && is_subject_file(m[2].str(), s)) {
-            // The first frame in the subject's file; for a stack overflow the second one that
-            // differs from it (the first is the function's entry, the next the call that recursed).
-            const std::string here = m[2].str() + ":" + m[3].str();
-            const bool take =
-                subject_frames == 0 || (c.kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
-            if (take) {
-                if (subject_frames++ == 0) first_frame = here;
-                c.where_file = subject_relative(m[2].str(), s);
-                c.where_line = std::stoi(m[3].str());
-                c.where_col = m[4].matched ? std::stoi(m[4].str()) : 0;
-            }
-        } else if (line.rfind("  what():  ", 0) == 0) {
-            c.terminate_what = line.substr(11);
-        }
-    }
-    return c;
-}
-
-const std::string bounds_doc = "docs/xtensor-for-pytorch-users.md, \"Indices, shapes and loop bounds\"";
-const std::string views_doc = "docs/xtensor-for-pytorch-users.md, \"Views, references and lazy expressions\"";
-
-// An access outside a buffer, said as what the numbers show and nothing more: which side, how
-// far, how large the buffer (a guess at the cause -- a loop bound, a size -- is wrong as often as
-// right; the line the report names shows which).
-std::string outside_a_buffer(const CrashFacts& c) {
-    const std::string verb = c.rw != "WRITE" ? "read" : "wrote";
-    const long bytes = std::atol(c.bytes.c_str());
-    const std::string floats = bytes % 4 == 0 && bytes > 0 ? fmt::format(" ({} floats)", bytes / 4) : std::string();
-    if (c.side == "to the right of" && bytes == 0)
-        return fmt::format("{} {} bytes of a buffer that holds nothing (0 bytes)", verb, c.size);
-    if (c.side == "to the right of" && c.offset == "0")
-        return fmt::format("{} {} bytes just past the end of a {}-byte buffer{}: one element past the last", verb,
-                           c.size, c.bytes, floats);
-    if (c.side == "to the right of")
-        return fmt::format("{} {} bytes {} bytes past the end of a {}-byte buffer{}", verb, c.size, c.offset, c.bytes,
-                           floats);
-    if (c.side == "to the left of")
-        return fmt::format("{} {} bytes {} bytes before the start of a {}-byte buffer{}", verb, c.size, c.offset,
-                           c.bytes, floats);
-    return fmt::format("{} {} bytes outside a buffer ({})", verb, c.size, c.kind);
-}
-
-// What the sanitizer's report says, in the learner's terms (and the lesson to reread).
-std::string sanitizer_what(const CrashFacts& c, Failure& f) {
-    const std::string verb = c.rw != "WRITE" ? "read" : "wrote";
-    if (c.kind == "heap-buffer-overflow" || c.kind == "stack-buffer-overflow" || c.kind == "global-buffer-overflow") {
-        f.lesson = bounds_doc;
-        return outside_a_buffer(c);
-    }
-    if (c.kind == "heap-use-after-free") {
-        f.lesson = views_doc;
-        return fmt::format(
-            "{} {} bytes of memory that was already freed: a view, pointer or reference used after the tensor it "
-            "points into was destroyed or reassigned",
-            verb, c.size);
-    }
-    if (c.kind == "stack-use-after-return" || c.kind == "stack-use-after-scope") {
-        f.lesson = views_doc;
-        return fmt::format("{} {} bytes of a local variable whose {} already ended: a dangling reference or view", verb,
-                           c.size, c.kind == "stack-use-after-return" ? "function had" : "scope had");
-    }
-    if (c.kind == "attempting") {
-        f.lesson = views_doc;
-        return "freed the same memory twice (double free) or freed memory that was never allocated";
-    }
-    if (c.kind == "SEGV" && c.zero_page) {
-        f.lesson = views_doc;
-        return fmt::format(
-            "crashed with a segmentation fault (SIGSEGV) on a {} through a null pointer or reference (an address "
-            "just above 0): a pointer never set, or a reference or pointer to a local variable returned from its "
-            "function (GCC returns null for it)",
-            verb);
-    }
-    if (c.kind == "SEGV") {
-        f.lesson = bounds_doc;
-        return fmt::format(
-            "crashed with a segmentation fault (SIGSEGV) on a {}: an index far outside any tensor, or a null or "
-            "dangling pointer",
-            verb == "read" ? "read" : "write");
-    }
-    if (c.kind == "stack-overflow")
-        return "ran out of stack (stack overflow): a function that calls itself without end?";
-    return {};
-}
-
-// UBSan's runtime error, with what its words show (a 32-bit overflow, a shift).
-std::string undefined_behaviour_what(const CrashFacts& c, Failure& f) {
-    std::string what = "undefined behaviour: " + c.ub;
-    // The 32-bit hint only where UBSan names a 32-bit type ("... cannot be represented in type
-    // 'int'"): an overflow of a 64-bit long is another story.
-    if (c.ub.find("overflow") != std::string::npos && c.ub.find("type 'int'") != std::string::npos) {
-        what += " -- the count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t";
-        f.lesson = "lesson 05 (docs/05_parameter_count.md): counts that pass 2^31";
-    } else if (c.ub.find("shift") != std::string::npos) {
-        what += " -- a shift by a negative amount or by the type's width or more";
-    } else if (c.ub.find("out of bounds") != std::string::npos) {
-        f.lesson = bounds_doc;
-    }
-    return what;
-}
-
-std::string crash_what(const CrashFacts& c, int exit_code, bool timed_out, Failure& f) {
-    if (std::string what = sanitizer_what(c, f); !what.empty()) return what;
-    if (timed_out)
-        return "did not finish in time: an endless loop? (a loop whose condition never becomes false, e.g. an "
-               "unsigned j >= 0, or a bound that grows); it was at this line when stopped";
-    if (c.kind == "ABRT" || exit_code == 128 + 6)
-        return c.terminate_what.empty() ? "aborted (SIGABRT): an assert failed or std::terminate was called"
-                                        : "an exception escaped and aborted the grader: " + c.terminate_what;
-    if (!c.kind.empty()) return "AddressSanitizer: " + c.kind;
-    if (!c.ub.empty()) return undefined_behaviour_what(c, f);
-    if (exit_code > 128)
-        return fmt::format("the grader was killed by signal {} ({})", exit_code - 128, strsignal(exit_code - 128));
-    return fmt::format("the grader stopped before its last test (exit code {}) without a sanitizer report", exit_code);
-}
-
 // The sanitizer's own report, for -v.
 std::vector<std::string> sanitizer_report(const std::vector<std::string>& lines, const Subject& s) {
     std::vector<std::string> details;
@@ -462,7 +294,9 @@ Failure diagnose_crash(const std::string& output, int exit_code, const Subject& 
     const CrashFacts c = read_crash(lines, s);
     Failure f;
     f.test = c.test;
-    std::string what = crash_what(c, exit_code, timed_out, f);
+    const CrashSentence said = crash_sentence(c, exit_code, timed_out);
+    std::string what = said.what;
+    f.lesson = said.lesson;
     if (output.find("/xtensor/xreducer.hpp") != std::string::npos && !c.kind.empty()) {
         what +=
             " (inside an xtensor reduction such as xt::sum(..., xt::keep_dims) used inside a lazy expression: "

@@ -7,7 +7,7 @@
 //   run    runs the grader under AddressSanitizer/UBSan (grade builds are sanitized: see
 //          cmake/HeadwiseExercises.cmake) and completes its report: a sanitizer report, a crash
 //          or an abort becomes one failure saying what happened, at which line of the learner's
-//          file, and where the lesson explains it.
+//          file, and where the lesson explains it (the facts and their words: sanitizer.hpp).
 #pragma once
 
 #include "gradekit/report.hpp"
@@ -61,6 +61,16 @@ bool build_step(const Subject& s, const fs::path& build_dir, const std::string& 
 int run_step(const Subject& s, const fs::path& grader, const std::vector<std::string>& extra_args,
              const std::function<void(const std::string&)>& echo, int timeout_s = 90,
              const std::vector<std::string>& extra_env = {});
+
+// The subject's file that `path` (as a compiler, sanitizer or symboliser printed it) names, or
+// empty; is_subject_file: whether it names one; subject_relative: that file relative to the
+// repository (`path` itself when it names none).
+fs::path subject_file_of(const std::string& path, const Subject& s);
+bool is_subject_file(const std::string& path, const Subject& s);
+std::string subject_relative(const std::string& path, const Subject& s);
+
+// Line `line` (1-based) of `file`, without its indentation; empty when unreadable.
+std::string source_line(const fs::path& file, int line);
 
 // `text` with every `from` replaced by `to` (an empty `from` replaces nothing).
 std::string replace_all(std::string text, const std::string& from, const std::string& to);
