@@ -133,6 +133,18 @@ TEST_CASE("sanitizer: one float through memcpy just past the end is still one el
           "wrote 4 bytes just past the end of a 1600-byte buffer (400 floats): one element past the last");
 }
 
+TEST_CASE("sanitizer: a buffer's size is read aloud: an 8-byte buffer of 2 floats, a 4-byte one of 1 float") {
+    CrashFacts c = facts_of("heap_overflow_by_one");
+    c.region = 8;
+    CHECK(sentence_of(c) == "read 4 bytes just past the end of an 8-byte buffer (2 floats): one element past the last");
+    c.region = 4;
+    c.offset = 12;
+    CHECK(sentence_of(c) == "read 4 bytes 12 bytes past the end of a 4-byte buffer (1 float)");
+    c.side = Side::left;
+    c.region = 80;
+    CHECK(sentence_of(c) == "read 4 bytes 12 bytes before the start of an 80-byte buffer (20 floats)");
+}
+
 TEST_CASE("sanitizer: a copy that fits its buffer but started too late says where it must have begun") {
     CrashFacts c = facts_of("overflowing_memcpy");
     c.size = 1000;

@@ -163,7 +163,7 @@ std::string outside_in_one_go(const CrashFacts& c, const std::string& operation)
 std::string outside_a_buffer(const CrashFacts& c) {
     const std::string verb = verb_of(c);
     const long bytes = c.region;
-    const std::string floats = bytes % 4 == 0 && bytes > 0 ? fmt::format(" ({} floats)", bytes / 4) : std::string();
+    const std::string floats = in_floats(bytes), a = article_for(bytes);
     if (c.side == Side::right && bytes == 0)
         return fmt::format("{} {} bytes of a buffer that holds nothing (0 bytes)", verb, c.size);
     // More than one float at once, by the library's memcpy/memmove/memset: a copy or a fill.
@@ -171,14 +171,14 @@ std::string outside_a_buffer(const CrashFacts& c) {
         !op.empty() && c.size > 4 && (c.side == Side::right || c.side == Side::left))
         return outside_in_one_go(c, op);
     if (c.side == Side::right && c.offset == 0)
-        return fmt::format("{} {} bytes just past the end of a {}-byte buffer{}: one element past the last", verb,
-                           c.size, bytes, floats);
+        return fmt::format("{} {} bytes just past the end of {} {}-byte buffer{}: one element past the last", verb,
+                           c.size, a, bytes, floats);
     if (c.side == Side::right)
-        return fmt::format("{} {} bytes {} bytes past the end of a {}-byte buffer{}", verb, c.size, c.offset, bytes,
+        return fmt::format("{} {} bytes {} bytes past the end of {} {}-byte buffer{}", verb, c.size, c.offset, a, bytes,
                            floats);
     if (c.side == Side::left)
-        return fmt::format("{} {} bytes {} bytes before the start of a {}-byte buffer{}", verb, c.size, c.offset, bytes,
-                           floats);
+        return fmt::format("{} {} bytes {} bytes before the start of {} {}-byte buffer{}", verb, c.size, c.offset, a,
+                           bytes, floats);
     return fmt::format("{} {} bytes outside a buffer ({})", verb, c.size, c.kind);
 }
 
