@@ -236,11 +236,12 @@ TEST_CASE("sanitizer: a view of a returned function's local is a stack use after
           "read 4 bytes of a local variable whose function had already ended: a dangling reference or view");
 }
 
-TEST_CASE("sanitizer: UBSan's int overflow is a count past 32 bits, at the learner's line") {
+TEST_CASE("sanitizer: UBSan's int overflow is a count past 32 bits, at the learner's line and column") {
     const CrashFacts c = facts_of("int_overflow");
     CHECK(c.kind.empty());
     CHECK(c.ub == "signed integer overflow: 1600000000 * 4 cannot be represented in type 'int'");
     CHECK(c.where_line == 84);
+    CHECK(c.where_col == 26);  // UBSan's own column, not dropped by the stack's frame at that line
     CHECK(said_of(c) ==
           "undefined behaviour: signed integer overflow: 1600000000 * 4 cannot be represented in type 'int' -- the "
           "count overflowed 32 bits (an int holds up to 2^31 - 1): count in std::size_t or std::uint64_t | reread: "

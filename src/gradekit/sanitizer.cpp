@@ -81,9 +81,11 @@ CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
             c.offset = std::atol(m[1].str().c_str());
             c.side = m[2] == "to the right of" ? Side::right : m[2] == "to the left of" ? Side::left : Side::inside;
             c.region = std::atol(m[3].str().c_str());
-        } else if (report_started && std::regex_match(line, m, frame) && is_subject_file(m[2].str(), s)) {
-            // The first frame in the subject's file; for a stack overflow the second one that
-            // differs from it (the first is the function's entry, the next the call that recursed).
+        } else if (report_started && std::regex_match(line, m, frame) && is_subject_file(m[2].str(), s) &&
+                   (c.ub.empty() || c.where_file.empty())) {
+            // The first frame in the subject's file (UBSan's own file:line:column wins where it is
+            // the subject's); for a stack overflow the second one that differs from it (the first
+            // is the function's entry, the next the call that recursed).
             const std::string here = m[2].str() + ":" + m[3].str();
             const bool take =
                 subject_frames == 0 || (c.kind == "stack-overflow" && subject_frames == 1 && here != first_frame);
