@@ -40,6 +40,7 @@
 #include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
 #include "gradekit/stub.hpp"
+#include "gradekit/text.hpp"
 #include "gradekit/transplant.hpp"
 
 #include <fmt/format.h>
@@ -63,17 +64,9 @@ struct usage : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw usage(fmt::format("cannot read {}", path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 int stub(const std::vector<std::string>& args) {
     if (args.size() != 2) throw usage("usage: headwise-gradetool stub SOLUTION STUB");
-    write_if_changed(args[1], split_solution(read_all(args[0]), args[0]).stub);
+    write_if_changed(args[1], split_solution(read_text(args[0]), args[0]).stub);
     return 0;
 }
 
@@ -81,7 +74,7 @@ int patch(const std::vector<std::string>& args) {
     if (args.size() != 3 && !(args.size() == 5 && args[3] == "--description"))
         throw usage("usage: headwise-gradetool patch SPEC SOLUTION OUT [--description HEADER]");
     const Mistake m = read_mistake(args[0]);
-    write_if_changed(args[2], apply_mistake(m, read_all(args[1]), args[1]));
+    write_if_changed(args[2], apply_mistake(m, read_text(args[1]), args[1]));
     if (args.size() == 5) {
         if (!m.catalogued())
             throw usage(fmt::format("{}: --description needs a catalogued mistake (mistake:, why:, fix:)", args[0]));
@@ -194,7 +187,7 @@ int check(const std::vector<std::string>& args) {
     }
     const std::string wrong = check_report(expected, spec ? &*spec : nullptr, args[1], located);
     if (wrong.empty()) return 0;
-    const std::string report = read_all(args[1]);
+    const std::string report = read_text(args[1]);
     fmt::print(stderr, "{}\n--- report {} ---\n{}\n", wrong, args[1], report);
     return 1;
 }

@@ -1,6 +1,8 @@
 // gradekit/mistake.cpp -- see mistake.hpp.
 #include "gradekit/mistake.hpp"
 
+#include "gradekit/text.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -99,13 +101,7 @@ Mistake parse_mistake(const std::string& text, const std::string& path) {
     return m;
 }
 
-Mistake read_mistake(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument(fmt::format("cannot read {}", path.string()));
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_mistake(text.str(), path.string());
-}
+Mistake read_mistake(const std::filesystem::path& path) { return parse_mistake(read_text(path), path.string()); }
 
 std::string apply_mistake(const Mistake& m, std::string text, const std::string& solution_path) {
     for (const auto& e : m.edits) {

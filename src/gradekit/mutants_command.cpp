@@ -11,6 +11,7 @@
 //                                               HEADWISE_MUTANT=<id>; 0: the solution) into DATA
 //   mutants check SOLUTION CASES DATA           exit 1 with one line when DATA is stale
 #include "gradekit/mutants.hpp"
+#include "gradekit/text.hpp"
 
 #include <fmt/format.h>
 
@@ -23,17 +24,7 @@
 
 namespace headwise::gradekit {
 
-namespace {
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument(fmt::format("cannot read {}", path));
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void write_if_changed(const std::string& path, const std::string& text) {
     std::ifstream old_in(path, std::ios::binary);

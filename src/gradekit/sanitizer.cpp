@@ -1,6 +1,8 @@
 // gradekit/sanitizer.cpp -- see sanitizer.hpp.
 #include "gradekit/sanitizer.hpp"
 
+#include "gradekit/text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,10 +20,12 @@ namespace {
 // std::vector<float>& row"): a name's [0] reads an empty vector's null data() only if it is one.
 std::vector<std::string> vector_names_in(const fs::path& file) {
     static const std::regex declaration(R"(vector\s*<[^;(){}=]*>\s*&{0,2}\s*([A-Za-z_]\w*))");
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string source = text.str();
+    std::string source;
+    try {
+        source = read_text(file);
+    } catch (const std::invalid_argument&) {
+        return {};  // unreadable: no names, so no "empty range" from a [0]
+    }
     std::vector<std::string> names;
     for (std::sregex_iterator it(source.begin(), source.end(), declaration), end; it != end; ++it)
         names.push_back((*it)[1].str());
