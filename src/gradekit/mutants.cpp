@@ -77,8 +77,10 @@ struct Var {
 // The parser: walks one solution block's statements, records regions and the variables in scope.
 class Parser {
 public:
-    Parser(const std::string& text, std::vector<Token> toks, std::string function, std::vector<Var> params)
-        : text_(text), t_(std::move(toks)), function_(std::move(function)), vars_(std::move(params)) {}
+    // `own`: a learner's own file (generate_own_mutants): lambdas' bodies are read too.
+    Parser(const std::string& text, std::vector<Token> toks, std::string function, std::vector<Var> params,
+           bool own = false)
+        : text_(text), t_(std::move(toks)), function_(std::move(function)), vars_(std::move(params)), own_(own) {}
 
     void run() {
         std::size_t p = 0;
@@ -97,6 +99,7 @@ public:
     const std::vector<Var>& vars() const { return vars_; }
     const std::vector<Token>& tokens() const { return t_; }
     const std::string& function() const { return function_; }
+    bool own() const { return own_; }
 
 private:
     bool is(std::size_t p, const char* s) const { return p < t_.size() && t_[p].text == s; }
@@ -190,6 +193,30 @@ private:
         return end;
     }
 
+    // A named lambda's body (`auto dot = [&](std::size_t i, std::size_t j) { ... };`, the `[` at
+    // `p`): its parameters are variables of its body, its regions are "in dot".
+    void lambda_body(std::size_t p, const std::string& name) {
+        const std::size_t params = close(p);
+        if (!is(params, "(")) return;
+        const std::size_t after = close(params);
+        std::size_t body = after;
+        while (body < t_.size() && !is(body, "{") && !is(body, ";")) ++body;  // mutable, -> float
+        if (!is(body, "{")) return;
+        const std::size_t end = close(body);
+        std::size_t first = params + 1;
+        for (std::size_t r = params + 1; r < after; ++r) {
+            if (t_[r].text != "," && r + 1 != after) continue;
+            if (r > first + 1 && t_[r - 1].kind == Tok::ident)
+                vars_.push_back({t_[r - 1].text, type_of(first, r - 1), body, end, false});
+            first = r + 1;
+        }
+        const std::string outer = function_;
+        function_ = name;
+        std::size_t s = body + 1;
+        while (s < end - 1) s = statement(s);
+        function_ = outer;
+    }
+
     std::size_t for_statement(std::size_t p) {
         const std::size_t rp = close(p + 1);
         const std::size_t s1 = until(p + 2, rp - 1, {";"}), s2 = until(s1 + 1, rp - 1, {";"});
@@ -246,6 +273,7 @@ private:
                 region(q + 2, comma, false, false);
                 if (!found.empty() && found.back().first == q + 2) found.back().type = type;
             }
+            if (lambda && own_) lambda_body(q + 2, name);
             vars_.push_back({name, lambda ? "lambda" : type, semi + 1, scope_end, false});
             q = comma + 1;
         }
@@ -280,6 +308,7 @@ private:
     std::string function_;
     std::vector<Var> vars_;
     std::vector<std::string> loops_;
+    bool own_ = false;
 };
 
 // The function a block sits in, and its parameters: the last line before `at` that opens a
@@ -353,7 +382,7 @@ struct Edit {
 class Editor {
 public:
     Editor(const std::string& text, const Parser& parser, const Parser::Found& f)
-        : text_(text), t_(parser.tokens()), vars_(parser.vars()), f_(f) {}
+        : text_(text), t_(parser.tokens()), vars_(parser.vars()), f_(f), own_(parser.own()) {}
 
     std::vector<Edit> edits() {
         for (std::size_t k = f_.first; k < f_.last; ++k) {
@@ -462,6 +491,10 @@ private:
             const long n = std::stol(s);
             for (const long y : {n + 1, n - 1, 0L, 1L})
                 if (y != n && y >= 0) alternatives.insert(std::to_string(y));
+            // A learner's int start value (std::accumulate(first, last, 0)): its float.
+            if (own_ && k > 0 && k + 1 < t_.size() && t_[k - 1].text == "," && t_[k + 1].text == ")" &&
+                s.find_first_not_of("0123456789") == std::string::npos)
+                add(k, s + ".0f", "an int for a float");
         }
         for (const auto& a : alternatives) add(k, a, "a constant changed");
     }
@@ -623,6 +656,7 @@ private:
     const std::vector<Token>& t_;
     const std::vector<Var>& vars_;
     const Parser::Found& f_;
+    bool own_ = false;
     std::vector<Edit> out_;
 };
 
@@ -642,6 +676,55 @@ std::string without_comments(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// The regions and variants of one parsed block, appended to `m` (ids go on from `id`).
+void add_variants(Mutants& m, int& id, const std::string& text, const std::string& code, const Parser& parser) {
+    for (const auto& f : parser.found) {
+        // The loops around the region, innermost first: "the loop over c".
+        std::string context = "in " + f.function;
+        for (auto l = f.loops.rbegin(); l != f.loops.rend(); ++l)
+            if (!l->empty()) {
+                context += ", the loop over " + *l;
+                break;
+            }
+        Editor editor(code, parser, f);
+        const std::size_t r = m.regions.size();
+        m.regions.push_back({parser.tokens()[f.first].begin, parser.tokens()[f.last - 1].end, f.statement});
+        std::set<std::pair<std::size_t, std::string>> seen;
+        for (const Edit& e : editor.edits()) {
+            if (!seen.insert({e.begin, e.with + "@" + std::to_string(e.end)}).second) continue;
+            Variant v;
+            v.id = ++id;
+            v.region = r;
+            v.begin = e.begin;
+            v.end = e.end;
+            v.replacement = e.with;
+            v.kind = e.kind;
+            v.line = line_of(text, e.begin);
+            v.original_line = trimmed_line(text, e.begin);
+            std::string edited = text;
+            edited.replace(e.begin, e.end - e.begin, e.with);
+            v.edited_line = trimmed_line(edited, e.begin);
+            if (e.with == ";") v.edited_line = "(nothing: the statement is gone)";
+            v.context = context;
+            m.variants.push_back(std::move(v));
+        }
+    }
+}
+
+// The token after the bracket that `p` opens.
+std::size_t after_bracket(const std::vector<Token>& t, std::size_t p) {
+    int depth = 0;
+    for (; p < t.size(); ++p) {
+        if (t[p].text == "(" || t[p].text == "[" || t[p].text == "{") ++depth;
+        if ((t[p].text == ")" || t[p].text == "]" || t[p].text == "}") && --depth == 0) return p + 1;
+    }
+    return t.size();
+}
+
+}  // namespace
+
 Mutants generate_mutants(const std::string& solution) {
     Mutants m;
     const std::string code = without_comments(solution);
@@ -654,38 +737,46 @@ Mutants generate_mutants(const std::string& solution) {
         auto [function, params] = signature_before(solution, at);
         Parser parser(code, tokenize(code, from, stub), function, params);
         parser.run();
-        for (const auto& f : parser.found) {
-            // The loops around the region, innermost first: "the loop over c".
-            std::string context = "in " + f.function;
-            for (auto l = f.loops.rbegin(); l != f.loops.rend(); ++l)
-                if (!l->empty()) {
-                    context += ", the loop over " + *l;
-                    break;
-                }
-            Editor editor(code, parser, f);
-            const std::size_t r = m.regions.size();
-            m.regions.push_back({parser.tokens()[f.first].begin, parser.tokens()[f.last - 1].end, f.statement});
-            std::set<std::pair<std::size_t, std::string>> seen;
-            for (const Edit& e : editor.edits()) {
-                if (!seen.insert({e.begin, e.with + "@" + std::to_string(e.end)}).second) continue;
-                Variant v;
-                v.id = ++id;
-                v.region = r;
-                v.begin = e.begin;
-                v.end = e.end;
-                v.replacement = e.with;
-                v.kind = e.kind;
-                v.line = line_of(solution, e.begin);
-                v.original_line = trimmed_line(solution, e.begin);
-                std::string edited = solution;
-                edited.replace(e.begin, e.end - e.begin, e.with);
-                v.edited_line = trimmed_line(edited, e.begin);
-                if (e.with == ";") v.edited_line = "(nothing: the statement is gone)";
-                v.context = context;
-                m.variants.push_back(std::move(v));
-            }
-        }
+        add_variants(m, id, solution, code, parser);
         at = stub;
+    }
+    return m;
+}
+
+Mutants generate_own_mutants(const std::string& file) {
+    Mutants m;
+    const std::string code = without_comments(file);
+    const std::vector<Token> t = tokenize(code, 0, code.size());
+    int id = 0;
+    std::size_t p = 0;
+    while (p < t.size()) {
+        // namespace a::b { ... }: its declarations are read as the file's; a closing brace ends it.
+        if (t[p].text == "namespace") {
+            while (p < t.size() && t[p].text != "{" && t[p].text != ";") ++p;
+            ++p;
+            continue;
+        }
+        if (t[p].text == "}" || t[p].text == ";") {
+            ++p;
+            continue;
+        }
+        // One declaration: up to its `;`, or a body. A body after `)` is a function's.
+        std::size_t q = p;
+        while (q < t.size() && t[q].text != ";" && t[q].text != "{") {
+            q = t[q].text == "(" || t[q].text == "[" ? after_bracket(t, q) : q + 1;
+        }
+        if (q >= t.size()) break;
+        if (t[q].text == ";") {
+            p = q + 1;
+            continue;
+        }
+        const std::size_t end = after_bracket(t, q);
+        if (q > p && t[q - 1].text == ")") {
+            Parser parser(code, {t.begin() + long(p), t.begin() + long(end)}, "", {}, true);
+            parser.run();
+            add_variants(m, id, file, code, parser);
+        }
+        p = end;
     }
     return m;
 }

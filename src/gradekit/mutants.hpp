@@ -58,6 +58,11 @@ struct Mutants {
 // Every variant of `solution` (the text of a solution .cpp).
 Mutants generate_mutants(const std::string& solution);
 
+// Every variant of a learner's own file (gradekit/repair.hpp): each function defined in it (at
+// namespace scope), lambdas' bodies included, and one more edit, a repair rather than a slip: an
+// int literal that ends a call's arguments made a float (`std::accumulate(a, b, 0.0f)` for `0`).
+Mutants generate_own_mutants(const std::string& file);
+
 // The schemata: `solution` with the variants whose ids are in `keep` behind HW_M (see above),
 // and `lines`: for each line of the result that holds an alternative, the variant's id.
 struct Schemata {

@@ -43,7 +43,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                     {"warnings", r.warnings},
                     {"parts", parts},
                     {"edit", r.edit},
-                    {"located", r.located}};
+                    {"located", r.located},
+                    {"repaired", r.repaired}};
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     const std::filesystem::path temporary = path.string() + ".tmp";
@@ -70,6 +71,7 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         r.running = text(j, "running");
         r.edit = text(j, "edit");
         r.located = text(j, "located");
+        r.repaired = text(j, "repaired");
         for (const auto& f : j.value("failures", json::array())) {
             Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
                       text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};

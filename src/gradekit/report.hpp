@@ -14,7 +14,8 @@
 //    "warnings": ["exercises/...cpp:12:9: warning: ... [-Wsign-compare]\n  source\n  caret"],
 //    "parts": [{"name": "part 1", "passed": 3, "total": 3, "ran": 3}],
 //    "edit": "your code behaves exactly like the solution with `...` in place of `...` (...)" | "",
-//    "located": "found by trying: with your line 23 (`...`) as the solution has it, ..." | ""}
+//    "located": "found by trying: with your line 23 (`...`) as the solution has it, ..." | "",
+//    "repaired": "found by repairing your code: with `...` in place of your line 16 (...), ..." | ""}
 #pragma once
 
 #include <filesystem>
@@ -60,6 +61,9 @@ struct Report {
     // The learner's lines that make the difference, found by grading copies of their file with
     // one differing piece put back as the solution has it (gradekit/transplant.hpp), or empty.
     std::string located;
+    // The learner's slip, found by repairing their own file: "found by repairing your code: with
+    // ... in place of your line N (...), every check passes" (gradekit/repair.hpp), or empty.
+    std::string repaired;
 
     bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
 };

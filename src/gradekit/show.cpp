@@ -123,6 +123,8 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         if (!r->edit.empty()) wrapped(out, indent, r->edit + ".");
         // Or the learner's lines that make the difference, found by grading copies of their file.
         if (!r->located.empty()) wrapped(out, indent, r->located + ".");
+        // Or their own lines repaired: the edit of their file that makes the checks pass.
+        if (!r->repaired.empty()) wrapped(out, indent, r->repaired + ".");
         if (diagnosable) {
             const auto& f = r->failures[0];
             if (!f.mistake.empty()) {
@@ -130,7 +132,7 @@ std::string show_report(const Report* r, const ShowOptions& o) {
                                    f.mistake);
                 std::istringstream lines(f.explanation);
                 for (std::string line; std::getline(lines, line);) wrapped(out, indent + "  ", line);
-            } else if (r->located.empty()) {
+            } else if (r->located.empty() && r->repaired.empty()) {
                 out +=
                     indent + "no known mistake matches every failing check: the differences above say where to look.\n";
             }

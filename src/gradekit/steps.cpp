@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,7 +126,7 @@ int wait_exit_code(pid_t pid) {
 int run_captured(const std::vector<std::string>& args, const std::vector<std::string>& env,
                  const std::function<bool(const std::string&)>& on_line, int timeout_s) {
     int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
     std::fflush(stdout);
     std::fflush(stderr);
     const pid_t pid = fork();

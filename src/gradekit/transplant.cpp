@@ -1,6 +1,8 @@
 // gradekit/transplant.cpp -- see transplant.hpp.
 #include "gradekit/transplant.hpp"
 
+#include "gradekit/rebuild.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -91,51 +93,6 @@ bool write_lines(const fs::path& path, const std::vector<std::string>& lines) {
     std::ofstream out(path, std::ios::trunc);
     for (const auto& line : lines) out << line << '\n';
     return static_cast<bool>(out);
-}
-
-// The word after " -o " in a command line.
-std::string output_of(const std::string& command) {
-    const auto at = command.find(" -o ");
-    if (at == std::string::npos) return {};
-    const auto begin = at + 4, end = command.find(' ', begin);
-    return command.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
-// How ninja builds the grader: the compile command of the learner's file and the final link.
-struct Recipe {
-    std::string compile, link, object, executable;
-};
-std::optional<Recipe> recipe_of(const fs::path& build_dir, const std::string& target, const fs::path& source) {
-    std::vector<std::string> commands;
-    const int rc =
-        run_captured({"ninja", "-C", build_dir.string(), "-t", "commands", target}, {}, [&](const std::string& line) {
-            commands.push_back(line);
-            return false;
-        });
-    if (rc != 0 || commands.empty()) return std::nullopt;
-    Recipe r;
-    for (const auto& c : commands)
-        if (c.find(" -c " + source.string()) != std::string::npos) r.compile = c;
-    r.link = commands.back();
-    r.object = output_of(r.compile);
-    r.executable = output_of(r.link);
-    if (r.compile.empty() || r.object.empty() || r.executable.empty() || r.link.find(r.object) == std::string::npos)
-        return std::nullopt;
-    return r;
-}
-
-// Compiles `variant` in place of `source` and links it as `executable`, in the build directory.
-bool build_variant(const fs::path& build_dir, const Recipe& r, const fs::path& source, const fs::path& variant,
-                   const fs::path& executable) {
-    const std::string object = variant.string() + ".o";
-    std::string compile = replace_all(r.compile, r.object, object);
-    compile = replace_all(compile, " -c " + source.string(),
-                          " -iquote " + source.parent_path().string() + " -c " + variant.string());
-    std::string link = replace_all(r.link, r.object, object);
-    link = replace_all(link, " -o " + r.executable + " ", " -o " + executable.string() + " ");
-    const std::string script = "cd \"$1\" && " + compile + " && " + link;
-    return run_captured({"sh", "-c", script, "sh", build_dir.string()}, {}, [](const std::string&) { return false; }) ==
-           0;
 }
 
 // One try: what the grader says of the learner's file with `h` put back.
@@ -587,8 +544,8 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
                             const std::function<void(const std::string&)>& progress) {
     auto report = read_report(s.report);
     if (!report || !report->compiled || !report->finished || report->all_passed() || s.files.empty() ||
-        only_stubs(*report))
-        return {};  // nothing to locate: it passed, it did not run, or nothing is written yet
+        only_stubs(*report) || !report->repaired.empty())
+        return {};  // nothing to locate: it passed, it did not run, nothing is written yet, or it is repaired
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
     const std::vector<Hunk> hunks = differing_hunks(learner, solution);

@@ -16,6 +16,7 @@
 #include "gradekit/show.hpp"
 #include "gradekit/fresh_memory.hpp"
 #include "gradekit/steps.hpp"
+#include "gradekit/repair.hpp"
 #include "gradekit/transplant.hpp"
 
 #include <fmt/format.h>
@@ -68,15 +69,22 @@ void grade_one(const Exercise& e) {
     }
     const fs::path grader = binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id);
     gradekit::run_step(s, grader, {}, {});
-    // A failed run whose search named no edit: the learner's own lines, tried one piece at a time.
-    gradekit::TransplantSetup t;
-    t.build_dir = binary_dir();
-    t.target = "headwise_grade_" + e.id;
-    gradekit::transplant_step(s, t, [&](const std::string& line) {
+    auto step_progress = [&](const std::string& line) {
         if (!tty) return;
         fmt::print("\r\033[K  {} {}...", e.id, line);
         std::fflush(stdout);
-    });
+    };
+    // A failed run: the learner's own lines repaired, one small edit of theirs at a time.
+    gradekit::RepairSetup repair;
+    repair.build_dir = binary_dir();
+    repair.target = "headwise_grade_" + e.id;
+    gradekit::repair_step(s, repair, step_progress);
+    // Nothing repaired, and a search that named no edit: their lines that differ from the
+    // solution's, put back one piece at a time.
+    gradekit::TransplantSetup t;
+    t.build_dir = binary_dir();
+    t.target = "headwise_grade_" + e.id;
+    gradekit::transplant_step(s, t, step_progress);
     if (tty) fmt::print("\r\033[K");
     // A name (catalogued, or the search's edit) stands only if the results do not hang on what
     // fresh memory held.

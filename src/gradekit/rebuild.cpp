@@ -1,0 +1,56 @@
+// gradekit/rebuild.cpp -- see rebuild.hpp.
+#include "gradekit/rebuild.hpp"
+
+#include "gradekit/steps.hpp"
+
+#include <vector>
+
+namespace headwise::gradekit {
+
+namespace {
+
+// The word after " -o " in a command line.
+std::string output_of(const std::string& command) {
+    const auto at = command.find(" -o ");
+    if (at == std::string::npos) return {};
+    const auto begin = at + 4, end = command.find(' ', begin);
+    return command.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+}  // namespace
+
+std::optional<Recipe> recipe_of(const fs::path& build_dir, const std::string& target, const fs::path& source) {
+    std::vector<std::string> commands;
+    const int rc =
+        run_captured({"ninja", "-C", build_dir.string(), "-t", "commands", target}, {}, [&](const std::string& line) {
+            commands.push_back(line);
+            return false;
+        });
+    if (rc != 0 || commands.empty()) return std::nullopt;
+    Recipe r;
+    for (const auto& c : commands)
+        if (c.find(" -c " + source.string()) != std::string::npos) r.compile = c;
+    r.link = commands.back();
+    r.object = output_of(r.compile);
+    r.executable = output_of(r.link);
+    if (r.compile.empty() || r.object.empty() || r.executable.empty() || r.link.find(r.object) == std::string::npos)
+        return std::nullopt;
+    return r;
+}
+
+bool build_variant(const fs::path& build_dir, const Recipe& r, const fs::path& source, const fs::path& variant,
+                   const fs::path& executable, std::string* log) {
+    const std::string object = variant.string() + ".o";
+    std::string compile = replace_all(r.compile, r.object, object);
+    compile = replace_all(compile, " -c " + source.string(),
+                          " -iquote " + source.parent_path().string() + " -c " + variant.string());
+    std::string link = replace_all(r.link, r.object, object);
+    link = replace_all(link, " -o " + r.executable + " ", " -o " + executable.string() + " ");
+    const std::string script = "cd \"$1\" && " + compile + " && " + link;
+    return run_captured({"sh", "-c", script, "sh", build_dir.string()}, {}, [&](const std::string& line) {
+               if (log != nullptr) *log += line + "\n";
+               return false;
+           }) == 0;
+}
+
+}  // namespace headwise::gradekit
