@@ -427,6 +427,30 @@ private:
         // The size of the other floating type: sizeof(double) for sizeof(float).
         if ((s == "float" || s == "double") && k >= 2 && t_[k - 1].text == "(" && t_[k - 2].text == "sizeof")
             add(k, s == "float" ? "double" : "float", "float for double");
+        // A learner's std algorithms: the other end (std::max_element for std::min_element).
+        if (own_ && (s == "max_element" || s == "min_element") && k > 0 && t_[k - 1].text == "::")
+            add(k, s == "max_element" ? "min_element" : "max_element", "std::max_element for std::min_element");
+        // A square root forgotten, or one too many: std::sqrt(x) for x (a cast, a size) and back.
+        if (own_ && s == "sqrt" && k >= 2 && t_[k - 1].text == "::" && t_[k - 2].text == "std" && k + 1 < t_.size() &&
+            t_[k + 1].text == "(") {
+            const std::size_t close = close_in_region(k + 1);
+            if (close <= f_.last && close > k + 3)
+                out_.push_back({t_[k - 2].begin, t_[close - 1].end,
+                                text_.substr(t_[k + 2].begin, t_[close - 2].end - t_[k + 2].begin),
+                                "a square root dropped"});
+        }
+        if (own_ && s == "static_cast" && k + 1 < t_.size() && t_[k + 1].text == "<" &&
+            (k < 2 || t_[k - 1].text != "(" || t_[k - 2].text != "sqrt")) {
+            std::size_t q = k + 1;
+            while (q < f_.last && t_[q].text != ">") ++q;
+            if (q + 1 < f_.last && t_[q + 1].text == "(") {
+                const std::size_t close = close_in_region(q + 1);
+                if (close <= f_.last)
+                    out_.push_back({t_[k].begin, t_[close - 1].end,
+                                    "std::sqrt(" + text_.substr(t_[k].begin, t_[close - 1].end - t_[k].begin) + ")",
+                                    "a square root added"});
+            }
+        }
         if (s == "max" || s == "min") {
             if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
             return;

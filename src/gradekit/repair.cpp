@@ -8,15 +8,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 namespace headwise::gradekit {
@@ -152,52 +150,82 @@ std::vector<int> reached_ids(const fs::path& probe, const std::set<int>& kept) {
     return ids;
 }
 
-// The reached edits from `next` on, each run on the failing checks, `jobs` at a time, until one
-// makes every failing check pass or the deadline passes (`next` is left at the first edit not
-// started). The edits that fix something, those that fix the most first.
-std::vector<Effect> effects_on_failing(const Subject& s, const RepairSetup& t, const fs::path& grader,
-                                       const fs::path& dir, const fs::path& only, const Checks& failing,
-                                       const std::vector<const Variant*>& edits, std::size_t& next,
-                                       std::chrono::steady_clock::time_point deadline, int timeout_s,
-                                       const std::function<void(const std::string&)>& progress) {
-    std::vector<Effect> effects(edits.size());
-    std::atomic<std::size_t> at{next};
-    std::atomic<bool> complete{false};
-    std::mutex said;
-    auto work = [&] {
-        while (!complete && std::chrono::steady_clock::now() < deadline) {
-            const std::size_t k = at++;
-            if (k >= edits.size()) return;
-            const RepairRun r = run_selection(s, grader, dir, std::to_string(edits[k]->id), only, timeout_s);
-            effects[k].edit = edits[k];
-            if (r.ran && r.total == static_cast<int>(failing.size()))
-                for (const auto& name : failing)
-                    if (!r.failing.contains(name)) effects[k].fixes.insert(name);
-            if (effects[k].fixes == failing) complete = true;
-            if (progress) {
-                const std::lock_guard lock(said);
-                progress(fmt::format("repairing: {} of {} edits of your lines tried", k + 1, edits.size()));
-            }
+// Catch2's -f file: one test name a line, read as a test spec (commas and brackets escaped).
+void write_check_list(const fs::path& path, const std::vector<std::string>& checks) {
+    std::ofstream out(path);
+    for (const auto& name : checks) out << std::regex_replace(name, std::regex(R"([\\,\[\]])"), R"(\$&)") << '\n';
+}
+
+// What one edit's run said.
+struct EachRun {
+    int total = 0, passed = 0;
+    Checks failing;
+};
+
+// The edits `ids`, each graded on `checks` in a child of one grader process (grade_main.cpp's
+// HEADWISE_REPAIR_EACH), their reports under dir/tag/. `abort_first`: each stops at its first
+// failed check (Catch2's -a; what passed before it is known); `stop`: no more are started once one
+// passes every check; `with` (not 0): an edit on in every run beside its own. The edits that
+// finished, by id.
+std::map<int, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs::path& grader, const fs::path& dir,
+                                const std::string& tag, const std::vector<std::string>& checks,
+                                const std::vector<int>& ids, int timeout_s, bool abort_first, bool stop, int with = 0) {
+    std::map<int, EachRun> out;
+    if (ids.empty()) return out;
+    std::error_code ec;
+    fs::create_directories(dir / tag, ec);
+    const fs::path only = dir / (tag + ".txt");
+    write_check_list(only, checks);
+    std::string list;
+    for (const int id : ids) list += fmt::format("{}{}", list.empty() ? "" : ",", id);
+    Subject each = s;
+    each.report = dir / (tag + ".json");
+    std::vector<std::string> args = {"-f", only.string()};
+    if (abort_first) args.push_back("-a");
+    // An edit's first sanitizer report ends it: it repairs nothing (and needs no symbols).
+    const std::string asan = replace_all(asan_options(190), "halt_on_error=0", "halt_on_error=1") + ":symbolize=0";
+    run_step(
+        each, grader, args, {}, t.budget_s,
+        {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR_EACH=" + list, "HEADWISE_REPAIR_REPORTS=" + (dir / tag).string(),
+         fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s), fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs),
+         fmt::format("HEADWISE_REPAIR_STOP={}", stop ? 1 : 0), fmt::format("HEADWISE_REPAIR_WITH={}", with), asan});
+    for (const int id : ids) {
+        const auto report = read_report(dir / tag / fmt::format("run_{}.json", id));
+        if (report && report->compiled && report->finished)
+            out[id] = {report->total, report->passed, failing_tests(*report)};
+    }
+    return out;
+}
+
+// The failing checks in the order the grader ran them, in groups by the function they name first
+// ("softmax_last_axis: ..."): a slip shows first in its own function's checks.
+std::vector<std::vector<std::string>> failing_groups(const Report& r, const Checks& among) {
+    std::vector<std::vector<std::string>> groups;
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (const Failure& f : r.failures) {
+        if (!among.contains(f.test) || !seen.insert(f.test).second) continue;
+        const std::string function = f.test.substr(0, f.test.find(':'));
+        const auto at = std::ranges::find(names, function);
+        if (at == names.end()) {
+            names.push_back(function);
+            groups.push_back({f.test});
+        } else {
+            groups[static_cast<std::size_t>(at - names.begin())].push_back(f.test);
         }
-    };
-    std::vector<std::thread> workers;
-    for (int j = 1; j < std::max(1, t.jobs); ++j) workers.emplace_back(work);
-    work();
-    for (auto& w : workers) w.join();
-    next = std::min(at.load(), edits.size());
-    std::erase_if(effects, [](const Effect& e) { return e.edit == nullptr || e.fixes.empty(); });
-    std::stable_sort(effects.begin(), effects.end(),
-                     [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
-    return effects;
+    }
+    return groups;
 }
 
 // "with `X` in place of your line 16 (`Y`, in softmax_row)"; a dropped statement: "without your
-// line 16 (`Y`, in softmax_row)".
-std::string edit_words(const Variant& v) {
+// line 16 (`Y`, in softmax_row)". `and`: the second of two ("and `X` in place of ...").
+std::string edit_words(const Variant& v, bool and_ = false) {
     const std::string where = v.context.starts_with("in ") ? ", " + v.context : "";
     if (v.kind == "statement dropped")
-        return fmt::format("without your line {} (`{}`{})", v.line, v.original_line, where);
-    return fmt::format("with `{}` in place of your line {} (`{}`{})", v.edited_line, v.line, v.original_line, where);
+        return fmt::format("{} your line {} (`{}`{})", and_ ? "and without" : "without", v.line, v.original_line,
+                           where);
+    return fmt::format("{} `{}` in place of your line {} (`{}`{})", and_ ? "and" : "with", v.edited_line, v.line,
+                       v.original_line, where);
 }
 
 // "the check \"...\"", "the 3 failing checks of softmax_last_axis", "2 of the failing checks (\"...\", ...)".
@@ -216,12 +244,17 @@ std::string pass_verb(const Checks& fixed, const Checks& failing) {
     return fixed.size() == 1 && fixed != failing ? "passes" : "pass";
 }
 
-bool same_region(const Effect& a, const Effect& b) { return a.edit->region == b.edit->region; }
-
 }  // namespace
 
 std::string repair_step(const Subject& s, const RepairSetup& t,
                         const std::function<void(const std::string&)>& progress) {
+    // HEADWISE_GRADE_DEBUG: each phase's time on stderr.
+    const auto began = std::chrono::steady_clock::now();
+    const auto phase = [&, debug = std::getenv("HEADWISE_GRADE_DEBUG") != nullptr](const std::string& what) {
+        if (debug)
+            fmt::print(stderr, "repair: {} at {:.2f} s\n", what,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+    };
     auto report = read_report(s.report);
     if (!report || !report->compiled || !report->finished || report->all_passed() || s.files.empty() ||
         nothing_written_yet(*report))
@@ -239,24 +272,22 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     fs::create_directories(dir, ec);
     if (progress) progress(fmt::format("repairing: compiling {} edits of your lines", m.variants.size()));
     const auto built = build_schemata(s, t, *recipe, dir, text, m);
+    phase(fmt::format("{} of {} edits compiled", built ? built->kept.size() : 0, m.variants.size()));
     if (!built) return {};
 
     // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
     // code did, and it says which edits those checks reach.
+    const std::vector<std::string> all_failing(failing.begin(), failing.end());
     const fs::path only = dir / "failing.txt";
-    {
-        std::ofstream out(only);
-        // Catch2 reads each line as a test spec: its commas and brackets are escaped.
-        for (const auto& name : failing) out << std::regex_replace(name, std::regex(R"([\\,\[\]])"), R"(\$&)") << '\n';
-    }
+    write_check_list(only, all_failing);
     const auto started = std::chrono::steady_clock::now();
     const RepairRun probe = run_selection(s, built->executable, dir, "-1", only, 60, dir / "reached.txt");
     if (!probe.ran || probe.failing != failing) return {};
     const auto probe_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
     const int timeout_s = static_cast<int>(std::max<long>(5, 3 * probe_s.count() + 2));
-    std::vector<const Variant*> edits;
-    for (const int id : reached_ids(dir / "reached.txt", built->kept))
-        edits.push_back(&*std::ranges::find(m.variants, id, &Variant::id));
+    phase("probe run");
+    const std::vector<int> ids = reached_ids(dir / "reached.txt", built->kept);
+    const auto edit_of = [&](int id) { return &*std::ranges::find(m.variants, id, &Variant::id); };
     // Confirmed on every check: what still fails after the edit must be some of what failed before.
     const auto confirm = [&](const std::string& selection, Checks* still) {
         const RepairRun r = run_selection(s, built->executable, dir, selection, {}, 3 * timeout_s);
@@ -265,16 +296,35 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
         *still = r.failing;
         return true;
     };
-    // Batches until an edit repairs everything (confirmed), or every edit is tried: the first
-    // few that fix something are confirmed at once.
+    // Group by group: every edit screened on the group's failing checks, each stopping at its first
+    // failure (cheap: most edits break at once); those that got further, run on every failing check;
+    // those that fix something, on every check. Until one edit repairs everything.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(t.budget_s);
+    const auto groups = failing_groups(*report, failing);
     std::vector<Effect> effects;
+    std::set<int> measured;
     std::string sentence;
     int confirmed = 0;
-    for (std::size_t next = 0;
-         next < edits.size() && sentence.empty() && std::chrono::steady_clock::now() < deadline;) {
-        std::vector<Effect> batch =
-            effects_on_failing(s, t, built->executable, dir, only, failing, edits, next, deadline, timeout_s, progress);
+    for (std::size_t g = 0; g < groups.size() && sentence.empty() && std::chrono::steady_clock::now() < deadline; ++g) {
+        if (progress) progress(fmt::format("repairing: trying {} edits of your lines", ids.size()));
+        const auto screen = run_each(s, t, built->executable, dir, fmt::format("screen{}", g), groups[g], ids,
+                                     timeout_s, true, groups.size() == 1);
+        std::vector<int> promising;
+        for (const auto& [id, run] : screen)
+            if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
+        const auto runs = run_each(s, t, built->executable, dir, fmt::format("fix{}", g), all_failing, promising,
+                                   timeout_s, false, false);
+        std::vector<Effect> batch;
+        for (const auto& [id, run] : runs) {
+            if (run.total != static_cast<int>(failing.size())) continue;
+            Effect e;
+            e.edit = edit_of(id);
+            for (const auto& name : failing)
+                if (!run.failing.contains(name)) e.fixes.insert(name);
+            if (!e.fixes.empty()) batch.push_back(std::move(e));
+        }
+        std::stable_sort(batch.begin(), batch.end(),
+                         [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
         for (Effect& e : batch) {
             if (e.fixes != failing && confirmed >= 4) continue;
             ++confirmed;
@@ -284,49 +334,73 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
                 break;
             }
         }
+        phase(fmt::format("group {}: {} edits screened, {} got further, {} fix something", g + 1, screen.size(),
+                          promising.size(), batch.size()));
         effects.insert(effects.end(), batch.begin(), batch.end());
+        // A repair of part: what it leaves failing is screened with it on (below), not alone.
+        if (std::ranges::any_of(effects, [](const Effect& e) { return e.confirmed; })) break;
     }
-    std::stable_sort(effects.begin(), effects.end(),
-                     [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
     if (sentence.empty()) {
         std::erase_if(effects, [](const Effect& e) { return !e.confirmed; });
         if (effects.empty()) return {};
-        // Two slips: the best repair, and the one that fixes most of what it leaves failing.
+        std::stable_sort(effects.begin(), effects.end(),
+                         [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
         const Effect& first = effects.front();
-        const Effect* second = nullptr;
-        std::size_t best = 0;
-        for (const Effect& e : effects) {
-            if (same_region(e, first)) continue;
-            const auto more = static_cast<std::size_t>(
-                std::ranges::count_if(e.fixes, [&](const std::string& n) { return first.still_failing.contains(n); }));
-            if (more > best) best = more, second = &e;
-        }
         sentence = fmt::format("found by repairing your code: {}, {} {}", edit_words(*first.edit),
                                checks_words(first.fixes, failing), pass_verb(first.fixes, failing));
-        if (second != nullptr) {
-            Checks both;
-            const bool together = confirm(fmt::format("{},{}", first.edit->id, second->edit->id), &both);
-            sentence += fmt::format("; {}, {} {}", edit_words(*second->edit), checks_words(second->fixes, failing),
-                                    pass_verb(second->fixes, failing));
-            if (together && both.empty()) {
-                sentence += "; with both, every check passes";
-            } else if (together) {
-                sentence += fmt::format("; with both, {} still fail{} (\"{}\"{})", both.size(),
-                                        both.size() == 1 ? "s" : "", *both.begin(), both.size() > 1 ? ", ..." : "");
+        // A second slip: with the first repaired, every other edit screened on what still fails.
+        const Checks& rest = first.still_failing;
+        std::vector<int> others;
+        for (const int id : ids)
+            if (edit_of(id)->region != first.edit->region) others.push_back(id);
+        const Variant* second = nullptr;
+        Checks second_fixes, after_both;
+        const auto groups2 = failing_groups(*report, rest);
+        for (std::size_t g = 0; g < groups2.size() && second == nullptr && std::chrono::steady_clock::now() < deadline;
+             ++g) {
+            const auto screen = run_each(s, t, built->executable, dir, fmt::format("second_screen{}", g), groups2[g],
+                                         others, timeout_s, true, false, first.edit->id);
+            std::vector<int> promising;
+            for (const auto& [id, run] : screen)
+                if (run.passed > 0) promising.push_back(id);
+            const auto runs = run_each(s, t, built->executable, dir, fmt::format("second_fix{}", g), all_failing,
+                                       promising, timeout_s, false, false, first.edit->id);
+            std::size_t best = 0;
+            for (const auto& [id, run] : runs) {
+                if (run.total != static_cast<int>(failing.size())) continue;
+                Checks fixes;
+                for (const auto& name : rest)
+                    if (!run.failing.contains(name)) fixes.insert(name);
+                Checks both;
+                if (fixes.size() > best && confirm(fmt::format("{},{}", first.edit->id, id), &both) &&
+                    std::includes(rest.begin(), rest.end(), both.begin(), both.end())) {
+                    best = fixes.size(), second = edit_of(id), second_fixes = fixes, after_both = both;
+                }
             }
+            phase(fmt::format("second slip, group {}: {} screened, {} got further", g + 1, screen.size(),
+                              promising.size()));
+        }
+        if (second != nullptr) {
+            const std::string fixed =
+                second_fixes == rest ? fmt::format("the other {} failing check{} pass{} too", rest.size(),
+                                                   rest.size() == 1 ? "" : "s", rest.size() == 1 ? "es" : "")
+                                     : checks_words(second_fixes, rest) + " " + pass_verb(second_fixes, rest) + " too";
+            sentence += fmt::format("; with that {}, {}", edit_words(*second, true), fixed);
+            sentence += after_both.empty() ? ": every check passes"
+                                           : fmt::format(" ({} still fail{}, \"{}\"{})", after_both.size(),
+                                                         after_both.size() == 1 ? "s" : "", *after_both.begin(),
+                                                         after_both.size() > 1 ? ", ..." : "");
         } else {
             sentence += fmt::format(
-                " (breaking none that passed); {} still fail{}: another slip, no one edit of a "
-                "line of yours repairs {}",
-                first.still_failing.size(), first.still_failing.size() == 1 ? "s" : "",
-                first.still_failing.size() == 1 ? "it" : "them");
+                " (breaking none that passed); {} still fail{}: another slip, no one edit of a line of yours repairs "
+                "{}",
+                rest.size(), rest.size() == 1 ? "s" : "", rest.size() == 1 ? "it" : "them");
         }
     }
     if (!(report = read_report(s.report))) return {};
     report->repaired = sentence;
     // A search edit is the solution's line; a complete repair is the learner's own: the one to read.
-    if (sentence.find("every check passes") != std::string::npos && sentence.find("; ") == std::string::npos)
-        report->edit.clear();
+    if (sentence.find("every check passes") != std::string::npos) report->edit.clear();
     write_report(s.report, *report);
     return sentence;
 }
