@@ -141,7 +141,7 @@ endfunction()
 # <output>, the solution's file with the .mistake's edits (headwise-gradetool patch); a catalogued
 # mistake's name and explanation go to <header>. The one way a .mistake becomes a source.
 function(headwise_patched_subject spec solution output)
-  cmake_parse_arguments(arg "" "DESCRIPTION" "" ${ARGN})
+  cmake_parse_arguments(arg "" "DESCRIPTION" "DEPENDS" ${ARGN})
   set(outputs "${output}")
   set(description "")
   if(arg_DESCRIPTION)
@@ -153,7 +153,7 @@ function(headwise_patched_subject spec solution output)
   add_custom_command(OUTPUT ${outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory "${folder}"
     COMMAND headwise_gradetool patch "${spec}" "${solution}" "${output}" ${description}
-    DEPENDS "${spec}" "${solution}" headwise_gradetool
+    DEPENDS "${spec}" "${solution}" ${arg_DEPENDS} headwise_gradetool
     COMMENT "Patching ${shown} into a copy of the solution")
 endfunction()
 
@@ -322,22 +322,24 @@ function(_headwise_spec_tests id kind title out_var)
   set(${out_var} ${sources} PARENT_SCOPE)
 endfunction()
 
-# The located cases (tests/grade/<id>/located/*.mistake; gradekit/transplant.hpp, fresh_memory.hpp):
-# each a learner-style mistake compiled as the learner's own grader is (its file alone, so that the
-# transplant step can compile copies of it in its place), graded, then located by the steps that
+# The located cases (tests/grade/<id>/located/*.mistake; gradekit/pipeline.hpp): each a
+# learner-style mistake (made in the solution, or with "own:" in a learner's own implementation,
+# located/own/) compiled as the learner's own grader is (its file alone, so that the repair and
+# transplant steps can compile their files in its place), graded, then located by the steps that
 # follow a failed grade; headwise-gradetool check-report runs them and checks what they say.
 function(_headwise_located_tests id)
   _headwise_exercise_get(${id} gen GEN solution SOLUTION)
   get_filename_component(first "${solution}" NAME)
   file(GLOB specs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/grade/${id}/located/*.mistake")
+  file(GLOB owns CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/grade/${id}/located/own/*")
   foreach(spec IN LISTS specs)
     get_filename_component(key "${spec}" NAME_WE)
     set(stem ${id}_${key})
     set(patched "${gen}/transplant/${stem}/${first}")
-    headwise_patched_subject("${spec}" "${solution}" "${patched}")
+    headwise_patched_subject("${spec}" "${solution}" "${patched}" DEPENDS ${owns})
     _headwise_grader(headwise_transplant_${stem} ${id} SOURCES "${patched}" "${gen}/subject.cpp")
     add_dependencies(headwise_tests headwise_transplant_${stem})
-    set(name "grade: '${stem}' is located by the steps that follow a failed grade (fresh memory, transplant)")
+    set(name "grade: '${stem}' is located by the steps that follow a failed grade (repair, transplant, fresh memory)")
     set(steps --source-dir ${PROJECT_SOURCE_DIR} --subject ${patched} --build-dir ${PROJECT_BINARY_DIR}
       --target headwise_transplant_${stem} --solution ${solution} -- $<TARGET_FILE:headwise_transplant_${stem}>)
     string(REPLACE ";" "|" steps "${steps}")

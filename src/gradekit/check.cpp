@@ -1,9 +1,8 @@
 // gradekit/check.cpp -- see check.hpp.
 #include "gradekit/check.hpp"
 
-#include "gradekit/fresh_memory.hpp"
+#include "gradekit/pipeline.hpp"
 #include "gradekit/show.hpp"
-#include "gradekit/transplant.hpp"
 
 #include <fmt/format.h>
 
@@ -120,31 +119,24 @@ std::string check_lines(const Mistake& spec, const std::string& key, const std::
     return "";
 }
 
-// A located case: the fresh-memory step (expect-fresh) and the transplant step (expect-located)
-// after the failed grade; the search names no edit (or, expect-search-edit, one that is dropped).
+// A located case: the steps after the failed grade (gradekit/pipeline.hpp, in their one order):
+// the repair step (expect-repaired), the transplant step (expect-located), the fresh-memory step
+// (expect-fresh). The search names no edit (or, expect-search-edit, one the steps drop).
 std::string check_located(const Mistake& spec, const LocatedSetup& l) {
     const auto edit_now = [&] { return read_report(l.subject.report).value_or(Report{}).edit; };
-    const bool fresh = !spec.expected("expect-fresh").empty();
-    const bool located = !spec.expected("expect-located").empty();
-    if (fresh) {
-        if (auto wrong = check_lines(spec, "expect-fresh", "fresh-memory", fresh_memory_step(l.subject, l.grader));
-            !wrong.empty())
-            return wrong;
-        if (!edit_now().empty()) return "the fresh-memory step left the search's edit named: " + edit_now();
-        if (!located) return "";
-    }
     const bool search_edit = !spec.expected("expect-search-edit").empty();
     const std::string edit = edit_now();
     if (search_edit) {
         if (auto wrong = check_lines(spec, "expect-search-edit", "search", edit); !wrong.empty()) return wrong;
-    } else if (!edit.empty()) {
+    } else if (!edit.empty() && !spec.expected("expect-located").empty()) {
         return "the search named an edit, so the transplant step would not run: " + edit;
     }
-    TransplantSetup t;
-    t.build_dir = l.build_dir, t.target = l.target, t.solution = l.solution;
-    if (auto wrong = check_lines(spec, "expect-located", "transplant", transplant_step(l.subject, t, {}));
-        !wrong.empty())
-        return wrong;
+    const Findings f = after_failed_run(l.subject, {l.build_dir, l.target, l.grader, l.solution}, {});
+    if (auto wrong = check_lines(spec, "expect-repaired", "repair", f.repaired); !wrong.empty()) return wrong;
+    if (auto wrong = check_lines(spec, "expect-located", "transplant", f.located); !wrong.empty()) return wrong;
+    if (auto wrong = check_lines(spec, "expect-fresh", "fresh-memory", f.fresh); !wrong.empty()) return wrong;
+    if (!spec.expected("expect-fresh").empty() && !edit_now().empty())
+        return "the fresh-memory step left the search's edit named: " + edit_now();
     if (search_edit && !edit_now().empty())
         return "the search's edit, not the learner's own, was kept beside their line: " + edit_now();
     return "";

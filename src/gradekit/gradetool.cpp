@@ -10,6 +10,10 @@
 //                      [--solution FILE]
 //       after a failed run: grades copies of the subject with one differing piece put back as the
 //       solution has it (gradekit/transplant.hpp); prints what it found (exit 0) or nothing (exit 1)
+//   headwise-gradetool after-run --id ex01 --source-dir DIR --report FILE --subject FILE --build-dir DIR --target T
+//                      [--solution FILE] -- GRADER
+//       after a failed run: the steps that follow it in their one order (gradekit/pipeline.hpp:
+//       repair, transplant, fresh memory); prints what they found (exit 0) or nothing (exit 1)
 //   headwise-gradetool fresh-memory --id ex01 --source-dir DIR --report FILE --subject FILE -- GRADER
 //       after a failed run that named something: the grader again with fresh memory filled with 0
 //       (gradekit/fresh_memory.hpp); prints what changed (exit 0) or nothing (exit 1)
@@ -36,6 +40,7 @@
 #include "gradekit/fresh_memory.hpp"
 #include "gradekit/mistake.hpp"
 #include "gradekit/mutants.hpp"
+#include "gradekit/pipeline.hpp"
 #include "gradekit/report.hpp"
 #include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
@@ -219,6 +224,13 @@ int steps(const std::string& command, const std::vector<std::string>& args) {
         return found.empty() ? 1 : 0;
     }
     if (grader.empty()) throw usage(command + " needs -- GRADER [ARGS...]");
+    if (command == "after-run") {
+        if (build_dir.empty() || target.empty()) throw usage("after-run needs --build-dir and --target");
+        const Findings f = after_failed_run(s, {build_dir, target, grader[0], solution}, {});
+        for (const auto* said : {&f.repaired, &f.located, &f.fresh})
+            if (!said->empty()) std::puts(said->c_str());
+        return f.repaired.empty() && f.located.empty() && f.fresh.empty() ? 1 : 0;
+    }
     if (command == "fresh-memory") {
         const std::string found = fresh_memory_step(s, grader[0]);
         if (!found.empty()) std::puts(found.c_str());
@@ -244,7 +256,8 @@ int main(int argc, char** argv) {
             {"stub", stub}, {"patch", patch}, {"check-report", check}, {"describe", describe}, {"show", show}};
         for (const auto& [name, command] : commands)
             if (all[0] == name) return command(rest);
-        if (all[0] == "build" || all[0] == "run" || all[0] == "transplant" || all[0] == "fresh-memory")
+        if (all[0] == "build" || all[0] == "run" || all[0] == "transplant" || all[0] == "fresh-memory" ||
+            all[0] == "after-run")
             return steps(all[0], rest);
         if (all[0] == "mutants") {  // the search's variants (gradekit/mutants_command.cpp)
             try {

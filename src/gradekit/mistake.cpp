@@ -15,9 +15,9 @@ namespace headwise::gradekit {
 
 namespace {
 
-constexpr std::array expectation_keys = {"expect",         "expect-where",      "expect-part", "expect-first",
-                                         "expect-shown",   "expect-lesson",     "expect-not",  "expect-fresh",
-                                         "expect-located", "expect-search-edit"};
+constexpr std::array expectation_keys = {"expect",         "expect-where",       "expect-part",    "expect-first",
+                                         "expect-shown",   "expect-lesson",      "expect-not",     "expect-fresh",
+                                         "expect-located", "expect-search-edit", "expect-repaired"};
 
 [[noreturn]] void bad(const std::string& path, int line, const std::string& what) {
     throw std::invalid_argument(fmt::format("{}:{}: {}", path, line, what));
@@ -69,6 +69,11 @@ Mistake parse_mistake(const std::string& text, const std::string& path) {
             if (e.from.empty()) bad(path, line_no, "nothing to replace");
             m.edits.push_back(e);
             pending = true;
+        } else if (key == "own") {
+            if (!m.own.empty()) bad(path, line_no, "'own:' given twice");
+            if (value.empty() || value.find("..") != std::string::npos)
+                bad(path, line_no, "'own:' names a file beside the .mistake");
+            m.own = value;
         } else if (key == "with") {
             if (!pending) bad(path, line_no, "'with:' without a 'replace:' before it");
             m.edits.back().to = value;
@@ -82,9 +87,9 @@ Mistake parse_mistake(const std::string& text, const std::string& path) {
             while (k < 3 && key != description_keys[k]) ++k;
             if (k == 3) {
                 bad(path, line_no,
-                    fmt::format("unknown key '{}' (mistake, why, fix, replace, replace#N, with, expect, "
+                    fmt::format("unknown key '{}' (mistake, why, fix, own, replace, replace#N, with, expect, "
                                 "expect-where, expect-part, expect-first, expect-shown, expect-lesson, "
-                                "expect-not, expect-fresh, expect-located, expect-search-edit)",
+                                "expect-not, expect-fresh, expect-located, expect-search-edit, expect-repaired)",
                                 key));
             }
             if (++described[k] > 1) bad(path, line_no, fmt::format("'{}:' given twice", key));
@@ -104,13 +109,20 @@ Mistake parse_mistake(const std::string& text, const std::string& path) {
 Mistake read_mistake(const std::filesystem::path& path) { return parse_mistake(read_text(path), path.string()); }
 
 std::string apply_mistake(const Mistake& m, std::string text, const std::string& solution_path) {
+    if (!m.own.empty()) {
+        const std::filesystem::path own = std::filesystem::path(m.path).parent_path() / m.own;
+        if (!std::filesystem::is_regular_file(own))
+            bad(m.path, 1, fmt::format("'own:' names no file: {}", own.string()));
+        text = read_text(own);
+    }
+    const std::string& base = m.own.empty() ? solution_path : m.own;
     for (const auto& e : m.edits) {
         std::size_t at = text.find(e.from);
         for (int k = 1; k < e.occurrence && at != std::string::npos; ++k) at = text.find(e.from, at + 1);
         if (at == std::string::npos || (e.occurrence == 0 && text.find(e.from, at + 1) != std::string::npos)) {
             bad(m.path, e.line,
-                fmt::format("the text to replace must occur exactly once in {} (or say which: replace#N:): {}",
-                            solution_path, e.from));
+                fmt::format("the text to replace must occur exactly once in {} (or say which: replace#N:): {}", base,
+                            e.from));
         }
         text.replace(at, e.from.size(), e.to);
     }

@@ -9,6 +9,8 @@
 //   mistake: <name>            a catalogued mistake's name (no ; " or \), with
 //   why: <line>                the two lines the report prints when a learner's numbers match it
 //   fix: <line>
+//   own: <file>                the edits are made in this file (beside the .mistake) instead of the
+//                              solution: a learner's own implementation, their slip made in it
 //   replace: <text>            text of the solution found exactly once ("replace#N:": its N-th
 //   with: <text>               occurrence), replaced by the "with:" line that follows
 //   expect: <regex>            some failure's message matches it
@@ -21,6 +23,7 @@
 //   expect-fresh: <regex>      the fresh-memory step says it (gradekit/fresh_memory.hpp)
 //   expect-located: <regex>    the transplant step says it (gradekit/transplant.hpp)
 //   expect-search-edit: <regex>  the search names this edit, which the transplant step drops
+//   expect-repaired: <regex>   the repair step says it (gradekit/repair.hpp)
 //
 // The regexes are CMake's (what the files were first written for): '.' matches any character,
 // a newline too; the texts they match are the report's lines joined by newlines.
@@ -48,6 +51,7 @@ struct Expectation {
 struct Mistake {
     std::string path;            // for messages
     std::string name, why, fix;  // a catalogued mistake's, else empty
+    std::string own;             // "own:": the file the edits are made in, beside the .mistake (else the solution)
     std::vector<MistakeEdit> edits;
     std::vector<Expectation> expectations;
 
@@ -61,8 +65,8 @@ struct Mistake {
 Mistake parse_mistake(const std::string& text, const std::string& path);
 Mistake read_mistake(const std::filesystem::path& path);
 
-// The solution with the mistake's edits made; throws std::invalid_argument when a text to replace
-// does not occur as said ("<mistake path>:<line>: ...").
+// The solution (or the mistake's own file) with the mistake's edits made; throws
+// std::invalid_argument when a text to replace does not occur as said ("<mistake path>:<line>: ...").
 std::string apply_mistake(const Mistake& m, std::string solution, const std::string& solution_path);
 
 // A CMake regex as an ECMAScript one: '.' outside brackets matches a newline too, and a brace is

@@ -16,10 +16,13 @@
 //   in place of your line 16 (`const float total = std::accumulate(first, last, 0);`, in
 //   softmax_row), every check passes
 //
-// With two slips no one edit repairs everything: two repairs that fix different checks are named
-// each with the checks it fixes, then run together (what still fails is said). Nothing is said
-// when no edit makes a failing check pass: the step names only what it has reproduced. It never
-// writes under exercises/.
+// With two slips no one edit repairs everything: the edit that repairs the most (breaking nothing)
+// is kept on, and every other edit screened on what still fails; two that together pass every
+// check are named each with the checks it repairs ("..., the 3 failing checks of softmax_last_axis
+// pass; with that and `...` in place of your line 35 (...), the other 3 failing checks pass too:
+// every check passes"). Only what passes every check is said -- an edit that repairs part may
+// hide the slip rather than undo it -- and nothing when no edit makes a failing check pass: the
+// step names only what it has reproduced. It never writes under exercises/.
 #pragma once
 
 #include "gradekit/steps.hpp"

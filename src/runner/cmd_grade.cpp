@@ -13,11 +13,9 @@
 #include "hints.hpp"
 #include "progress.hpp"
 
+#include "gradekit/pipeline.hpp"
 #include "gradekit/show.hpp"
-#include "gradekit/fresh_memory.hpp"
 #include "gradekit/steps.hpp"
-#include "gradekit/repair.hpp"
-#include "gradekit/transplant.hpp"
 
 #include <fmt/format.h>
 
@@ -69,26 +67,13 @@ void grade_one(const Exercise& e) {
     }
     const fs::path grader = binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id);
     gradekit::run_step(s, grader, {}, {});
-    auto step_progress = [&](const std::string& line) {
+    // A failed run: the steps that locate the learner's slip (gradekit/pipeline.hpp).
+    gradekit::after_failed_run(s, {binary_dir(), "headwise_grade_" + e.id, grader, {}}, [&](const std::string& line) {
         if (!tty) return;
         fmt::print("\r\033[K  {} {}...", e.id, line);
         std::fflush(stdout);
-    };
-    // A failed run: the learner's own lines repaired, one small edit of theirs at a time.
-    gradekit::RepairSetup repair;
-    repair.build_dir = binary_dir();
-    repair.target = "headwise_grade_" + e.id;
-    gradekit::repair_step(s, repair, step_progress);
-    // Nothing repaired, and a search that named no edit: their lines that differ from the
-    // solution's, put back one piece at a time.
-    gradekit::TransplantSetup t;
-    t.build_dir = binary_dir();
-    t.target = "headwise_grade_" + e.id;
-    gradekit::transplant_step(s, t, step_progress);
+    });
     if (tty) fmt::print("\r\033[K");
-    // A name (catalogued, or the search's edit) stands only if the results do not hang on what
-    // fresh memory held.
-    gradekit::fresh_memory_step(s, grader);
 }
 
 int grade(const std::string& which, bool verbose, const std::string& junit) {

@@ -1,0 +1,37 @@
+// gradekit/pipeline.hpp -- grading one exercise, its steps in their one order.
+//
+//   build        the grader, with the learner's file (steps.hpp)
+//   run          the grader: every check, the search, the catalogue (steps.hpp)
+//   after a failed run, each step only when the one before left something to say:
+//   repair       one or two edits of the learner's own lines that make the checks pass (repair.hpp)
+//   transplant   nothing repaired: their lines that differ from the solution's, put back (transplant.hpp)
+//   fresh memory a name stands only if the results do not hang on memory never written (fresh_memory.hpp)
+//
+// `headwise grade` (runner), `headwise-gradetool after-run` and the meta-tests' located cases
+// (check.hpp) all call after_failed_run: a grade means the same wherever it is asked for.
+#pragma once
+
+#include "gradekit/steps.hpp"
+
+#include <functional>
+#include <string>
+
+namespace headwise::gradekit {
+
+struct AfterRun {
+    fs::path build_dir;  // a Ninja build directory holding the grader's target
+    std::string target;  // headwise_grade_ex05
+    fs::path grader;     // its executable
+    fs::path solution;   // the solution of the subject's first file (empty: found under solutions/)
+};
+
+// What each step said (empty: nothing), also written into s.report.
+struct Findings {
+    std::string repaired, located, fresh;
+};
+
+// The steps after a failed run (s.report written by run_step), in order. `progress` (may be empty)
+// hears one line now and then.
+Findings after_failed_run(const Subject& s, const AfterRun& a, const std::function<void(const std::string&)>& progress);
+
+}  // namespace headwise::gradekit
