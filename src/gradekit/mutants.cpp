@@ -135,7 +135,9 @@ private:
     }
 
     void region(std::size_t first, std::size_t last, bool statement, bool droppable) {
-        if (first < last) found.push_back({first, last, statement, droppable, loops_, false, {}, function_});
+        // A region runs to the end of its block at most (a learner's statement the reader lost its way in: none).
+        if (first < last && last <= t_.size())
+            found.push_back({first, last, statement, droppable, loops_, false, {}, function_});
     }
 
     std::size_t statement(std::size_t p) {
@@ -161,7 +163,7 @@ private:
             region(p, semi + 1, true, false);
             return semi + 1;
         }
-        if (!declaration(p, semi)) region(p, semi + 1, true, true);
+        if (!declaration(p, semi) && !(own_ && looks_declared(p, semi))) region(p, semi + 1, true, true);
         return semi + 1;
     }
 
@@ -191,6 +193,15 @@ private:
         while (s < end - 1) s = statement(s);
         function_ = outer;
         return end;
+    }
+
+    // A declaration the parser does not read (`float acc[64];`, `const auto [a, b] = pair;`): in a
+    // learner's file it is no statement to drop or rewrite, whose braces would end its names' scope.
+    bool looks_declared(std::size_t p, std::size_t semi) const {
+        if (is(p, "const") || is(p, "auto") || is(p, "static") || is(p, "constexpr")) return true;
+        for (std::size_t q = p; q + 1 < semi; ++q)
+            if (t_[q].text == "auto" && t_[q + 1].text == "[") return true;
+        return p + 1 < semi && t_[p].kind == Tok::ident && t_[p + 1].kind == Tok::ident;
     }
 
     // A named lambda's body (`auto dot = [&](std::size_t i, std::size_t j) { ... };`, the `[` at
@@ -373,6 +384,18 @@ bool scalar_type(const std::string& t) {
            t.starts_with("Tensor") || t == "Mask2";
 }
 
+// `text` on one line: each run of whitespace one space.
+std::string one_line(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+        if (space && (out.empty() || out.back() == ' ')) continue;
+        out += space ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
 // Every (span, replacement, kind) of one region.
 struct Edit {
     std::size_t begin, end;
@@ -492,11 +515,35 @@ private:
         }
     }
 
+    // The call an argument at token `k` is passed to, and its position: ("dense", 2). Empty when
+    // `k` is no call's argument.
+    std::pair<std::string, int> argument_of(std::size_t k) const {
+        int depth = 0, commas = 0;
+        for (std::size_t q = k; q > 0; --q) {
+            const std::string& s = t_[q - 1].text;
+            if (s == ")" || s == "]" || s == "}") ++depth;
+            if (s == "(" || s == "[" || s == "{") {
+                if (depth-- == 0)
+                    return s == "(" && q >= 2 && t_[q - 2].kind == Tok::ident ? std::pair{t_[q - 2].text, commas}
+                                                                              : std::pair{std::string(), 0};
+            }
+            if (s == "," && depth == 0) ++commas;
+            if (s == ";" && depth == 0) break;
+        }
+        return {};
+    }
+
     // Another member of the same object: cache.k for cache.v, p.q for p.k (those the block uses).
+    // In a learner's file, whose types the reader does not know, only one passed to the same call
+    // at the same place somewhere (dense(x, w.w_k, w.b_k) for dense(x, w.w_q, w.b_q)): a member
+    // of another type would not compile.
     void member(std::size_t k) {
         std::set<std::string> others;
+        const auto place = own_ ? argument_of(k) : std::pair<std::string, int>{};
+        if (own_ && place.first.empty()) return;
         for (std::size_t q = 2; q < t_.size(); ++q)
-            if (t_[q].kind == Tok::ident && t_[q - 1].text == t_[k - 1].text && t_[q - 2].text == t_[k - 2].text)
+            if (t_[q].kind == Tok::ident && t_[q - 1].text == t_[k - 1].text && t_[q - 2].text == t_[k - 2].text &&
+                (!own_ || argument_of(q) == place))
                 others.insert(t_[q].text);
         for (const std::string& other : others)
             if (other != t_[k].text) add(k, other, "member swap");
@@ -515,10 +562,14 @@ private:
             const long n = std::stol(s);
             for (const long y : {n + 1, n - 1, 0L, 1L})
                 if (y != n && y >= 0) alternatives.insert(std::to_string(y));
-            // A learner's int start value (std::accumulate(first, last, 0)): its float.
-            if (own_ && k > 0 && k + 1 < t_.size() && t_[k - 1].text == "," && t_[k + 1].text == ")" &&
-                s.find_first_not_of("0123456789") == std::string::npos)
+            // A learner's int start value (std::accumulate(first, last, 0)): its float, or a 64-bit
+            // count (std::accumulate(dims.begin(), dims.end(), 4, times) overflows 32 bits).
+            if (own_ && k > 0 && k + 1 < t_.size() && t_[k - 1].text == "," &&
+                (t_[k + 1].text == ")" || t_[k + 1].text == ",") &&
+                s.find_first_not_of("0123456789") == std::string::npos && (t_[k + 1].text == ")" || in_a_fold(k))) {
                 add(k, s + ".0f", "an int for a float");
+                if (in_a_fold(k)) add(k, "std::size_t{" + s + "}", "an int for a std::size_t");
+            }
         }
         for (const auto& a : alternatives) add(k, a, "a constant changed");
     }
@@ -557,6 +608,19 @@ private:
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
         if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
+    }
+
+    // Whether token `k` is an argument of std::accumulate, std::inner_product or std::reduce.
+    bool in_a_fold(std::size_t k) const {
+        int depth = 0;
+        for (std::size_t q = k; q > f_.first; --q) {
+            const std::string& s = t_[q - 1].text;
+            if (s == ")" || s == "]") ++depth;
+            if ((s == "(" || s == "[") && depth-- == 0)
+                return q >= 2 && (t_[q - 2].text == "accumulate" || t_[q - 2].text == "inner_product" ||
+                                  t_[q - 2].text == "reduce" || t_[q - 2].text == "transform_reduce");
+        }
+        return false;
     }
 
     bool integer_operand(std::size_t k) const {
@@ -730,6 +794,15 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
             std::string edited = text;
             edited.replace(e.begin, e.end - e.begin, e.with);
             v.edited_line = trimmed_line(edited, e.begin);
+            // A learner's statement over several lines is shown whole, on one line (its line with
+            // the edit alone may be `float(D - 1);`).
+            const Region& whole = m.regions[r];
+            if (parser.own() && line_of(text, whole.begin) != line_of(text, whole.end)) {
+                const std::size_t edited_end = whole.end + e.with.size() - (e.end - e.begin);
+                v.original_line = one_line(text.substr(whole.begin, whole.end - whole.begin));
+                v.edited_line = one_line(edited.substr(whole.begin, edited_end - whole.begin));
+                v.line = line_of(text, whole.begin);
+            }
             if (e.with == ";") v.edited_line = "(nothing: the statement is gone)";
             v.context = context;
             m.variants.push_back(std::move(v));

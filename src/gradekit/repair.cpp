@@ -71,7 +71,7 @@ struct RepairBuild {
 };
 
 // The schemata, compiled and linked; an edit the compiler refuses is dropped (its line named in an
-// error), the file compiled again, at most four times.
+// error), the file compiled again, at most six times.
 std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t, const Recipe& recipe,
                                           const fs::path& dir, const std::string& text, const Mutants& m) {
     const fs::path source = s.files.front();
@@ -81,8 +81,8 @@ std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t
     const std::string prelude = selector_prelude(m.variants.back().id);
     const int offset = static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));
     const std::regex error("^" + std::regex_replace(file.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                           R"(:([0-9]+):[0-9]+: (error|note):)");
-    for (int attempt = 0; attempt < 4 && !b.kept.empty(); ++attempt) {
+                           R"(:([0-9]+):[0-9]+: (?!warning))");  // an error, a note, "required from here"
+    for (int attempt = 0; attempt < 6 && !b.kept.empty(); ++attempt) {
         const Schemata schemata = make_schemata(text, m, {b.kept.begin(), b.kept.end()});
         write_if_changed(file.string(), prelude + schemata.text);
         std::string log;
@@ -93,7 +93,22 @@ std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t
             std::smatch match;
             if (!std::regex_search(line, match, error)) continue;
             const auto found = schemata.line_to_variant.find(std::stoi(match[1]) - offset);
-            if (found != schemata.line_to_variant.end()) refused.insert(found->second);
+            if (found == schemata.line_to_variant.end()) continue;
+            refused.insert(found->second);
+            // A chain of ?: reports one mismatched type at a time (the innermost): every member of
+            // another type in that region goes at once.
+            if (line.find("operands to") != std::string::npos) {
+                const auto& v = *std::ranges::find(m.variants, found->second, &Variant::id);
+                for (const Variant& other : m.variants)
+                    if (other.region == v.region && other.kind == "member swap") refused.insert(other.id);
+            }
+        }
+        if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr) {
+            fmt::print(stderr, "repair: compile {}: {} edits refused\n", attempt + 1, refused.size());
+            std::istringstream all(log);
+            int shown = 0;
+            for (std::string l; std::getline(all, l) && shown < 10;)
+                if (l.find("error") != std::string::npos) fmt::print(stderr, "  {}\n", l.substr(0, 220)), ++shown;
         }
         if (refused.empty()) return std::nullopt;  // an error no edit explains
         for (const int id : refused) b.kept.erase(id);
@@ -165,11 +180,12 @@ struct EachRun {
 // The edits `ids`, each graded on `checks` in a child of one grader process (grade_main.cpp's
 // HEADWISE_REPAIR_EACH), their reports under dir/tag/. `abort_first`: each stops at its first
 // failed check (Catch2's -a; what passed before it is known); `stop`: no more are started once one
-// passes every check; `with` (not 0): an edit on in every run beside its own. The edits that
-// finished, by id.
+// passes every check; `with` (not 0): an edit on in every run beside its own; none runs past
+// `deadline`. The edits that finished, by id.
 std::map<int, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs::path& grader, const fs::path& dir,
                                 const std::string& tag, const std::vector<std::string>& checks,
-                                const std::vector<int>& ids, int timeout_s, bool abort_first, bool stop, int with = 0) {
+                                const std::vector<int>& ids, int timeout_s, bool abort_first, bool stop, int with,
+                                std::chrono::steady_clock::time_point deadline) {
     std::map<int, EachRun> out;
     if (ids.empty()) return out;
     std::error_code ec;
@@ -185,7 +201,9 @@ std::map<int, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs
     // An edit's first sanitizer report ends it: it repairs nothing (and needs no symbols).
     const std::string asan = replace_all(asan_options(190), "halt_on_error=0", "halt_on_error=1") + ":symbolize=0";
     run_step(
-        each, grader, args, {}, t.budget_s,
+        each, grader, args, {},
+        static_cast<int>(std::max<long>(
+            1, std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()).count())),
         {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR_EACH=" + list, "HEADWISE_REPAIR_REPORTS=" + (dir / tag).string(),
          fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s), fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs),
          fmt::format("HEADWISE_REPAIR_STOP={}", stop ? 1 : 0), fmt::format("HEADWISE_REPAIR_WITH={}", with), asan});
@@ -283,8 +301,9 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     const auto started = std::chrono::steady_clock::now();
     const RepairRun probe = run_selection(s, built->executable, dir, "-1", only, 60, dir / "reached.txt");
     if (!probe.ran || probe.failing != failing) return {};
-    const auto probe_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
-    const int timeout_s = static_cast<int>(std::max<long>(5, 3 * probe_s.count() + 2));
+    // An edit that runs far longer than the learner's code (an endless loop) is stopped.
+    const double probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const int timeout_s = static_cast<int>(std::max(2.0, 2 * probe_s + 1));
     phase("probe run");
     const std::vector<int> ids = reached_ids(dir / "reached.txt", built->kept);
     const auto edit_of = [&](int id) { return &*std::ranges::find(m.variants, id, &Variant::id); };
@@ -308,12 +327,12 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     for (std::size_t g = 0; g < groups.size() && sentence.empty() && std::chrono::steady_clock::now() < deadline; ++g) {
         if (progress) progress(fmt::format("repairing: trying {} edits of your lines", ids.size()));
         const auto screen = run_each(s, t, built->executable, dir, fmt::format("screen{}", g), groups[g], ids,
-                                     timeout_s, true, groups.size() == 1);
+                                     timeout_s, true, groups.size() == 1, 0, deadline);
         std::vector<int> promising;
         for (const auto& [id, run] : screen)
             if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
         const auto runs = run_each(s, t, built->executable, dir, fmt::format("fix{}", g), all_failing, promising,
-                                   timeout_s, false, false);
+                                   timeout_s, false, false, 0, deadline);
         std::vector<Effect> batch;
         for (const auto& [id, run] : runs) {
             if (run.total != static_cast<int>(failing.size())) continue;
@@ -359,12 +378,12 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
         for (std::size_t g = 0; g < groups2.size() && second == nullptr && std::chrono::steady_clock::now() < deadline;
              ++g) {
             const auto screen = run_each(s, t, built->executable, dir, fmt::format("second_screen{}", g), groups2[g],
-                                         others, timeout_s, true, false, first.edit->id);
+                                         others, timeout_s, true, false, first.edit->id, deadline);
             std::vector<int> promising;
             for (const auto& [id, run] : screen)
                 if (run.passed > 0) promising.push_back(id);
             const auto runs = run_each(s, t, built->executable, dir, fmt::format("second_fix{}", g), all_failing,
-                                       promising, timeout_s, false, false, first.edit->id);
+                                       promising, timeout_s, false, false, first.edit->id, deadline);
             std::size_t best = 0;
             for (const auto& [id, run] : runs) {
                 if (run.total != static_cast<int>(failing.size())) continue;

@@ -36,7 +36,7 @@ struct RepairSetup {
     fs::path build_dir;  // a Ninja build directory holding the grader's target
     std::string target;  // headwise_grade_ex05
     int jobs = 2;        // edits run at once
-    int budget_s = 60;   // the edits not run by then are not tried
+    int budget_s = 30;   // from the probe on: the edits not run by then are not tried
 };
 
 // After a failed run (s.report written by run_step): writes what it found into the report's
