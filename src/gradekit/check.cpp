@@ -165,7 +165,8 @@ std::string check_report(Expected expected, const Mistake* spec, const fs::path&
     if (spec == nullptr && expected == Expected::mistake) return "a mistake's check needs its .mistake";
     // A located case may be named a catalogued mistake: the steps after the grade are what it tests.
     const bool located_case =
-        spec != nullptr && (!spec->expected("expect-fresh").empty() || !spec->expected("expect-located").empty());
+        spec != nullptr && (!spec->expected("expect-fresh").empty() || !spec->expected("expect-located").empty() ||
+                            !spec->expected("expect-repaired").empty());
     int named = 0;
     for (const auto& f : r.failures) {
         if (!f.mistake.empty() && !std::regex_match(f.explanation, std::regex("[^\n]+\n[^\n]+")))

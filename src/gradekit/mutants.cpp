@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -535,15 +537,19 @@ private:
 
     // Another member of the same object: cache.k for cache.v, p.q for p.k (those the block uses).
     // In a learner's file, whose types the reader does not know, only one passed to the same call
-    // at the same place somewhere (dense(x, w.w_k, w.b_k) for dense(x, w.w_q, w.b_q)): a member
-    // of another type would not compile.
+    // at the same place somewhere (dense(x, w.w_k, w.b_k) for dense(x, w.w_q, w.b_q)), or one of
+    // its family: a member of another type would not compile.
     void member(std::size_t k) {
         std::set<std::string> others;
         const auto place = own_ ? argument_of(k) : std::pair<std::string, int>{};
-        if (own_ && place.first.empty()) return;
+        // Or one of the same family: the same name but for one character (beta1, beta2; w_q, w_k).
+        const auto family = [](const std::string& a, const std::string& b) {
+            return a.size() == b.size() &&
+                   std::inner_product(a.begin(), a.end(), b.begin(), 0, std::plus<>(), std::not_equal_to<>()) == 1;
+        };
         for (std::size_t q = 2; q < t_.size(); ++q)
             if (t_[q].kind == Tok::ident && t_[q - 1].text == t_[k - 1].text && t_[q - 2].text == t_[k - 2].text &&
-                (!own_ || argument_of(q) == place))
+                (!own_ || argument_of(q) == place || family(t_[q].text, t_[k].text)))
                 others.insert(t_[q].text);
         for (const std::string& other : others)
             if (other != t_[k].text) add(k, other, "member swap");
@@ -557,7 +563,9 @@ private:
             const std::string suffix = s.back() == 'f' ? "f" : "";
             const double x = std::stod(s);
             for (const double y : {0.0, 1.0, -x, 2.0 * x})
-                if (y != x) alternatives.insert(fmt::format("{:.1f}{}", y, suffix));
+                // Not in a learner's file: a sum started at 1 for 0 shifts every score alike, which a
+                // softmax forgives -- a "repair" that would hide their slip, not undo it.
+                if (y != x && !(own_ && x == 0.0 && y == 1.0)) alternatives.insert(fmt::format("{:.1f}{}", y, suffix));
         } else {
             const long n = std::stol(s);
             for (const long y : {n + 1, n - 1, 0L, 1L})

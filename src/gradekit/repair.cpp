@@ -124,10 +124,11 @@ struct RepairRun {
 };
 
 RepairRun run_selection(const Subject& s, const fs::path& grader, const fs::path& dir, const std::string& selection,
-                        const fs::path& only, int timeout_s, const fs::path& probe = {}) {
+                        const fs::path& only, int timeout_s, const fs::path& probe = {}, int fill_byte = 190) {
     Subject v = s;
-    v.report = dir / fmt::format("run_{}.json", selection == "-1" ? "probe" : selection);
-    std::vector<std::string> env = {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR=" + selection};
+    v.report = dir / fmt::format("run_{}_{}.json", selection == "-1" ? "probe" : selection, fill_byte);
+    std::vector<std::string> env = {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR=" + selection,
+                                    asan_options(fill_byte)};
     if (!probe.empty()) env.push_back("HEADWISE_REPAIR_PROBE=" + probe.string());
     std::vector<std::string> args;
     if (!only.empty()) args = {"-f", only.string()};
@@ -288,6 +289,22 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
+    // The learner's own grader on the failing checks first: checks this slow (a real model's
+    // decoder, the kernels on the emulator) would take minutes over a few hundred edits, and the
+    // grade does not wait for them (nor compiles the edits).
+    const std::vector<std::string> all_failing(failing.begin(), failing.end());
+    const fs::path only = dir / "failing.txt";
+    write_check_list(only, all_failing);
+    const auto timed = std::chrono::steady_clock::now();
+    const RepairRun theirs =
+        run_selection(s, t.build_dir / recipe->executable, dir, "0", only, static_cast<int>(t.slowest_probe_s) + 1);
+    const double probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
+    if (!theirs.ran || theirs.failing != failing || probe_s > t.slowest_probe_s) {
+        phase(fmt::format("the failing checks took {:.1f} s: no repair", probe_s));
+        return {};
+    }
+    // An edit that runs far longer than the learner's code (an endless loop) is stopped.
+    const int timeout_s = static_cast<int>(std::max(2.0, 2 * probe_s + 1));
     if (progress) progress(fmt::format("repairing: compiling {} edits of your lines", m.variants.size()));
     const auto built = build_schemata(s, t, *recipe, dir, text, m);
     phase(fmt::format("{} of {} edits compiled", built ? built->kept.size() : 0, m.variants.size()));
@@ -295,30 +312,40 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
 
     // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
     // code did, and it says which edits those checks reach.
-    const std::vector<std::string> all_failing(failing.begin(), failing.end());
-    const fs::path only = dir / "failing.txt";
-    write_check_list(only, all_failing);
-    const auto started = std::chrono::steady_clock::now();
-    const RepairRun probe = run_selection(s, built->executable, dir, "-1", only, 60, dir / "reached.txt");
+    const RepairRun probe = run_selection(s, built->executable, dir, "-1", only, timeout_s, dir / "reached.txt");
     if (!probe.ran || probe.failing != failing) return {};
-    // An edit that runs far longer than the learner's code (an endless loop) is stopped.
-    const double probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const int timeout_s = static_cast<int>(std::max(2.0, 2 * probe_s + 1));
     phase("probe run");
     const std::vector<int> ids = reached_ids(dir / "reached.txt", built->kept);
+    // The edits a group of checks reaches (another probe, when there are several groups): an edit
+    // its checks never reach cannot change them.
+    const auto reached_by = [&](const std::vector<std::string>& checks, const std::string& tag) {
+        if (checks.size() == failing.size()) return ids;
+        const fs::path list = dir / (tag + ".txt"), reached = dir / ("reached_" + tag + ".txt");
+        write_check_list(list, checks);
+        const RepairRun r = run_selection(s, built->executable, dir, "-1", list, timeout_s, reached);
+        return r.ran ? reached_ids(reached, built->kept) : ids;
+    };
     const auto edit_of = [&](int id) { return &*std::ranges::find(m.variants, id, &Variant::id); };
     // Confirmed on every check: what still fails after the edit must be some of what failed before.
+    // A repair of everything must pass as well with fresh memory filled with 0 (fresh_memory.hpp):
+    // one that passes only on what the grade's fill byte left (`+=` on weights never set) hides a
+    // slip rather than undoes it.
     const auto confirm = [&](const std::string& selection, Checks* still) {
         const RepairRun r = run_selection(s, built->executable, dir, selection, {}, 3 * timeout_s);
         if (!r.ran || r.total != report->total) return false;
         if (!std::includes(failing.begin(), failing.end(), r.failing.begin(), r.failing.end())) return false;
+        if (r.failing.empty()) {
+            const RepairRun zeros = run_selection(s, built->executable, dir, selection, {}, 3 * timeout_s, {}, 0);
+            if (!zeros.ran || !zeros.failing.empty()) return false;
+        }
         *still = r.failing;
         return true;
     };
-    // Group by group: every edit screened on the group's failing checks, each stopping at its first
-    // failure (cheap: most edits break at once); those that got further, run on every failing check;
-    // those that fix something, on every check. Until one edit repairs everything.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(t.budget_s);
+    // Group by group: every edit the group's failing checks reach screened on them, each stopping at
+    // its first failure (cheap: most edits break at once), until one passes them all; those that got
+    // further, run on every failing check; those that fix something, on every check. Until one edit
+    // repairs everything.
+    const auto deadline = began + std::chrono::seconds(t.budget_s);
     const auto groups = failing_groups(*report, failing);
     std::vector<Effect> effects;
     std::set<int> measured;
@@ -326,36 +353,42 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     int confirmed = 0;
     for (std::size_t g = 0; g < groups.size() && sentence.empty() && std::chrono::steady_clock::now() < deadline; ++g) {
         if (progress) progress(fmt::format("repairing: trying {} edits of your lines", ids.size()));
-        const auto screen = run_each(s, t, built->executable, dir, fmt::format("screen{}", g), groups[g], ids,
-                                     timeout_s, true, groups.size() == 1, 0, deadline);
-        std::vector<int> promising;
-        for (const auto& [id, run] : screen)
-            if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
-        const auto runs = run_each(s, t, built->executable, dir, fmt::format("fix{}", g), all_failing, promising,
-                                   timeout_s, false, false, 0, deadline);
-        std::vector<Effect> batch;
-        for (const auto& [id, run] : runs) {
-            if (run.total != static_cast<int>(failing.size())) continue;
-            Effect e;
-            e.edit = edit_of(id);
-            for (const auto& name : failing)
-                if (!run.failing.contains(name)) e.fixes.insert(name);
-            if (!e.fixes.empty()) batch.push_back(std::move(e));
-        }
-        std::stable_sort(batch.begin(), batch.end(),
-                         [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
-        for (Effect& e : batch) {
-            if (e.fixes != failing && confirmed >= 4) continue;
-            ++confirmed;
-            e.confirmed = confirm(std::to_string(e.edit->id), &e.still_failing);
-            if (e.confirmed && e.still_failing.empty()) {
-                sentence = fmt::format("found by repairing your code: {}, every check passes", edit_words(*e.edit));
-                break;
+        std::vector<int> left = reached_by(groups[g], fmt::format("group{}", g));
+        for (int round = 0; !left.empty() && sentence.empty() && std::chrono::steady_clock::now() < deadline; ++round) {
+            // Screened until one edit passes all of the group's checks (the rest, if it is no repair).
+            const auto screen = run_each(s, t, built->executable, dir, fmt::format("screen{}_{}", g, round), groups[g],
+                                         left, timeout_s, true, true, 0, deadline);
+            std::erase_if(left, [&](int id) { return screen.contains(id); });
+            if (screen.empty()) break;
+            std::vector<int> promising;
+            for (const auto& [id, run] : screen)
+                if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
+            const auto runs = run_each(s, t, built->executable, dir, fmt::format("fix{}_{}", g, round), all_failing,
+                                       promising, timeout_s, false, false, 0, deadline);
+            std::vector<Effect> batch;
+            for (const auto& [id, run] : runs) {
+                if (run.total != static_cast<int>(failing.size())) continue;
+                Effect e;
+                e.edit = edit_of(id);
+                for (const auto& name : failing)
+                    if (!run.failing.contains(name)) e.fixes.insert(name);
+                if (!e.fixes.empty()) batch.push_back(std::move(e));
             }
+            std::stable_sort(batch.begin(), batch.end(),
+                             [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
+            for (Effect& e : batch) {
+                if (e.fixes != failing && confirmed >= 4) continue;
+                ++confirmed;
+                e.confirmed = confirm(std::to_string(e.edit->id), &e.still_failing);
+                if (e.confirmed && e.still_failing.empty()) {
+                    sentence = fmt::format("found by repairing your code: {}, every check passes", edit_words(*e.edit));
+                    break;
+                }
+            }
+            phase(fmt::format("group {}, round {}: {} edits screened, {} got further, {} fix something", g + 1,
+                              round + 1, screen.size(), promising.size(), batch.size()));
+            effects.insert(effects.end(), batch.begin(), batch.end());
         }
-        phase(fmt::format("group {}: {} edits screened, {} got further, {} fix something", g + 1, screen.size(),
-                          promising.size(), batch.size()));
-        effects.insert(effects.end(), batch.begin(), batch.end());
         // A repair of part: what it leaves failing is screened with it on (below), not alone.
         if (std::ranges::any_of(effects, [](const Effect& e) { return e.confirmed; })) break;
     }
@@ -369,16 +402,20 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
                                checks_words(first.fixes, failing), pass_verb(first.fixes, failing));
         // A second slip: with the first repaired, every other edit screened on what still fails.
         const Checks& rest = first.still_failing;
-        std::vector<int> others;
-        for (const int id : ids)
-            if (edit_of(id)->region != first.edit->region) others.push_back(id);
+        const auto others_in = [&](const std::vector<int>& reached) {
+            std::vector<int> others;
+            for (const int id : reached)
+                if (edit_of(id)->region != first.edit->region) others.push_back(id);
+            return others;
+        };
         const Variant* second = nullptr;
         Checks second_fixes, after_both;
         const auto groups2 = failing_groups(*report, rest);
         for (std::size_t g = 0; g < groups2.size() && second == nullptr && std::chrono::steady_clock::now() < deadline;
              ++g) {
             const auto screen = run_each(s, t, built->executable, dir, fmt::format("second_screen{}", g), groups2[g],
-                                         others, timeout_s, true, false, first.edit->id, deadline);
+                                         others_in(reached_by(groups2[g], fmt::format("second_group{}", g))), timeout_s,
+                                         true, false, first.edit->id, deadline);
             std::vector<int> promising;
             for (const auto& [id, run] : screen)
                 if (run.passed > 0) promising.push_back(id);
