@@ -39,7 +39,7 @@ std::optional<Recipe> recipe_of(const fs::path& build_dir, const std::string& ta
 }
 
 bool build_variant(const fs::path& build_dir, const Recipe& r, const fs::path& source, const fs::path& variant,
-                   const fs::path& executable, std::string* log) {
+                   const fs::path& executable, std::string* log, int timeout_s) {
     const std::string object = variant.string() + ".o";
     std::string compile = replace_all(r.compile, r.object, object);
     compile = replace_all(compile, " -c " + source.string(),
@@ -47,7 +47,10 @@ bool build_variant(const fs::path& build_dir, const Recipe& r, const fs::path& s
     std::string link = replace_all(r.link, r.object, object);
     link = replace_all(link, " -o " + r.executable + " ", " -o " + executable.string() + " ");
     const std::string script = "cd \"$1\" && " + compile + " && " + link;
-    return run_captured({"sh", "-c", script, "sh", build_dir.string()}, {}, [&](const std::string& line) {
+    // coreutils' timeout stops the whole process group: the compiler too, not only its shell.
+    std::vector<std::string> command = {"sh", "-c", script, "sh", build_dir.string()};
+    if (timeout_s > 0) command.insert(command.begin(), {"timeout", "-s", "KILL", std::to_string(timeout_s)});
+    return run_captured(command, {}, [&](const std::string& line) {
                if (log != nullptr) *log += line + "\n";
                return false;
            }) == 0;

@@ -17,9 +17,10 @@ std::optional<Recipe> recipe_of(const std::filesystem::path& build_dir, const st
                                 const std::filesystem::path& source);
 
 // Compiles `variant` in place of `source` and links it as `executable`, in the build directory.
-// `log` (may be null) receives the compiler's and linker's output.
+// `log` (may be null) receives the compiler's and linker's output; a build still running after
+// `timeout_s` seconds (0: none) is stopped, and fails.
 bool build_variant(const std::filesystem::path& build_dir, const Recipe& r, const std::filesystem::path& source,
                    const std::filesystem::path& variant, const std::filesystem::path& executable,
-                   std::string* log = nullptr);
+                   std::string* log = nullptr, int timeout_s = 0);
 
 }  // namespace headwise::gradekit

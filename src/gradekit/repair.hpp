@@ -36,8 +36,9 @@ struct RepairSetup {
     fs::path build_dir;          // a Ninja build directory holding the grader's target
     std::string target;          // headwise_grade_ex05
     int jobs = 2;                // edits run at once
-    int budget_s = 20;           // from the step's start: the edits not run by then are not tried
+    int budget_s = 30;           // from the step's start: the edits not run by then are not tried
     double slowest_probe_s = 5;  // failing checks slower than this (the learner's code on them): no repair
+    int slowest_compile_s = 12;  // the schemata's compiles, in all: past it, no repair
 };
 
 // After a failed run (s.report written by run_step): writes what it found into the report's
