@@ -208,13 +208,14 @@ int body_end(const std::vector<std::string>& lines, int first) {
     return 0;
 }
 
-// A lambda or function of the learner's own (the solution defines nothing of that name) that the
-// lines first..last call: `name` (your lines A-B). Empty when they call none. Putting the calling
+// The lambdas or functions the learner defines (whatever the solution has) that the lines
+// first..last call or pass by name (std::transform(a, b, out, gelu)), four at most:
+// `name` (your lines A-B)[, `other` (...)] [or `last` (...)]. Empty when they use none. Putting the calling
 // lines back as the solution has them also takes the helper out of play, so the mistake may be in
 // it rather than on those lines.
-std::string own_helper_called(const std::vector<std::string>& learner, const std::vector<std::string>& solution,
-                              int first, int last) {
-    static const std::regex call(R"(([A-Za-z_]\w*)\s*\()");
+std::string own_helper_called(const std::vector<std::string>& learner, int first, int last) {
+    // A call (`dense(`), or a function passed by name (std::transform(a, b, out, gelu)).
+    static const std::regex use(R"(([A-Za-z_]\w*)\s*\(|[(,]\s*([A-Za-z_]\w*)\s*[,)])");
     static const std::set<std::string> keywords{
         "for",     "if",          "while",    "switch",  "return",           "sizeof",     "catch",       "decltype",
         "alignof", "static_cast", "noexcept", "alignas", "reinterpret_cast", "const_cast", "dynamic_cast"};
@@ -227,27 +228,34 @@ std::string own_helper_called(const std::vector<std::string>& learner, const std
         return std::regex_search(line, std::regex(before + name + R"(\s*\([^;]*$)")) &&        // a function
                line.find("return") == std::string::npos && line.find('=') == std::string::npos;
     };
-    for (int n = first; n <= last; ++n) {
+    // Each helper of theirs the lines use, once, in order: "`dense` (your lines 15-26) or `gelu` (...)".
+    std::vector<std::string> named;
+    std::set<std::string> seen;
+    for (int n = first; n <= last && named.size() < 4; ++n) {
         const std::string text = code(learner[static_cast<std::size_t>(n - 1)]);
-        for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
-            const std::string name = (*m)[1];
-            if (keywords.contains(name)) continue;
-            if (std::ranges::any_of(solution, [&](const std::string& l) { return defines(l, name); })) continue;
+        for (std::sregex_iterator m(text.begin(), text.end(), use), end; m != end && named.size() < 4; ++m) {
+            const std::string name = (*m)[1].matched ? (*m)[1].str() : (*m)[2].str();
+            if (keywords.contains(name) || !seen.insert(name).second) continue;
             for (int d = 1; d <= static_cast<int>(learner.size()); ++d) {
                 if (d >= first && d <= last) continue;
                 if (!defines(learner[static_cast<std::size_t>(d - 1)], name)) continue;
-                if (const int e = body_end(learner, d); e > d)
-                    return fmt::format("`{}` (your lines {}-{})", name, d, e);
-                else if (e == d)
-                    return fmt::format("`{}` (your line {})", name, d);
+                if (const int e = body_end(learner, d); e > d) {
+                    named.push_back(fmt::format("`{}` (your lines {}-{})", name, d, e));
+                    break;
+                } else if (e == d) {
+                    named.push_back(fmt::format("`{}` (your line {})", name, d));
+                    break;
+                }
             }
         }
     }
-    return "";
+    std::string said;
+    for (std::size_t k = 0; k < named.size(); ++k)
+        said += (k == 0 ? "" : k + 1 == named.size() ? " or " : ", ") + named[k];
+    return said;
 }
 
-std::string sentence(const std::vector<std::string>& learner, const std::vector<std::string>& solution, const Try& best,
-                     int learner_passed) {
+std::string sentence(const std::vector<std::string>& learner, const Try& best, int learner_passed) {
     const std::string tried = what_was_tried(learner, best.hunks);
     const Hunk& first = best.hunks.front();
     std::string mistake = best.hunks.size() > 2                       ? "in those lines"
@@ -258,8 +266,7 @@ std::string sentence(const std::vector<std::string>& learner, const std::vector<
     const bool one_line = best.hunks.size() == 1 && first.learner_first == first.learner_last;
     for (const Hunk& h : best.hunks) {
         if (deletion(h)) continue;
-        if (const std::string helper = own_helper_called(learner, solution, h.learner_first, h.learner_last);
-            !helper.empty()) {
+        if (const std::string helper = own_helper_called(learner, h.learner_first, h.learner_last); !helper.empty()) {
             mistake += fmt::format(" or in {}, which {} call{}", helper, one_line ? "it" : "they", one_line ? "s" : "");
             break;
         }
@@ -385,8 +392,7 @@ namespace {
 // learner line that stands for it. Where the learner wrote several lines in its place (a rewrite,
 // a helper of their own), the whole piece, "your lines A-B": its first line alone may be a call
 // to the helper, not where the mistake is. Empty when unknown.
-std::string learner_place_of(int solution_line, const Alignment& al, const std::vector<std::string>& learner,
-                             const std::vector<std::string>& solution) {
+std::string learner_place_of(int solution_line, const Alignment& al, const std::vector<std::string>& learner) {
     for (const Hunk& h : al.hunks) {
         if (solution_line < h.solution_first || solution_line > h.solution_last) continue;
         if (h.learner_last < h.learner_first)
@@ -396,7 +402,7 @@ std::string learner_place_of(int solution_line, const Alignment& al, const std::
         const bool one = h.learner_first == h.learner_last;
         const std::string lines = one ? fmt::format("your line {}", h.learner_first)
                                       : fmt::format("your lines {}-{}", h.learner_first, h.learner_last);
-        const std::string helper = own_helper_called(learner, solution, h.learner_first, h.learner_last);
+        const std::string helper = own_helper_called(learner, h.learner_first, h.learner_last);
         if (!helper.empty())
             return fmt::format("{} and {}, which {} call{}", lines, helper, one ? "it" : "they", one ? "s" : "");
         if (!one) return lines;  // (one line: "line N", below)
@@ -417,7 +423,7 @@ std::string in_learner_lines(const std::string& sentence, const std::vector<std:
         std::size_t end = digits;
         while (end < sentence.size() && std::isdigit(static_cast<unsigned char>(sentence[end]))) ++end;
         const int line = end > digits ? std::atoi(sentence.c_str() + digits) : 0;
-        const std::string place = line > 0 ? learner_place_of(line, al, learner, solution) : "";
+        const std::string place = line > 0 ? learner_place_of(line, al, learner) : "";
         out += sentence.substr(from, at + 1 - from) + (place.empty() ? sentence.substr(at + 1, end - at - 1) : place);
         from = end;
     }
@@ -566,7 +572,7 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     Try best = best_try(s, t, *recipe, dir, learner, tries, *report, progress);
     if (best.passed < 0 && !regions.empty()) best = best_try(s, t, *recipe, dir, learner, regions, *report, progress);
     if (best.passed < 0 || !(report = read_report(s.report))) return {};
-    report->located = sentence(learner, solution, best, report->passed);
+    report->located = sentence(learner, best, report->passed);
     // A search edit on a line the learner did not change, or another edit of their slip's line,
     // only distracts once the learner's own line is found; one inside their rewrite still says
     // what the rewrite does.

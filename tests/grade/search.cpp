@@ -210,9 +210,11 @@ std::string finish(bool run_failed) {
                      [&](const Candidate* a, const Candidate* b) { return rank(a) < rank(b); });
     // The passing checks, run live: the first two that hold are named (a few tries at most).
     std::vector<const Candidate*> confirmed;
-    // A second one only as exact as the first.
+    // A second one only as exact as the first, and not the same words (two spans, one edit).
     for (std::size_t i = 0; i < alive.size() && i < 4 && confirmed.size() < 2; ++i)
-        if ((confirmed.empty() || alive[i]->inexact == confirmed[0]->inexact) && confirmed_live(s, alive[i]->id))
+        if ((confirmed.empty() ||
+             (alive[i]->inexact == confirmed[0]->inexact && alive[i]->message != confirmed[0]->message)) &&
+            confirmed_live(s, alive[i]->id))
             confirmed.push_back(alive[i]);
     if (confirmed.empty()) return {};
     std::string text = confirmed.front()->message;
