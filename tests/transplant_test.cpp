@@ -101,6 +101,21 @@ TEST_CASE("transplant: a rewritten line that calls a helper of the learner's own
           "with `x` in place of `s += i` (your line 6 and `term` (your lines 2-4), which it calls, in f)");
 }
 
+TEST_CASE("transplant: a helper passed by name, defined on one line, is named beside the one called") {
+    const std::vector<std::string> learner = {"int twice(int i) { return 2 * i; }",
+                                              "int f(int n) {",
+                                              "    auto term = [&](int i) {",
+                                              "        return i + 1;",
+                                              "    };",
+                                              "    int s = 0;",
+                                              "    for (int i = 0; i < n; ++i) s += apply(term(i), twice);",
+                                              "    return s;",
+                                              "}"};
+    CHECK(edit_of_line_3(learner) ==
+          "with `x` in place of `s += i` (your line 7 and `term` (your lines 3-5) or "
+          "`twice` (your line 1), which it calls, in f)");
+}
+
 TEST_CASE("transplant: a keyword or a comment's words are never named as the learner's helper") {
     const std::vector<std::string> learner = lines_of(R"(int f(int n) {
     // the sum for (0, n), as the loop made it

@@ -225,7 +225,11 @@ std::string own_helper_called(const std::vector<std::string>& learner, int first
         const std::string line = code(text);
         const std::string before = R"((^|[^\w.>:]))";
         if (std::regex_search(line, std::regex(before + name + R"(\s*=\s*\[)"))) return true;  // a lambda
-        return std::regex_search(line, std::regex(before + name + R"(\s*\([^;]*$)")) &&        // a function
+        // A function on one line: `float gelu(float z) { return ...; }`.
+        if (std::regex_search(line,
+                              std::regex(R"(^\s*[\w:<>&*]+(\s+[\w:<>&*]+)*\s+[&*]?)" + name + R"(\s*\([^;{]*\)\s*\{)")))
+            return true;
+        return std::regex_search(line, std::regex(before + name + R"(\s*\([^;]*$)")) &&  // a function
                line.find("return") == std::string::npos && line.find('=') == std::string::npos;
     };
     // Each helper of theirs the lines use, once, in order: "`dense` (your lines 15-26) or `gelu` (...)".
