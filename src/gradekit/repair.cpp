@@ -162,11 +162,6 @@ struct Effect {
     bool confirmed = false;
 };
 
-bool nothing_written_yet(const Report& r) {
-    return std::all_of(r.failures.begin(), r.failures.end(),
-                       [](const Failure& f) { return f.message.rfind("not implemented yet", 0) == 0; });
-}
-
 // The ids the probe reached, in order.
 std::vector<int> reached_ids(const fs::path& probe, const std::set<int>& kept) {
     std::ifstream in(probe);
@@ -274,6 +269,174 @@ std::string pass_verb(const Checks& fixed, const Checks& failing) {
     return fixed.size() == 1 && fixed != failing ? "passes" : "pass";
 }
 
+// The failing checks among `among` that a run passed.
+Checks fixed_by(const EachRun& run, const Checks& among) {
+    Checks fixed;
+    for (const auto& name : among)
+        if (!run.failing.contains(name)) fixed.insert(name);
+    return fixed;
+}
+
+// One repair, its state from the compiled schemata on: the edits the failing checks reach, how
+// each is screened, run and confirmed, and the two searches (a first slip, a second beside it).
+class Repair {
+public:
+    Repair(const Subject& s, const RepairSetup& t, const Report& report, const Mutants& m, RepairBuild built,
+           fs::path dir, int timeout_s, std::chrono::steady_clock::time_point deadline)
+        : s_(s),
+          t_(t),
+          report_(report),
+          m_(m),
+          built_(std::move(built)),
+          dir_(std::move(dir)),
+          failing_(failing_tests(report)),
+          all_failing_(failing_.begin(), failing_.end()),
+          timeout_s_(timeout_s),
+          deadline_(deadline) {}
+
+    // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
+    // code did, and it says which edits those checks reach.
+    bool probe(const fs::path& only) {
+        const RepairRun probe =
+            run_selection(s_, built_.executable, dir_, "-1", only, timeout_s_, dir_ / "reached.txt");
+        if (!probe.ran || probe.failing != failing_) return false;
+        ids_ = reached_ids(dir_ / "reached.txt", built_.kept);
+        return true;
+    }
+
+    // Group by group: every edit the group's failing checks reach screened on them, each stopping at
+    // its first failure (cheap: most edits break at once), until one passes them all; those that got
+    // further, run on every failing check; those that fix something, on every check. Returns the
+    // sentence of an edit that repairs everything, else empty, with the confirmed repairs of part
+    // in `parts` (the most checks first).
+    std::string first_slip(std::vector<Effect>& parts, const std::function<void(const std::string&)>& phase) {
+        const auto groups = failing_groups(report_, failing_);
+        std::set<int> measured;
+        int confirmed = 0;
+        for (std::size_t g = 0; g < groups.size() && !late(); ++g) {
+            std::vector<int> left = reached_by(groups[g], fmt::format("group{}", g));
+            for (int round = 0; !left.empty() && !late(); ++round) {
+                // Screened until one edit passes all of the group's checks (the rest, if it is no repair).
+                const auto screen = each(fmt::format("screen{}_{}", g, round), groups[g], left, true, true);
+                std::erase_if(left, [&](int id) { return screen.contains(id); });
+                if (screen.empty()) break;
+                std::vector<int> promising;
+                for (const auto& [id, run] : screen)
+                    if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
+                std::vector<Effect> batch;
+                for (const auto& [id, run] : each(fmt::format("fix{}_{}", g, round), all_failing_, promising))
+                    if (Checks fixes = fixed_by(run, failing_); run.total == int(failing_.size()) && !fixes.empty())
+                        batch.push_back({edit_of(id), std::move(fixes), {}, false});
+                std::stable_sort(batch.begin(), batch.end(), most_fixes);
+                phase(fmt::format("group {}, round {}: {} edits screened, {} got further, {} fix something", g + 1,
+                                  round + 1, screen.size(), promising.size(), batch.size()));
+                for (Effect& e : batch) {
+                    if (e.fixes != failing_ && confirmed >= 4) continue;
+                    ++confirmed;
+                    e.confirmed = confirm(std::to_string(e.edit->id), &e.still_failing);
+                    if (e.confirmed && e.still_failing.empty())
+                        return fmt::format("found by repairing your code: {}, every check passes", edit_words(*e.edit));
+                    if (e.confirmed) parts.push_back(e);
+                }
+            }
+            // A repair of part: what it leaves failing is screened with it on (second_slip), not alone.
+            if (!parts.empty()) break;
+        }
+        std::stable_sort(parts.begin(), parts.end(), most_fixes);
+        return "";
+    }
+
+    // With `first` repaired, every other edit screened on what still fails: two edits that together
+    // pass every check, each named with the checks it repairs; else empty. Only what passes every
+    // check is said: an edit that repairs part may only hide the slip (the shift dropped from both
+    // exp()s, where one lacked it, passes all but the large scores).
+    std::string second_slip(const Effect& first, const std::function<void(const std::string&)>& phase) {
+        const Checks& rest = first.still_failing;
+        const auto groups = failing_groups(report_, rest);
+        for (std::size_t g = 0; g < groups.size() && !late(); ++g) {
+            std::vector<int> others;
+            for (const int id : reached_by(groups[g], fmt::format("second_group{}", g)))
+                if (edit_of(id)->region != first.edit->region) others.push_back(id);
+            const auto screen = each(fmt::format("second_screen{}", g), groups[g], others, true, false, first.edit->id);
+            std::vector<int> promising;
+            for (const auto& [id, run] : screen)
+                if (run.passed > 0) promising.push_back(id);
+            phase(fmt::format("second slip, group {}: {} screened, {} got further", g + 1, screen.size(),
+                              promising.size()));
+            const Variant* second = nullptr;
+            Checks second_fixes;
+            for (const auto& [id, run] :
+                 each(fmt::format("second_fix{}", g), all_failing_, promising, false, false, first.edit->id)) {
+                Checks fixes = fixed_by(run, rest), both;
+                if (run.total == int(failing_.size()) && fixes.size() > second_fixes.size() &&
+                    confirm(fmt::format("{},{}", first.edit->id, id), &both) && both.empty())
+                    second = edit_of(id), second_fixes = std::move(fixes);
+            }
+            if (second == nullptr) continue;
+            const std::string fixed =
+                second_fixes == rest ? fmt::format("the other {} failing check{} pass{} too", rest.size(),
+                                                   rest.size() == 1 ? "" : "s", rest.size() == 1 ? "es" : "")
+                                     : checks_words(second_fixes, rest) + " " + pass_verb(second_fixes, rest) + " too";
+            return fmt::format("found by repairing your code: {}, {} {}; with that {}, {}: every check passes",
+                               edit_words(*first.edit), checks_words(first.fixes, failing_),
+                               pass_verb(first.fixes, failing_), edit_words(*second, true), fixed);
+        }
+        return "";
+    }
+
+private:
+    static bool most_fixes(const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); }
+
+    bool late() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+    const Variant* edit_of(int id) const { return &*std::ranges::find(m_.variants, id, &Variant::id); }
+
+    std::map<int, EachRun> each(const std::string& tag, const std::vector<std::string>& checks,
+                                const std::vector<int>& ids, bool abort_first = false, bool stop = false,
+                                int with = 0) const {
+        return run_each(s_, t_, built_.executable, dir_, tag, checks, ids, timeout_s_, abort_first, stop, with,
+                        deadline_);
+    }
+
+    // The edits a group of checks reaches (another probe, when there are several groups): an edit
+    // its checks never reach cannot change them.
+    std::vector<int> reached_by(const std::vector<std::string>& checks, const std::string& tag) const {
+        if (checks.size() == failing_.size()) return ids_;
+        const fs::path list = dir_ / (tag + ".txt"), reached = dir_ / ("reached_" + tag + ".txt");
+        write_check_list(list, checks);
+        const RepairRun r = run_selection(s_, built_.executable, dir_, "-1", list, timeout_s_, reached);
+        return r.ran ? reached_ids(reached, built_.kept) : ids_;
+    }
+
+    // Confirmed on every check: what still fails after the edit must be some of what failed before.
+    // A repair of everything must pass as well with fresh memory filled with 0 (fresh_memory.hpp):
+    // one that passes only on what the grade's fill byte left (`+=` on weights never set) hides a
+    // slip rather than undoes it.
+    bool confirm(const std::string& selection, Checks* still) const {
+        const RepairRun r = run_selection(s_, built_.executable, dir_, selection, {}, 3 * timeout_s_);
+        if (!r.ran || r.total != report_.total) return false;
+        if (!std::includes(failing_.begin(), failing_.end(), r.failing.begin(), r.failing.end())) return false;
+        if (r.failing.empty()) {
+            const RepairRun zeros = run_selection(s_, built_.executable, dir_, selection, {}, 3 * timeout_s_, {}, 0);
+            if (!zeros.ran || !zeros.failing.empty()) return false;
+        }
+        *still = r.failing;
+        return true;
+    }
+
+    const Subject& s_;
+    const RepairSetup& t_;
+    const Report& report_;
+    const Mutants& m_;
+    RepairBuild built_;
+    fs::path dir_;
+    Checks failing_;
+    std::vector<std::string> all_failing_;
+    int timeout_s_;
+    std::chrono::steady_clock::time_point deadline_;
+    std::vector<int> ids_;
+};
+
 }  // namespace
 
 std::string repair_step(const Subject& s, const RepairSetup& t,
@@ -286,15 +449,12 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     };
     auto report = read_report(s.report);
-    if (!report || !report->compiled || !report->finished || report->all_passed() || s.files.empty() ||
-        nothing_written_yet(*report))
-        return {};
+    if (!report || !worth_locating(*report) || s.files.empty()) return {};
     const Checks failing = failing_tests(*report);
     const fs::path source = s.files.front();
     const std::string text = read_text(source);
     const Mutants m = generate_own_mutants(text);
-    if (m.variants.empty() || failing.empty()) return {};
-    const auto recipe = recipe_of(t.build_dir, t.target, source);
+    const auto recipe = m.variants.empty() ? std::nullopt : recipe_of(t.build_dir, t.target, source);
     if (!recipe) return {};
     const fs::path dir = t.build_dir / "grade" / "repair" / t.target;
     std::error_code ec;
@@ -303,9 +463,8 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     // The learner's own grader on the failing checks first: checks this slow (a real model's
     // decoder, the kernels on the emulator) would take minutes over a few hundred edits, and the
     // grade does not wait for them (nor compiles the edits).
-    const std::vector<std::string> all_failing(failing.begin(), failing.end());
     const fs::path only = dir / "failing.txt";
-    write_check_list(only, all_failing);
+    write_check_list(only, {failing.begin(), failing.end()});
     const auto timed = std::chrono::steady_clock::now();
     const RepairRun theirs =
         run_selection(s, t.build_dir / recipe->executable, dir, "0", only, static_cast<int>(t.slowest_probe_s) + 1);
@@ -314,149 +473,20 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
         phase(fmt::format("the failing checks took {:.1f} s: no repair", probe_s));
         return {};
     }
-    // An edit that runs far longer than the learner's code (an endless loop) is stopped.
-    const int timeout_s = static_cast<int>(std::max(2.0, 2 * probe_s + 1));
     if (progress) progress(fmt::format("repairing: compiling {} edits of your lines", m.variants.size()));
-    const auto built = build_schemata(s, t, *recipe, dir, text, m);
+    auto built = build_schemata(s, t, *recipe, dir, text, m);
     phase(fmt::format("{} of {} edits compiled", built ? built->kept.size() : 0, m.variants.size()));
     if (!built) return {};
-
-    // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
-    // code did, and it says which edits those checks reach.
-    const RepairRun probe = run_selection(s, built->executable, dir, "-1", only, timeout_s, dir / "reached.txt");
-    if (!probe.ran || probe.failing != failing) return {};
+    // An edit that runs far longer than the learner's code (an endless loop) is stopped.
+    Repair repair(s, t, *report, m, std::move(*built), dir, static_cast<int>(std::max(2.0, 2 * probe_s + 1)),
+                  began + std::chrono::seconds(t.budget_s));
+    if (!repair.probe(only)) return {};
     phase("probe run");
-    const std::vector<int> ids = reached_ids(dir / "reached.txt", built->kept);
-    // The edits a group of checks reaches (another probe, when there are several groups): an edit
-    // its checks never reach cannot change them.
-    const auto reached_by = [&](const std::vector<std::string>& checks, const std::string& tag) {
-        if (checks.size() == failing.size()) return ids;
-        const fs::path list = dir / (tag + ".txt"), reached = dir / ("reached_" + tag + ".txt");
-        write_check_list(list, checks);
-        const RepairRun r = run_selection(s, built->executable, dir, "-1", list, timeout_s, reached);
-        return r.ran ? reached_ids(reached, built->kept) : ids;
-    };
-    const auto edit_of = [&](int id) { return &*std::ranges::find(m.variants, id, &Variant::id); };
-    // Confirmed on every check: what still fails after the edit must be some of what failed before.
-    // A repair of everything must pass as well with fresh memory filled with 0 (fresh_memory.hpp):
-    // one that passes only on what the grade's fill byte left (`+=` on weights never set) hides a
-    // slip rather than undoes it.
-    const auto confirm = [&](const std::string& selection, Checks* still) {
-        const RepairRun r = run_selection(s, built->executable, dir, selection, {}, 3 * timeout_s);
-        if (!r.ran || r.total != report->total) return false;
-        if (!std::includes(failing.begin(), failing.end(), r.failing.begin(), r.failing.end())) return false;
-        if (r.failing.empty()) {
-            const RepairRun zeros = run_selection(s, built->executable, dir, selection, {}, 3 * timeout_s, {}, 0);
-            if (!zeros.ran || !zeros.failing.empty()) return false;
-        }
-        *still = r.failing;
-        return true;
-    };
-    // Group by group: every edit the group's failing checks reach screened on them, each stopping at
-    // its first failure (cheap: most edits break at once), until one passes them all; those that got
-    // further, run on every failing check; those that fix something, on every check. Until one edit
-    // repairs everything.
-    const auto deadline = began + std::chrono::seconds(t.budget_s);
-    const auto groups = failing_groups(*report, failing);
-    std::vector<Effect> effects;
-    std::set<int> measured;
-    std::string sentence;
-    int confirmed = 0;
-    for (std::size_t g = 0; g < groups.size() && sentence.empty() && std::chrono::steady_clock::now() < deadline; ++g) {
-        if (progress) progress(fmt::format("repairing: trying {} edits of your lines", ids.size()));
-        std::vector<int> left = reached_by(groups[g], fmt::format("group{}", g));
-        for (int round = 0; !left.empty() && sentence.empty() && std::chrono::steady_clock::now() < deadline; ++round) {
-            // Screened until one edit passes all of the group's checks (the rest, if it is no repair).
-            const auto screen = run_each(s, t, built->executable, dir, fmt::format("screen{}_{}", g, round), groups[g],
-                                         left, timeout_s, true, true, 0, deadline);
-            std::erase_if(left, [&](int id) { return screen.contains(id); });
-            if (screen.empty()) break;
-            std::vector<int> promising;
-            for (const auto& [id, run] : screen)
-                if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
-            const auto runs = run_each(s, t, built->executable, dir, fmt::format("fix{}_{}", g, round), all_failing,
-                                       promising, timeout_s, false, false, 0, deadline);
-            std::vector<Effect> batch;
-            for (const auto& [id, run] : runs) {
-                if (run.total != static_cast<int>(failing.size())) continue;
-                Effect e;
-                e.edit = edit_of(id);
-                for (const auto& name : failing)
-                    if (!run.failing.contains(name)) e.fixes.insert(name);
-                if (!e.fixes.empty()) batch.push_back(std::move(e));
-            }
-            std::stable_sort(batch.begin(), batch.end(),
-                             [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
-            for (Effect& e : batch) {
-                if (e.fixes != failing && confirmed >= 4) continue;
-                ++confirmed;
-                e.confirmed = confirm(std::to_string(e.edit->id), &e.still_failing);
-                if (e.confirmed && e.still_failing.empty()) {
-                    sentence = fmt::format("found by repairing your code: {}, every check passes", edit_words(*e.edit));
-                    break;
-                }
-            }
-            phase(fmt::format("group {}, round {}: {} edits screened, {} got further, {} fix something", g + 1,
-                              round + 1, screen.size(), promising.size(), batch.size()));
-            effects.insert(effects.end(), batch.begin(), batch.end());
-        }
-        // A repair of part: what it leaves failing is screened with it on (below), not alone.
-        if (std::ranges::any_of(effects, [](const Effect& e) { return e.confirmed; })) break;
-    }
-    if (sentence.empty()) {
-        std::erase_if(effects, [](const Effect& e) { return !e.confirmed; });
-        if (effects.empty()) return {};
-        std::stable_sort(effects.begin(), effects.end(),
-                         [](const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); });
-        const Effect& first = effects.front();
-        sentence = fmt::format("found by repairing your code: {}, {} {}", edit_words(*first.edit),
-                               checks_words(first.fixes, failing), pass_verb(first.fixes, failing));
-        // A second slip: with the first repaired, every other edit screened on what still fails.
-        const Checks& rest = first.still_failing;
-        const auto others_in = [&](const std::vector<int>& reached) {
-            std::vector<int> others;
-            for (const int id : reached)
-                if (edit_of(id)->region != first.edit->region) others.push_back(id);
-            return others;
-        };
-        const Variant* second = nullptr;
-        Checks second_fixes, after_both;
-        const auto groups2 = failing_groups(*report, rest);
-        for (std::size_t g = 0; g < groups2.size() && second == nullptr && std::chrono::steady_clock::now() < deadline;
-             ++g) {
-            const auto screen = run_each(s, t, built->executable, dir, fmt::format("second_screen{}", g), groups2[g],
-                                         others_in(reached_by(groups2[g], fmt::format("second_group{}", g))), timeout_s,
-                                         true, false, first.edit->id, deadline);
-            std::vector<int> promising;
-            for (const auto& [id, run] : screen)
-                if (run.passed > 0) promising.push_back(id);
-            const auto runs = run_each(s, t, built->executable, dir, fmt::format("second_fix{}", g), all_failing,
-                                       promising, timeout_s, false, false, first.edit->id, deadline);
-            std::size_t best = 0;
-            for (const auto& [id, run] : runs) {
-                if (run.total != static_cast<int>(failing.size())) continue;
-                Checks fixes;
-                for (const auto& name : rest)
-                    if (!run.failing.contains(name)) fixes.insert(name);
-                Checks both;
-                if (fixes.size() > best && confirm(fmt::format("{},{}", first.edit->id, id), &both) &&
-                    std::includes(rest.begin(), rest.end(), both.begin(), both.end())) {
-                    best = fixes.size(), second = edit_of(id), second_fixes = fixes, after_both = both;
-                }
-            }
-            phase(fmt::format("second slip, group {}: {} screened, {} got further", g + 1, screen.size(),
-                              promising.size()));
-        }
-        // Only what passes every check is said: an edit that repairs part may only hide the slip
-        // (the shift dropped from both exp()s, where one lacked it, passes all but the large scores).
-        if (second == nullptr || !after_both.empty()) return {};
-        const std::string fixed = second_fixes == rest
-                                      ? fmt::format("the other {} failing check{} pass{} too", rest.size(),
-                                                    rest.size() == 1 ? "" : "s", rest.size() == 1 ? "es" : "")
-                                      : checks_words(second_fixes, rest) + " " + pass_verb(second_fixes, rest) + " too";
-        sentence += fmt::format("; with that {}, {}: every check passes", edit_words(*second, true), fixed);
-    }
-    if (!(report = read_report(s.report))) return {};
+    if (progress) progress("repairing: trying edits of your lines");
+    std::vector<Effect> parts;
+    std::string sentence = repair.first_slip(parts, phase);
+    if (sentence.empty() && !parts.empty()) sentence = repair.second_slip(parts.front(), phase);
+    if (sentence.empty() || !(report = read_report(s.report))) return {};
     report->repaired = sentence;
     // A search edit is the solution's line; the repair is the learner's own: the one to read.
     report->edit.clear();

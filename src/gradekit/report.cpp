@@ -1,6 +1,7 @@
 // gradekit/report.cpp -- see report.hpp.
 #include "gradekit/report.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -101,6 +102,12 @@ std::set<std::string> failing_tests(const Report& r) {
     std::set<std::string> tests;
     for (const Failure& f : r.failures) tests.insert(f.test);
     return tests;
+}
+
+bool worth_locating(const Report& r) {
+    return r.compiled && r.finished && !r.all_passed() &&
+           !std::all_of(r.failures.begin(), r.failures.end(),
+                        [](const Failure& f) { return f.message.rfind("not implemented yet", 0) == 0; });
 }
 
 }  // namespace headwise::gradekit

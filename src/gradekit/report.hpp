@@ -71,6 +71,10 @@ struct Report {
 // The names of the tests that failed.
 std::set<std::string> failing_tests(const Report& r);
 
+// Whether a run failed in a way worth locating: it compiled, ran to its end and failed, and not
+// only where the learner has written nothing yet (the stub's "not implemented yet").
+bool worth_locating(const Report& r);
+
 // The line a search edit puts in ("... with `X` in place of `Y` ..."): X, or empty (a dropped
 // statement, or no edit).
 std::string edited_line_of(const std::string& edit);

@@ -543,18 +543,12 @@ Try best_try(const Subject& s, const TransplantSetup& t, const Recipe& recipe, c
     return best;
 }
 
-bool only_stubs(const Report& r) {
-    return std::all_of(r.failures.begin(), r.failures.end(),
-                       [](const Failure& f) { return f.message.rfind("not implemented yet", 0) == 0; });
-}
-
 }  // namespace
 
 std::string transplant_step(const Subject& s, const TransplantSetup& t,
                             const std::function<void(const std::string&)>& progress) {
     auto report = read_report(s.report);
-    if (!report || !report->compiled || !report->finished || report->all_passed() || s.files.empty() ||
-        only_stubs(*report) || !report->repaired.empty())
+    if (!report || !worth_locating(*report) || s.files.empty() || !report->repaired.empty())
         return {};  // nothing to locate: it passed, it did not run, nothing is written yet, or it is repaired
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
