@@ -1,7 +1,9 @@
 // tests/repair_test.cpp -- gradekit/repair.hpp's edits: the single-edit variants of a learner's own
 // file (gradekit/mutants.hpp's generate_own_mutants), made where their code is, named by their
-// functions, lambdas and lines, and each on a line of its own in the schemata.
+// functions, lambdas and lines, and each on a line of its own in the schemata; and the order in
+// which the pair search tries two of them together.
 #include "gradekit/mutants.hpp"
+#include "gradekit/repair.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +13,8 @@
 using headwise::gradekit::generate_own_mutants;
 using headwise::gradekit::make_schemata;
 using headwise::gradekit::Mutants;
+using headwise::gradekit::rank_edit_pairs;
+using headwise::gradekit::ScreenedEdit;
 using headwise::gradekit::Variant;
 
 namespace {
@@ -115,4 +119,50 @@ float f(const float* x, std::size_t n, std::size_t d) {
     REQUIRE(dropped != nullptr);
     CHECK(dropped->edited_line == "return top * s / static_cast<float>(n);");
     CHECK(find(m, "a square root added", 5) == nullptr);  // not inside the root it already has
+}
+
+TEST_CASE("repair: an edit that passes a check alone is tried with every other, and no two others are") {
+    const ScreenedEdit theirs{0, 0, 0, {{"f: a", "f(x), weights: 6 of 20 values differ"}, {"f: b", "f(y): wrong"}}};
+    const std::vector<ScreenedEdit> edits = {
+        {1, 1, 10, theirs.failures},  // changed nothing
+        {2, 2, 11, {{"f: a", "f(x), output: 4 of 20 values differ"}, {"f: b", "f(y): wrong"}}},
+        {3, 3, 12, {{"f: a", "f(x), weights: 9 of 20 values differ"}}},  // "f: b" passes
+        {4, 4, 13, {{"f: a", "f(x), weights: 2 of 20 values differ"}, {"f: b", "f(y): wrong"}}},
+    };
+    // 3 first, then 4 (the fewest values differing), 2, 1; each pair written with its lower line first.
+    CHECK(rank_edit_pairs(theirs, edits, 100) == std::vector<std::pair<int, int>>{{3, 4}, {2, 3}, {1, 3}});
+    CHECK(rank_edit_pairs(theirs, edits, 2) == std::vector<std::pair<int, int>>{{3, 4}, {2, 3}});
+}
+
+TEST_CASE("repair: with no edit passing a check alone, pairs with one closer edit go by the sum of their ranks") {
+    const ScreenedEdit theirs{0, 0, 0, {{"f: a", "f(x), weights: 6 of 20 values differ"}, {"f: b", "f(y): wrong"}}};
+    const std::vector<ScreenedEdit> edits = {
+        {1, 1, 10, theirs.failures},                                                              // changed nothing
+        {2, 2, 11, {{"f: a", "f(x), output: 4 of 20 values differ"}, {"f: b", "f(y): wrong"}}},   // fewer
+        {4, 4, 13, {{"f: a", "f(x), weights: 8 of 20 values differ"}, {"f: b", "f(y): wrong"}}},  // more
+        {5, 5, 14, {{"f: a", "f(x), weights: 2 of 20 values differ"}, {"f: b", "f(y): wrong"}}},  // the fewest
+        {6, 6, 15, {{"f: a", "f(x), weights: 7 of 20 values differ"}, {"f: b", "f(y): NaN"}}},    // two changed
+    };
+    // Ranked 5, 2 (fewer values differing), 6, 4, 1: the first with the second, with the third, then
+    // the first with the fourth and the second with the third, ...; never two of 6, 4 and 1.
+    const std::vector<std::pair<int, int>> all = {{2, 5}, {5, 6}, {4, 5}, {2, 6}, {1, 5}, {2, 4}, {1, 2}};
+    CHECK(rank_edit_pairs(theirs, edits, 100) == all);
+    CHECK(rank_edit_pairs(theirs, edits, 3) == std::vector<std::pair<int, int>>(all.begin(), all.begin() + 3));
+    // Counts compared, no values: two edits that change them could make up for each other.
+    const ScreenedEdit counted{0, 0, 0, {{"f: a", "f(8): got 64, expected 8"}}};
+    const std::vector<ScreenedEdit> counts = {{1, 1, 10, {{"f: a", "f(8): got 512, expected 8"}}},
+                                              {2, 2, 11, {{"f: a", "f(8): got 1, expected 8"}}}};
+    CHECK(rank_edit_pairs(counted, counts, 100).empty());
+}
+
+TEST_CASE("repair: two edits of one line or of one region are never tried as a pair") {
+    const ScreenedEdit theirs{0, 0, 0, {{"f: a", "f(x): 10 of 20 values differ"}}};
+    const std::vector<ScreenedEdit> one_line = {{1, 1, 10, {{"f: a", "f(x): 4 of 20 values differ"}}},
+                                                {2, 2, 10, {{"f: a", "f(x): 3 of 20 values differ"}}}};
+    CHECK(rank_edit_pairs(theirs, one_line, 100).empty());
+    const std::vector<ScreenedEdit> one_region = {{1, 7, 10, {{"f: a", "f(x): 4 of 20 values differ"}}},
+                                                  {2, 7, 11, {{"f: a", "f(x): 3 of 20 values differ"}}},
+                                                  {3, 8, 12, {{"f: a", "f(x): 5 of 20 values differ"}}}};
+    CHECK(rank_edit_pairs(theirs, one_region, 100) == std::vector<std::pair<int, int>>{{2, 3}, {1, 3}});
+    CHECK(rank_edit_pairs(theirs, {one_line.front()}, 100).empty());
 }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -24,7 +25,8 @@ namespace {
 using Checks = std::set<std::string>;
 
 // The selector the schemata's HW_M reads: HEADWISE_REPAIR is a comma-separated list of the edits
-// switched on, or -1 (the probe: nothing switched on, every site reached written to
+// switched on (or joined by '+': a pair the pair search grades as one entry of
+// HEADWISE_REPAIR_EACH's list), or -1 (the probe: nothing switched on, every site reached written to
 // HEADWISE_REPAIR_PROBE). Self-contained: the learner's grader links nothing else for it.
 std::string selector_prelude(int max_id) {
     // Plain globals, read inline: HW_M sits in the learner's hottest loops (a decoder's matmul), and a
@@ -48,7 +50,7 @@ std::string selector_prelude(int max_id) {
         "}}\n"
         "[[gnu::noinline]] bool hw_init(int id) {{\n"
         "    const char* s = std::getenv(\"HEADWISE_REPAIR\");\n"
-        "    for (char* end = nullptr; s != nullptr && *s != 0; s = *end == ',' ? end + 1 : end) {{\n"
+        "    for (char* end = nullptr; s != nullptr && *s != 0; s = *end == ',' || *end == '+' ? end + 1 : end) {{\n"
         "        const long n = std::strtol(s, &end, 10);\n"
         "        if (end == s) break;\n"
         "        if (n < 0) hw_probe = true;\n"
@@ -182,44 +184,91 @@ void write_check_list(const fs::path& path, const std::vector<std::string>& chec
 struct EachRun {
     int total = 0, passed = 0;
     Checks failing;
+    std::map<std::string, std::string> failures;  // each failing check -> its message and details
 };
 
-// The edits `ids`, each graded on `checks` in a child of one grader process (grade_main.cpp's
-// HEADWISE_REPAIR_EACH), their reports under dir/tag/. `abort_first`: each stops at its first
-// failed check (Catch2's -a; what passed before it is known); `stop`: no more are started once one
-// passes every check; `with` (not 0): an edit on in every run beside its own; none runs past
-// `deadline`. The edits that finished, by id.
-std::map<int, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs::path& grader, const fs::path& dir,
-                                const std::string& tag, const std::vector<std::string>& checks,
-                                const std::vector<int>& ids, int timeout_s, bool abort_first, bool stop, int with,
-                                std::chrono::steady_clock::time_point deadline) {
-    std::map<int, EachRun> out;
+// A failure as the pair search compares two runs: its message and every line of its details.
+std::string failure_text(const Failure& f) {
+    std::string text = f.message;
+    for (const auto& line : f.details) text += "\n" + line;
+    return text;
+}
+
+// How run_each grades its selections.
+struct EachHow {
+    bool abort_first = false;  // each stops at its first failed check (Catch2's -a; what passed before it is known)
+    bool stop = false;         // no more are started once one passes every check it runs
+    int with = 0;              // (not 0) an edit on in every run beside its own
+    bool fake_stacks = true;   // AddressSanitizer's stack-use-after-return checks: off, a third less time
+    std::chrono::steady_clock::time_point deadline;  // none runs past it
+};
+
+// The selections (an edit's id, or two joined by '+'), each graded on `checks` in a child of one
+// grader process (grade_main.cpp's HEADWISE_REPAIR_EACH), their reports under dir/tag/. The
+// selections that finished.
+std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs::path& grader,
+                                        const fs::path& dir, const std::string& tag,
+                                        const std::vector<std::string>& checks, const std::vector<std::string>& ids,
+                                        int timeout_s, const EachHow& how) {
+    std::map<std::string, EachRun> out;
     if (ids.empty()) return out;
     std::error_code ec;
     fs::create_directories(dir / tag, ec);
     const fs::path only = dir / (tag + ".txt");
     write_check_list(only, checks);
     std::string list;
-    for (const int id : ids) list += fmt::format("{}{}", list.empty() ? "" : ",", id);
+    for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
     Subject each = s;
     each.report = dir / (tag + ".json");
     std::vector<std::string> args = {"-f", only.string()};
-    if (abort_first) args.push_back("-a");
+    if (how.abort_first) args.push_back("-a");
     // An edit's first sanitizer report ends it: it repairs nothing (and needs no symbols).
-    const std::string asan = replace_all(asan_options(190), "halt_on_error=0", "halt_on_error=1") + ":symbolize=0";
+    std::string asan = replace_all(asan_options(190), "halt_on_error=0", "halt_on_error=1") + ":symbolize=0";
+    if (!how.fake_stacks)
+        asan = replace_all(asan, "detect_stack_use_after_return=1", "detect_stack_use_after_return=0");
     run_step(
         each, grader, args, {},
         static_cast<int>(std::max<long>(
-            1, std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()).count())),
+            1,
+            std::chrono::duration_cast<std::chrono::seconds>(how.deadline - std::chrono::steady_clock::now()).count())),
         {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR_EACH=" + list, "HEADWISE_REPAIR_REPORTS=" + (dir / tag).string(),
          fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s), fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs),
-         fmt::format("HEADWISE_REPAIR_STOP={}", stop ? 1 : 0), fmt::format("HEADWISE_REPAIR_WITH={}", with), asan});
-    for (const int id : ids) {
-        const auto report = read_report(dir / tag / fmt::format("run_{}.json", id));
-        if (report && report->compiled && report->finished)
-            out[id] = {report->total, report->passed, failing_tests(*report)};
+         fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0), fmt::format("HEADWISE_REPAIR_WITH={}", how.with),
+         asan});
+    for (const auto& id : ids) {
+        const auto report = read_report(dir / tag / ("run_" + id + ".json"));
+        if (!report || !report->compiled || !report->finished) continue;
+        EachRun& run = out[id] = {report->total, report->passed, failing_tests(*report), {}};
+        for (const Failure& f : report->failures) run.failures[f.test] = failure_text(f);
     }
     return out;
+}
+
+// How many values a run's failures say differ: the sum of their "k of n values differ" (the
+// grader's words for a tensor compared), or -1 when they say no such thing (scalars, a crash).
+long differing_values(const ScreenedEdit& run) {
+    static const std::regex counted(R"(([0-9]+) of [0-9]+ values differ)");
+    long sum = -1;
+    for (const auto& [check, text] : run.failures)
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), counted); it != std::sregex_iterator(); ++it)
+            sum = std::max(sum, 0L) + std::stol((*it)[1]);
+    return sum;
+}
+
+// An edit's place in the pair search's order, lower first (rank_edit_pairs).
+std::pair<int, long> change_rank(const ScreenedEdit& theirs, long theirs_differing, const ScreenedEdit& e) {
+    long fixed = 0, changed = 0;
+    for (const auto& [check, text] : theirs.failures) {
+        const auto found = e.failures.find(check);
+        if (found == e.failures.end())
+            ++fixed;
+        else if (found->second != text)
+            ++changed;
+    }
+    if (fixed > 0) return {0, -fixed};
+    const long differing = differing_values(e);
+    if (differing >= 0 && differing < theirs_differing) return {1, differing};
+    return {changed > 0 ? 2 : 3, -changed};
 }
 
 // The failing checks in the order the grader ran them, in groups by the function they name first
@@ -315,11 +364,13 @@ public:
         int confirmed = 0;
         for (std::size_t g = 0; g < groups.size() && !late(); ++g) {
             std::vector<int> left = reached_by(groups[g], fmt::format("group{}", g));
+            screened_.push_back({groups[g], {}});
             for (int round = 0; !left.empty() && !late(); ++round) {
                 // Screened until one edit passes all of the group's checks (the rest, if it is no repair).
                 const auto screen = each(fmt::format("screen{}_{}", g, round), groups[g], left, true, true);
                 std::erase_if(left, [&](int id) { return screen.contains(id); });
                 if (screen.empty()) break;
+                screened_.back().runs.insert(screen.begin(), screen.end());
                 std::vector<int> promising;
                 for (const auto& [id, run] : screen)
                     if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
@@ -384,6 +435,34 @@ public:
         return "";
     }
 
+    // Two slips that fail the same checks: no edit alone repairs them. Group by group, the edits
+    // first_slip screened there (none that crashed) are run alone on the group's quick checks and
+    // paired by what each changed (rank_edit_pairs); the pairs are screened together on the group's
+    // checks, and one that passes them must pass every check (confirm).
+    std::string slip_pair(const std::function<void(const std::string&)>& phase) {
+        for (std::size_t g = 0; g < screened_.size() && !late(); ++g) {
+            const std::vector<std::string>& checks = screened_[g].checks;
+            const auto full = run_alone(g);
+            if (!full.contains(0)) continue;
+            std::vector<ScreenedEdit> edits;  // one not run in time (or crashed there) ranked as if it changed nothing
+            for (const auto& [id, screen] : screened_[g].runs) {
+                const auto alone = full.find(id);
+                if (alone == full.end() ? !screen.failing.empty() : !alone->second.failing.empty())
+                    edits.push_back(screened(id, alone == full.end() ? full.at(0) : alone->second));
+            }
+            const auto pairs = rank_edit_pairs(screened(0, full.at(0)), edits, t_.max_pairs);
+            phase(fmt::format("pairs, group {}: {} of {} edits run alone on the quick checks, {} pairs to try", g + 1,
+                              full.size() - 1, screened_[g].runs.size(), pairs.size()));
+            if (const auto found = repairing_pair(g, pairs, phase))
+                return fmt::format(
+                    "found by repairing your code: {} {}, every check passes; with either alone, "
+                    "checks of {} still fail",
+                    edit_words(*edit_of(found->first)), edit_words(*edit_of(found->second), true),
+                    checks.front().substr(0, checks.front().find(':')));
+        }
+        return "";
+    }
+
 private:
     static bool most_fixes(const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); }
 
@@ -391,11 +470,93 @@ private:
 
     const Variant* edit_of(int id) const { return &*std::ranges::find(m_.variants, id, &Variant::id); }
 
+    // An edit's screening run (id 0: the learner's own) as rank_edit_pairs reads it.
+    ScreenedEdit screened(int id, const EachRun& run) const {
+        ScreenedEdit e{id, 0, 0, run.failures};
+        if (id != 0) e.region = edit_of(id)->region, e.line = edit_of(id)->line;
+        return e;
+    }
+
     std::map<int, EachRun> each(const std::string& tag, const std::vector<std::string>& checks,
                                 const std::vector<int>& ids, bool abort_first = false, bool stop = false,
                                 int with = 0) const {
-        return run_each(s_, t_, built_.executable, dir_, tag, checks, ids, timeout_s_, abort_first, stop, with,
-                        deadline_);
+        return each(tag, checks, ids, {abort_first, stop, with, true, deadline_});
+    }
+
+    std::map<int, EachRun> each(const std::string& tag, const std::vector<std::string>& checks,
+                                const std::vector<int>& ids, const EachHow& how) const {
+        std::vector<std::string> selections;
+        for (const int id : ids) selections.push_back(std::to_string(id));
+        std::map<int, EachRun> out;
+        for (auto& [selection, run] :
+             run_each(s_, t_, built_.executable, dir_, tag, checks, selections, timeout_s_, how))
+            out[std::stoi(selection)] = std::move(run);
+        return out;
+    }
+
+    // Group g's screened edits and the learner's own code (0), each run on the group's quick checks
+    // (no stop at the first failure: it would hide an edit that changes only a later check), without
+    // fake stacks (this run only ranks), leaving the pairs a quarter of the time left.
+    std::map<int, EachRun> run_alone(std::size_t g) const {
+        std::vector<int> ids = {0};
+        for (const auto& [id, run] : screened_[g].runs) ids.push_back(id);
+        const auto now = std::chrono::steady_clock::now();
+        return each(fmt::format("pair_alone{}", g), quick_checks(g), ids,
+                    {false, false, 0, false, now + (deadline_ - now) * 3 / 4});
+    }
+
+    // With three checks or more, the quickest that take half their time, in the learner's run (Catch2's
+    // --durations): the few slowest, a sweep over many shapes, fail with either slip, and an edit
+    // that repairs one slip alone shows on the small cases where the other is hidden (d = 1, where
+    // 1/d is 1/sqrt(d); a query whose weights are right).
+    std::vector<std::string> quick_checks(std::size_t g) const {
+        const std::vector<std::string>& checks = screened_[g].checks;
+        if (checks.size() < 3) return checks;
+        Subject v = s_;
+        v.report = dir_ / fmt::format("durations{}.json", g);
+        const fs::path list = dir_ / fmt::format("durations{}.txt", g);
+        write_check_list(list, checks);
+        static const std::regex took_line(R"(^([0-9.]+) s: (.*)$)");
+        std::vector<std::pair<double, std::string>> took;
+        const auto heard = [&](const std::string& line) {
+            if (std::smatch m; std::regex_match(line, m, took_line)) took.emplace_back(std::stod(m[1]), m[2]);
+        };
+        run_step(v, built_.executable, {"-f", list.string(), "--durations", "yes"}, heard, timeout_s_,
+                 {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR=0"});
+        if (took.size() != checks.size()) return checks;
+        std::ranges::sort(took);
+        double total = 0, kept = 0;
+        for (const auto& [seconds, name] : took) total += seconds;
+        std::vector<std::string> quick;
+        for (const auto& [seconds, name] : took) {
+            kept += seconds;
+            if (quick.empty() || kept <= total / 2) quick.push_back(name);
+        }
+        return quick;
+    }
+
+    // The first of `pairs` that passes every check with both edits on, fresh memory too: screened on
+    // group g's checks in rounds, each stopped once a pair passes them; nullopt when none does in time.
+    std::optional<std::pair<int, int>> repairing_pair(std::size_t g, const std::vector<std::pair<int, int>>& pairs,
+                                                      const std::function<void(const std::string&)>& phase) {
+        const std::vector<std::string>& checks = screened_[g].checks;
+        std::map<std::string, std::pair<int, int>> named;  // "a+b" (HEADWISE_REPAIR switches both on)
+        std::vector<std::string> order;
+        for (const auto& p : pairs) named[order.emplace_back(fmt::format("{}+{}", p.first, p.second))] = p;
+        for (int round = 0; !order.empty() && !late(); ++round) {
+            const auto screen = run_each(s_, t_, built_.executable, dir_, fmt::format("pair_screen{}_{}", g, round),
+                                         checks, order, timeout_s_, {true, true, 0, true, deadline_});
+            std::erase_if(order, [&](const std::string& p) { return screen.contains(p); });
+            phase(fmt::format("pairs, group {}, round {}: {} screened", g + 1, round + 1, screen.size()));
+            if (screen.empty()) break;
+            for (const auto& [selection, run] : screen) {
+                Checks still;
+                if (run.failing.empty() && run.total == int(checks.size()) && confirm(selection, &still) &&
+                    still.empty())
+                    return named.at(selection);
+            }
+        }
+        return std::nullopt;
     }
 
     // The edits a group of checks reaches (another probe, when there are several groups): an edit
@@ -435,9 +596,45 @@ private:
     int timeout_s_;
     std::chrono::steady_clock::time_point deadline_;
     std::vector<int> ids_;
+    // What first_slip's screens said, group by group: the pair search ranks its edits by them.
+    struct Screened {
+        std::vector<std::string> checks;
+        std::map<int, EachRun> runs;
+    };
+    std::vector<Screened> screened_;
 };
 
 }  // namespace
+
+std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std::vector<ScreenedEdit> edits,
+                                                 std::size_t cap) {
+    const long theirs_differing = differing_values(theirs);
+    std::vector<std::pair<std::pair<int, long>, std::size_t>> order;  // (rank, index into edits)
+    for (std::size_t i = 0; i < edits.size(); ++i)
+        order.push_back({change_rank(theirs, theirs_differing, edits[i]), i});
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<int, int>> pairs;
+    const auto add = [&](std::size_t i, std::size_t j) {
+        const ScreenedEdit& a = edits[order[i].second];
+        const ScreenedEdit& b = edits[order[j].second];
+        if (a.line != b.line && a.region != b.region && pairs.size() < cap)
+            pairs.push_back(a.line < b.line ? std::pair{a.id, b.id} : std::pair{b.id, a.id});
+    };
+    // The edits that repair a check alone (places 0 .. anchors - 1), each with every edit after it;
+    // when there is none, the pairs whose first leaves fewer values differing (places 0 .. closer -
+    // 1), by the sum of their places: 0 with 1, with 2, then 0 with 3 and 1 with 2, ...
+    const std::size_t n = order.size();
+    const auto below = [&](int tier) {
+        return static_cast<std::size_t>(
+            std::ranges::count_if(order, [&](const auto& ranked) { return ranked.first.first < tier; }));
+    };
+    const std::size_t anchors = below(1), closer = below(2);
+    for (std::size_t i = 0; i < anchors; ++i)
+        for (std::size_t j = i + 1; j < n; ++j) add(i, j);
+    for (std::size_t sum = 1; anchors == 0 && n > 1 && sum <= 2 * n - 3 && pairs.size() < cap; ++sum)
+        for (std::size_t i = sum >= n ? sum - n + 1 : 0; 2 * i < sum && i < closer; ++i) add(i, sum - i);
+    return pairs;
+}
 
 std::string repair_step(const Subject& s, const RepairSetup& t,
                         const std::function<void(const std::string&)>& progress) {
@@ -486,6 +683,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     std::vector<Effect> parts;
     std::string sentence = repair.first_slip(parts, phase);
     if (sentence.empty() && !parts.empty()) sentence = repair.second_slip(parts.front(), phase);
+    if (sentence.empty()) sentence = repair.slip_pair(phase);
     if (sentence.empty() || !(report = read_report(s.report))) return {};
     report->repaired = sentence;
     // A search edit is the solution's line; the repair is the learner's own: the one to read.

@@ -21,25 +21,60 @@
 // check are named each with the checks it repairs ("..., the 3 failing checks of softmax_last_axis
 // pass; with that and `...` in place of your line 35 (...), the other 3 failing checks pass too:
 // every check passes"). Only what passes every check is said -- an edit that repairs part may
-// hide the slip rather than undo it -- and nothing when no edit makes a failing check pass: the
-// step names only what it has reproduced. It never writes under exercises/.
+// hide the slip rather than undo it. It never writes under exercises/.
+//
+// Two slips that fail the same checks leave no edit that repairs any of them alone. Then pairs of
+// the edits those checks reach are tried together: each edit ranked by what its own run changed
+// (rank_edit_pairs), pairs on two lines taken in the order of their ranks, at most a few hundred,
+// each graded as one more child of the grader; a pair that passes every check (with fresh memory
+// too) names both lines. Nothing is said when nothing repairs: the step names only what it has
+// reproduced.
 #pragma once
 
 #include "gradekit/steps.hpp"
 
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace headwise::gradekit {
 
 struct RepairSetup {
-    fs::path build_dir;          // a Ninja build directory holding the grader's target
-    std::string target;          // headwise_grade_ex05
-    int jobs = 2;                // edits run at once
-    int budget_s = 30;           // from the step's start: the edits not run by then are not tried
-    double slowest_probe_s = 5;  // failing checks slower than this (the learner's code on them): no repair
-    int slowest_compile_s = 12;  // the schemata's compiles, in all: past it, no repair
+    fs::path build_dir;            // a Ninja build directory holding the grader's target
+    std::string target;            // headwise_grade_ex05
+    int jobs = 2;                  // edits run at once
+    int budget_s = 30;             // from the step's start: the edits not run by then are not tried
+    double slowest_probe_s = 5;    // failing checks slower than this (the learner's code on them): no repair
+    int slowest_compile_s = 12;    // the schemata's compiles, in all: past it, no repair
+    std::size_t max_pairs = 1000;  // pairs of edits tried together, per group of failing checks
 };
+
+// One edit's run on every check of a group of failing checks (or the learner's own run, nothing
+// switched on), as the pair search ranks it.
+struct ScreenedEdit {
+    int id = 0;
+    std::size_t region = 0;  // Variant::region and ::line: two edits of one region exclude each other
+    int line = 0;
+    std::map<std::string, std::string> failures;  // each failing check -> its message and details
+};
+
+// The pairs of `edits` worth trying together (ids, the lower line first), the most promising first,
+// at most `cap`. Each edit is ranked by what its run changed against `theirs`: first the edits that
+// pass some of the failing checks (the most first), then those with fewer values differing in all
+// (the grader's "k of n values differ"; the fewest first), then those that change some failure (the
+// most first), last those that change none. An edit that passes some checks alone undoes a slip
+// (as first_slip reasons) and is paired with every other edit: the other slip's repair may change
+// nothing the checks see while the first slip is there (a wrong index read after weights already
+// wrong). Only when no edit passes a check alone are two that pass none paired, and only when the
+// better of the two leaves fewer values differing, in the order of the sum of their places (the first
+// with the second, with the third, then the first with the fourth and the second with the third,
+// ...): two edits can also make up for each other on correct lines, easily where the checks compare
+// a few counts (d_head = d_model, and `heads *` dropped) and hardly where they compare tensors. Two
+// edits pair only on different lines and regions; an edit that crashed is not in `edits`.
+std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std::vector<ScreenedEdit> edits,
+                                                 std::size_t cap);
 
 // After a failed run (s.report written by run_step): writes what it found into the report's
 // "repaired" sentence. `progress` (may be empty) hears one line now and then. Returns the
