@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -496,10 +497,13 @@ private:
 
     // Group g's screened edits and the learner's own code (0), each run on the group's quick checks
     // (no stop at the first failure: it would hide an edit that changes only a later check), without
-    // fake stacks (this run only ranks), leaving the pairs a quarter of the time left.
+    // fake stacks (this run only ranks), leaving the pairs a quarter of the time left. The last lines'
+    // edits first: what passes a check alone is most often the later of two slips' repair (the small
+    // cases hide a slip in the scores -- saturated, equal or d = 1 -- more often than one in the
+    // output), and an edit this run does not reach is still paired, ranked last.
     std::map<int, EachRun> run_alone(std::size_t g) const {
         std::vector<int> ids = {0};
-        for (const auto& [id, run] : screened_[g].runs) ids.push_back(id);
+        for (const auto& [id, run] : std::views::reverse(screened_[g].runs)) ids.push_back(id);
         const auto now = std::chrono::steady_clock::now();
         return each(fmt::format("pair_alone{}", g), quick_checks(g), ids,
                     {false, false, 0, false, now + (deadline_ - now) * 3 / 4});

@@ -42,13 +42,13 @@
 namespace headwise::gradekit {
 
 struct RepairSetup {
-    fs::path build_dir;            // a Ninja build directory holding the grader's target
-    std::string target;            // headwise_grade_ex05
-    int jobs = 2;                  // edits run at once
-    int budget_s = 30;             // from the step's start: the edits not run by then are not tried
-    double slowest_probe_s = 5;    // failing checks slower than this (the learner's code on them): no repair
-    int slowest_compile_s = 12;    // the schemata's compiles, in all: past it, no repair
-    std::size_t max_pairs = 1000;  // pairs of edits tried together, per group of failing checks
+    fs::path build_dir;           // a Ninja build directory holding the grader's target
+    std::string target;           // headwise_grade_ex05
+    int jobs = 2;                 // edits run at once
+    int budget_s = 30;            // from the step's start: the edits not run by then are not tried
+    double slowest_probe_s = 5;   // failing checks slower than this (the learner's code on them): no repair
+    int slowest_compile_s = 12;   // the schemata's compiles, in all: past it, no repair
+    std::size_t max_pairs = 300;  // pairs tried together, per group of failing checks: a few seconds
 };
 
 // One edit's run on every check of a group of failing checks (or the learner's own run, nothing
