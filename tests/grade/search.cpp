@@ -46,6 +46,10 @@ struct State {
     std::string learner;         // the learner's status on each check so far
     std::set<long> throw_lines;  // the lines of their file the learner's code threw from
     bool evidence = false;       // a failing check whose result holds a finite value, or a throw
+    // Confirming a candidate (HEADWISE_MUTANT_SKIP): the learner's status on each check. A check the
+    // learner failed was compared value by value in the confirming run already, and is not rerun.
+    std::string compared;
+    std::size_t recorded = 0;  // the checks recorded so far (in recording mode)
 };
 
 State& state() {
@@ -81,10 +85,20 @@ bool register_mutants(const char* data) {
     if (selected == nullptr) return false;
     s.recording = true;
     headwise_mutant = std::atoi(selected);
+    if (const char* compared = std::getenv("HEADWISE_MUTANT_SKIP")) s.compared = compared;
     return true;
 }
 
 namespace search {
+
+bool already_compared() {
+    State& s = state();
+    if (!s.recording || s.recorded >= s.compared.size() || s.compared[s.recorded] == 'P') return false;
+    std::printf("[headwise-mutant] %c\t-\tcompared by the confirming run\n", s.compared[s.recorded]);
+    std::fflush(stdout);
+    ++s.recorded;
+    return true;
+}
 
 void observe(std::string_view what, char status, long error_line, bool informative,
              const std::function<std::string()>& digest, const std::function<Match()>& same) {
@@ -95,6 +109,7 @@ void observe(std::string_view what, char status, long error_line, bool informati
     if (s.recording) {
         std::printf("[headwise-mutant] %c\t%s\t%s\n", status, status == 'P' ? "-" : digest().c_str(), name.c_str());
         std::fflush(stdout);
+        ++s.recorded;
         return;
     }
     if (!s.loaded || s.off) return;
@@ -127,9 +142,16 @@ void observe(std::string_view what, char status, long error_line, bool informati
     // The probe: the solution's run, marking the sites it reaches. The marks are kept from check
     // to check: a grader that caches a run per selector (one run serving several checks) reaches
     // its sites only in the check that made the run, and a site once reached is run for real.
-    headwise_mutant = -1;
-    const Match solution_same = same();
-    headwise_mutant = 0;
+    // The probe is needed only while a candidate's site is not yet known to be reached.
+    bool all_reached = true;
+    for (const auto& c : s.candidates)
+        if (c.alive && !s.reached[static_cast<std::size_t>(c.id)]) all_reached = false;
+    Match solution_same = Match::differs;
+    if (!all_reached) {
+        headwise_mutant = -1;
+        solution_same = same();
+        headwise_mutant = 0;
+    }
     for (auto& c : s.candidates) {
         if (!c.alive) continue;
         Match m = solution_same;
@@ -147,8 +169,8 @@ namespace {
 
 // Variant `id` run live on every check: this grader again with the variant as its subject (the
 // recorder's mode, HEADWISE_MUTANT). Confirmed when it gives the learner's status on every check
-// -- the failing ones were compared value by value in this run already -- and passes every check
-// the learner passed.
+// -- the failing ones were compared value by value in this run already, and the child records
+// them without running them again (already_compared) -- and passes every check the learner passed.
 bool confirmed_live(const State& s, int id) {
     // This very binary, with its arguments but Catch's output file and reporter (the child's
     // output is read here, and must not land in the learner's files), and no report of its own.
@@ -165,7 +187,7 @@ bool confirmed_live(const State& s, int id) {
     std::string statuses;
     bool ended = false;
     gradekit::run_captured(
-        args, {"HEADWISE_MUTANT=" + std::to_string(id), "HEADWISE_GRADE_REPORT="},
+        args, {"HEADWISE_MUTANT=" + std::to_string(id), "HEADWISE_MUTANT_SKIP=" + s.learner, "HEADWISE_GRADE_REPORT="},
         [&](const std::string& line) {
             if (line == std::string(prefix) + "end")
                 ended = true;

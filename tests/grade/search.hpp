@@ -70,6 +70,11 @@ inline bool same_throw(const std::string& theirs, const std::string& learners, l
 // schemata's pointers, and a run cached for one must not stand for another.
 int selected_variant();
 
+// In a run confirming a candidate (finish): whether the check about to run is one the learner
+// failed -- compared value by value with the candidate in the confirming run already. It is then
+// recorded with the learner's status and not run again (the costly checks are often the failing ones).
+bool already_compared();
+
 // After the last check: the confirmed edit, as the sentence to print, or empty. The checks the
 // learner passed are confirmed here, by running this grader again as the candidate
 // (registry.hpp's own_command).
