@@ -5,6 +5,7 @@
 #   HEADWISE_LESSONS                 lesson names in course order ("01_single_head" ...)
 #   HEADWISE_LESSON_<name>_LIBS      extra libraries the lesson links (course.json "libs"), may be empty
 #   HEADWISE_LESSON_<name>_NEEDS_MODEL  ON when it runs the cached trained model ("needs_model")
+#   HEADWISE_LESSON_<name>_DRAWS_AT_DEFAULTS  ON when it draws its figures at its defaults ("figures": [])
 #   HEADWISE_EXERCISES               exercise ids in course order ("ex01" ...)
 #   HEADWISE_EXERCISE_<id>_DIR       its directory under exercises/ and solutions/
 #   HEADWISE_EXERCISE_<id>_LIBS      extra libraries its grader links (course.json "libs"), may be empty
@@ -64,6 +65,12 @@ if(_headwise_count GREATER 0)
     list(APPEND HEADWISE_LESSONS "${_name}")
     _headwise_course_strings(HEADWISE_LESSON_${_name}_LIBS "${_headwise_course}" lessons ${_i} libs)
     _headwise_course_get(HEADWISE_LESSON_${_name}_NEEDS_MODEL "${_headwise_course}" lessons ${_i} needs_model)
+    string(JSON _figure_flags ERROR_VARIABLE _no_figures LENGTH "${_headwise_course}" lessons ${_i} figures)
+    if(NOT _no_figures AND _figure_flags EQUAL 0)
+      set(HEADWISE_LESSON_${_name}_DRAWS_AT_DEFAULTS ON)
+    else()
+      set(HEADWISE_LESSON_${_name}_DRAWS_AT_DEFAULTS OFF)
+    endif()
 
     _headwise_course_get(_id "${_headwise_course}" lessons ${_i} exercise id)
     if(_id)

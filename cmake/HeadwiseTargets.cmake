@@ -49,15 +49,16 @@ function(headwise_test_sources target)
   target_precompile_headers(${target} REUSE_FROM headwise_test_pch)
 endfunction()
 
-# headwise_add_test(NAME SOURCES... [LIBS ...]): one Catch2 test executable, discovered by ctest.
+# headwise_add_test(NAME SOURCES... [LIBS ...] [PROPERTIES ...]): one Catch2 test executable,
+# discovered by ctest; PROPERTIES are set on each of its tests (beside LABELS unit).
 function(headwise_add_test name)
-  cmake_parse_arguments(arg "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(arg "" "" "SOURCES;LIBS;PROPERTIES" ${ARGN})
   add_executable(${name} EXCLUDE_FROM_ALL ${arg_SOURCES})
   target_link_libraries(${name} PRIVATE headwise::core headwise::catch_main ${arg_LIBS})
   headwise_test_sources(${name})
   add_dependencies(headwise_tests ${name})
   catch_discover_tests(${name}
     TEST_PREFIX "${name}: "
-    PROPERTIES LABELS "unit"
+    PROPERTIES LABELS "unit" ${arg_PROPERTIES}
     WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
 endfunction()

@@ -1,5 +1,5 @@
-// `headwise figures [--out DIR]` -- regenerate the pictures in docs/figures/ by running every
-// lesson that draws some with --save-figures DIR.
+// `headwise figures [--out DIR] [--lesson N ...]` -- regenerate the pictures in docs/figures/ by
+// running every lesson that draws some (or lesson N's alone) with --save-figures DIR.
 //
 // Which lessons draw, and with which flags, is data: a lesson's course.json entry lists
 // "figures": [flags...]. A new lesson with pictures adds that field, not a line here.
@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
@@ -34,13 +35,24 @@ std::vector<FigureRun> figure_runs() {
     return out;
 }
 
-int figures(const fs::path& out_dir) {
+// The runs `only` asks for (lesson numbers, as `run` takes them), or every run when it is empty.
+std::vector<FigureRun> selected(std::vector<FigureRun> runs, const std::vector<int>& only) {
+    if (only.empty()) return runs;
+    for (const int n : only) {
+        const auto draws = std::ranges::any_of(runs, [&](const FigureRun& r) { return std::stoi(r.lesson) == n; });
+        if (!draws) throw usage_error(fmt::format("--lesson {}: no lesson {:02} draws figures (course.json)", n, n));
+    }
+    std::erase_if(runs, [&](const FigureRun& r) { return std::ranges::find(only, std::stoi(r.lesson)) == only.end(); });
+    return runs;
+}
+
+int figures(const fs::path& out_dir, const std::vector<int>& only) {
     const fs::path dir = out_dir.empty() ? source_dir() / "docs" / "figures" : fs::absolute(out_dir);
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec || !fs::is_directory(dir))
         throw usage_error(fmt::format("--out {}: cannot create that directory", dir.string()));
-    const auto runs = figure_runs();
+    const auto runs = selected(figure_runs(), only);
     for (const auto& r : runs) {
         std::vector<std::string> args{(binary_dir() / "lessons" / r.lesson).string()};
         args.insert(args.end(), r.flags.begin(), r.flags.end());
@@ -74,10 +86,13 @@ int figures(const fs::path& out_dir) {
 
 void add_figures_command(CLI::App& app, Action& action) {
     auto out = std::make_shared<std::string>();
+    auto only = std::make_shared<std::vector<int>>();
     auto* cmd = app.add_subcommand(
         "figures", "regenerate the pictures in docs/figures/ (PNG) by running the lessons that draw them");
     cmd->add_option("--out", *out, "write them here instead of docs/figures/");
-    cmd->callback([&action, out] { action = [out] { return figures(*out); }; });
+    cmd->add_option("--lesson", *only, "only this lesson's figures (a number; may be given again)")
+        ->check(CLI::Range(1, 99));
+    cmd->callback([&action, out, only] { action = [out, only] { return figures(*out, *only); }; });
 }
 
 }  // namespace headwise::runner
