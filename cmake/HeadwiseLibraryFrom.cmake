@@ -20,5 +20,6 @@ endforeach()
 add_executable(headwise_gradetool ALIAS headwise_built::headwise_gradetool)
 
 headwise_add_pch(headwise_pch)  # for bench/, configured but not built here
+headwise_add_pch(headwise_lesson_pch OPTIONS ${HEADWISE_LIGHT_OPTIMIZE})  # the lessons' (src/CMakeLists.txt)
 add_subdirectory(src/emulator)
 add_subdirectory(src/kernels)
