@@ -49,6 +49,9 @@ struct RepairSetup {
     double slowest_probe_s = 5;   // failing checks slower than this (the learner's code on them): no repair
     int slowest_compile_s = 12;   // the schemata's compiles, in all: past it, no repair
     std::size_t max_pairs = 300;  // pairs tried together, per group of failing checks: a few seconds
+    // The pair search, last and costliest, within the budget: a grade with nothing to repair (most
+    // of them) would otherwise wait out the whole budget (it took ex08's and ex11's from ~15 to ~32 s).
+    int pair_budget_s = 15;
 };
 
 // One edit's run on every check of a group of failing checks (or the learner's own run, nothing
