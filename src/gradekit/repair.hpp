@@ -52,6 +52,7 @@ struct RepairSetup {
     // The pair search, last and costliest, within the budget: a grade with nothing to repair (most
     // of them) would otherwise wait out the whole budget (it took ex08's and ex11's from ~15 to ~32 s).
     int pair_budget_s = 15;
+    std::size_t max_paired_edits = 400;  // a group with more screened edits is not searched for pairs
 };
 
 // One edit's run on every check of a group of failing checks (or the learner's own run, nothing
