@@ -6,6 +6,7 @@
 #include "gradekit/text.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -68,6 +69,21 @@ std::string selector_prelude(int max_id) {
         "                                                                 : hw_probe && !hw_seen[id] && "
         "hw_reach(id)))\n",
         max_id);
+}
+
+// Whether course.json lets the repair step try this exercise: its "grading": {"repair": false}
+// says the schemata of its file cannot be compiled within a grade's budget (ex06's kernels on the
+// emulator: ~50 s for ~800 edits), so that a failed grade does not spend its budget learning so.
+bool repair_allowed(const Subject& s) {
+    std::ifstream in(s.source_dir / "course.json");
+    const auto course = nlohmann::json::parse(in, nullptr, false);
+    if (course.is_discarded() || !course.contains("lessons")) return true;
+    for (const auto& lesson : course["lessons"]) {
+        const auto& exercise = lesson.value("exercise", nlohmann::json::object());
+        if (exercise.value("id", "") == s.id)
+            return exercise.value("grading", nlohmann::json::object()).value("repair", true);
+    }
+    return true;
 }
 
 struct RepairBuild {
@@ -203,12 +219,36 @@ struct EachHow {
     bool abort_first = false;  // each stops at its first failed check (Catch2's -a; what passed before it is known)
     bool stop = false;         // no more are started once one passes every check it runs
     int with = 0;              // (not 0) an edit on in every run beside its own
-    bool fake_stacks = true;   // AddressSanitizer's stack-use-after-return checks: off, a third less time
     std::chrono::steady_clock::time_point deadline;  // none runs past it
 };
 
+// Where run_each's children write their reports: a fresh folder in memory (/dev/shm) where there is
+// one, else dir/tag. Hundreds of small files created just after the last repair's were deleted cost
+// ext4 more than the children's own work (its search for a free inode: a third of a screen's time).
+struct ScratchReports {
+    fs::path path;
+    bool in_memory = false;
+    ScratchReports(const fs::path& dir, const std::string& tag) {
+        std::string templ = "/dev/shm/headwise-repair-XXXXXX";
+        if (fs::is_directory("/dev/shm") && mkdtemp(templ.data()) != nullptr) {
+            path = templ;
+            in_memory = true;
+        } else {
+            path = dir / tag;
+            std::error_code ec;
+            fs::create_directories(path, ec);
+        }
+    }
+    ~ScratchReports() {
+        std::error_code ec;
+        if (in_memory) fs::remove_all(path, ec);
+    }
+    ScratchReports(const ScratchReports&) = delete;
+    ScratchReports& operator=(const ScratchReports&) = delete;
+};
+
 // The selections (an edit's id, or two joined by '+'), each graded on `checks` in a child of one
-// grader process (grade_main.cpp's HEADWISE_REPAIR_EACH), their reports under dir/tag/. The
+// grader process (grade_main.cpp's HEADWISE_REPAIR_EACH), their reports in a scratch folder. The
 // selections that finished.
 std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs::path& grader,
                                         const fs::path& dir, const std::string& tag,
@@ -216,8 +256,7 @@ std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, 
                                         int timeout_s, const EachHow& how) {
     std::map<std::string, EachRun> out;
     if (ids.empty()) return out;
-    std::error_code ec;
-    fs::create_directories(dir / tag, ec);
+    const ScratchReports reports(dir, tag);
     const fs::path only = dir / (tag + ".txt");
     write_check_list(only, checks);
     std::string list;
@@ -228,23 +267,23 @@ std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, 
     if (how.abort_first) args.push_back("-a");
     // An edit's first sanitizer report ends it: it repairs nothing (and needs no symbols, nor the
     // stacks of allocations). A small quarantine keeps the grader small, so that each child forked
-    // from it copies less (fork's page copies were most of a repair's time); the repair found is
-    // confirmed with every option (confirm).
-    std::string asan = replace_all(asan_options(190), "halt_on_error=0", "halt_on_error=1") +
-                       ":symbolize=0:malloc_context_size=0:quarantine_size_mb=16";
-    if (!how.fake_stacks)
-        asan = replace_all(asan, "detect_stack_use_after_return=1", "detect_stack_use_after_return=0");
+    // from it copies less (fork's page copies were most of a repair's time), and no fake stacks
+    // (stack-use-after-return): their fresh pages were half of a child's page faults. The repair
+    // found is confirmed with every option (confirm).
+    const std::string asan = replace_all(replace_all(asan_options(190), "halt_on_error=0", "halt_on_error=1"),
+                                         "detect_stack_use_after_return=1", "detect_stack_use_after_return=0") +
+                             ":symbolize=0:malloc_context_size=0:quarantine_size_mb=16";
     run_step(
         each, grader, args, {},
         static_cast<int>(std::max<long>(
             1,
             std::chrono::duration_cast<std::chrono::seconds>(how.deadline - std::chrono::steady_clock::now()).count())),
-        {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR_EACH=" + list, "HEADWISE_REPAIR_REPORTS=" + (dir / tag).string(),
-         fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s), fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs),
-         fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0), fmt::format("HEADWISE_REPAIR_WITH={}", how.with),
-         asan});
+        {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR_EACH=" + list,
+         "HEADWISE_REPAIR_REPORTS=" + reports.path.string(), fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s),
+         fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs), fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0),
+         fmt::format("HEADWISE_REPAIR_WITH={}", how.with), asan});
     for (const auto& id : ids) {
-        const auto report = read_report(dir / tag / ("run_" + id + ".json"));
+        const auto report = read_report(reports.path / ("run_" + id + ".json"));
         if (!report || !report->compiled || !report->finished) continue;
         EachRun& run = out[id] = {report->total, report->passed, failing_tests(*report), {}};
         for (const Failure& f : report->failures) run.failures[f.test] = failure_text(f);
@@ -492,7 +531,7 @@ private:
     std::map<int, EachRun> each(const std::string& tag, const std::vector<std::string>& checks,
                                 const std::vector<int>& ids, bool abort_first = false, bool stop = false,
                                 int with = 0) const {
-        return each(tag, checks, ids, {abort_first, stop, with, true, deadline_});
+        return each(tag, checks, ids, {abort_first, stop, with, deadline_});
     }
 
     std::map<int, EachRun> each(const std::string& tag, const std::vector<std::string>& checks,
@@ -517,7 +556,7 @@ private:
         for (const auto& [id, run] : std::views::reverse(screened_[g].runs)) ids.push_back(id);
         const auto now = std::chrono::steady_clock::now();
         return each(fmt::format("pair_alone{}", g), quick_checks(g), ids,
-                    {false, false, 0, false, now + (deadline_ - now) * 3 / 4});
+                    {false, false, 0, now + (deadline_ - now) * 3 / 4});
     }
 
     // With three checks or more, the quickest that take half their time, in the learner's run (Catch2's
@@ -560,7 +599,7 @@ private:
         for (const auto& p : pairs) named[order.emplace_back(fmt::format("{}+{}", p.first, p.second))] = p;
         for (int round = 0; !order.empty() && !late(); ++round) {
             const auto screen = run_each(s_, t_, built_.executable, dir_, fmt::format("pair_screen{}_{}", g, round),
-                                         checks, order, timeout_s_, {true, true, 0, true, deadline_});
+                                         checks, order, timeout_s_, {true, true, 0, deadline_});
             std::erase_if(order, [&](const std::string& p) { return screen.contains(p); });
             phase(fmt::format("pairs, group {}, round {}: {} screened", g + 1, round + 1, screen.size()));
             if (screen.empty()) break;
@@ -661,7 +700,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     };
     auto report = read_report(s.report);
-    if (!report || !worth_locating(*report) || s.files.empty()) return {};
+    if (!report || !worth_locating(*report) || s.files.empty() || !repair_allowed(s)) return {};
     const Checks failing = failing_tests(*report);
     const fs::path source = s.files.front();
     const std::string text = read_text(source);
