@@ -7,7 +7,7 @@
 //
 // HEADWISE_REPAIR_EACH=<id>,<id>,... grades the repair step's edits of a learner's file
 // (gradekit/repair.hpp), each in a child forked from this process -- no exec, no start-up again:
-// the child switches its edit on (HEADWISE_REPAIR=<id>, read by the schemata), writes its report to
+// the child switches its edit on (HEADWISE_REPAIR=<id>, read by the schemata's headwise_repair_select), writes its report to
 // $HEADWISE_REPAIR_REPORTS/run_<id>.json, its output to nowhere, and is stopped after
 // $HEADWISE_REPAIR_TIMEOUT seconds (with HEADWISE_REPAIR_WITH=<id>, that edit is on in every child
 // too). $HEADWISE_REPAIR_JOBS run at once; with HEADWISE_REPAIR_STOP=1,
@@ -25,6 +25,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+// Defined by the repair step's schemata (gradekit/repair.cpp), absent from every other grader:
+// switches on the edits HEADWISE_REPAIR names.
+extern "C" [[gnu::weak]] void headwise_repair_select();
 
 namespace {
 
@@ -57,6 +61,7 @@ int repair_each(std::string_view list, int argc, char** argv) {
             if (pid == 0) {
                 const char* with = std::getenv("HEADWISE_REPAIR_WITH");  // an edit kept on in every child
                 setenv("HEADWISE_REPAIR", (with != nullptr ? std::string(with) + "," + id : id).c_str(), 1);
+                if (headwise_repair_select != nullptr) headwise_repair_select();  // the schemata reads it again
                 setenv("HEADWISE_GRADE_REPORT", (dir + "/run_" + id + ".json").c_str(), 1);
                 if (const int null = open("/dev/null", O_WRONLY); null >= 0) {
                     dup2(null, 1);
