@@ -201,12 +201,6 @@ std::vector<int> reached_ids(const fs::path& probe, const std::set<int>& kept) {
     return ids;
 }
 
-// Catch2's -f file: one test name a line, read as a test spec (commas and brackets escaped).
-void write_check_list(const fs::path& path, const std::vector<std::string>& checks) {
-    std::ofstream out(path);
-    for (const auto& name : checks) out << std::regex_replace(name, std::regex(R"([\\,\[\]])"), R"(\$&)") << '\n';
-}
-
 // What one edit's run said.
 struct EachRun {
     int total = 0, passed = 0;

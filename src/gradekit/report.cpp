@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <regex>
 #include <system_error>
 
 namespace headwise::gradekit {
@@ -102,6 +103,11 @@ std::set<std::string> failing_tests(const Report& r) {
     std::set<std::string> tests;
     for (const Failure& f : r.failures) tests.insert(f.test);
     return tests;
+}
+
+void write_check_list(const std::filesystem::path& path, const std::vector<std::string>& checks) {
+    std::ofstream out(path);
+    for (const auto& name : checks) out << std::regex_replace(name, std::regex(R"([\\,\[\]])"), R"(\$&)") << '\n';
 }
 
 bool worth_locating(const Report& r) {

@@ -71,6 +71,10 @@ struct Report {
 // The names of the tests that failed.
 std::set<std::string> failing_tests(const Report& r);
 
+// Catch2's -f file: one test name a line, read as a test spec (commas and brackets escaped), for a
+// grader run on some of its checks.
+void write_check_list(const std::filesystem::path& path, const std::vector<std::string>& checks);
+
 // Whether a run failed in a way worth locating: it compiled, ran to its end and failed, and not
 // only where the learner has written nothing yet (the stub's "not implemented yet").
 bool worth_locating(const Report& r);
