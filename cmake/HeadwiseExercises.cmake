@@ -65,7 +65,8 @@ function(headwise_add_exercise id dir)
       "but solutions/${dir} has ${source_count}")
   endif()
   if(NOT arg_TIMEOUT)
-    set(arg_TIMEOUT 10)  # a learner-style mistake that loops for ever is stopped (and diagnosed) after that
+    set(arg_TIMEOUT 6)  # a learner-style mistake that loops for ever is stopped (and diagnosed) after that:
+    # ten times the slowest of these exercises' meta-tests under a loaded CI (~0.6 s)
   endif()
   # A kernel's __shared__ arrays are function-local statics (src/emulator): a subject sharing them
   # with the catalogue's copy would read what the other left there, so each gets a copy of its own.

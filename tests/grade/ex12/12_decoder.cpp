@@ -197,14 +197,24 @@ void rms_norm(const float* x, const float* weight, std::size_t d, float eps, flo
     for (std::size_t c = 0; c < d; ++c) y[c] = x[c] * scale * weight[c];
 }
 
+// a . b over n floats, accumulated in double: four running sums, whose additions do not wait on
+// each other (one sum made this step, ~135 million products, a quarter of the grade's time).
+double dot(const float* a, const float* b, std::size_t n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    std::size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        s0 += double(a[c]) * b[c];
+        s1 += double(a[c + 1]) * b[c + 1];
+        s2 += double(a[c + 2]) * b[c + 2];
+        s3 += double(a[c + 3]) * b[c + 3];
+    }
+    for (; c < n; ++c) s0 += double(a[c]) * b[c];
+    return (s0 + s1) + (s2 + s3);
+}
+
 // y (rows) = W x for W (rows, columns) in float32, accumulated in double.
 void mat_vec(const std::vector<float>& w, const float* x, std::size_t rows, std::size_t columns, float* y) {
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* row = w.data() + r * columns;
-        double acc = 0.0;
-        for (std::size_t c = 0; c < columns; ++c) acc += double(row[c]) * x[c];
-        y[r] = static_cast<float>(acc);
-    }
+    for (std::size_t r = 0; r < rows; ++r) y[r] = static_cast<float>(dot(w.data() + r * columns, x, columns));
 }
 
 // The tokens' logits after the last one (vocab), run one token at a time through every block:
@@ -266,9 +276,7 @@ Tensor1 decode_with(const Ex12& ex, const llama::Model& model, const std::vector
     std::vector<float> row(d);
     for (std::size_t r = 0; r < c.vocab; ++r) {  // the tied embedding, one row at a time
         quant::dequantize_row(model.embedding().type, model.embedding().row(r), row.data(), d);
-        double acc = 0.0;
-        for (std::size_t e = 0; e < d; ++e) acc += double(row[e]) * h[e];
-        logits(r) = static_cast<float>(acc);
+        logits(r) = static_cast<float>(dot(row.data(), h.data(), d));
     }
     return logits;
 }
