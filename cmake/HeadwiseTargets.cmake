@@ -9,6 +9,13 @@ target_compile_options(headwise_options INTERFACE
   # Never on learner code (a grader's subject, the mistakes): its warnings are shown, not fatal.
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_WERROR}>,$<NOT:$<BOOL:$<TARGET_PROPERTY:HEADWISE_LEARNER_CODE>>>>:-Werror>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${HEADWISE_CCACHE_PROGRAM}>>:-fpch-preprocess>)
+# Linked by gold where the compiler can use it: a test or a lesson links in ~0.2 s against ~0.5 s
+# with ld.bfd, and a first run links about a hundred programs.
+include(CheckLinkerFlag)
+check_linker_flag(CXX "-fuse-ld=gold" HEADWISE_HAVE_GOLD)
+if(HEADWISE_HAVE_GOLD)
+  target_link_options(headwise_options INTERFACE $<$<LINK_LANGUAGE:CXX>:-fuse-ld=gold>)
+endif()
 if(HEADWISE_SANITIZE)
   target_compile_options(headwise_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
