@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 namespace headwise::kernels {
 
@@ -44,19 +45,24 @@ inline double excess_error_16_bit(const float* out, const float* ref, const floa
                                   const RowLayout& s, double u, bool ref_from_rounded_inputs) {
     double worst = 0.0;
     const std::size_t D = std::size_t(s.d_head), N = std::size_t(s.seq);
+    std::vector<double> v_row_max(N);  // max_c |v_jc| of each key j of one (b, h)
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
             const std::size_t head = (std::size_t(b) * std::size_t(s.heads) + std::size_t(h)) * N;  // row 0 of (b, h)
+            for (std::size_t j = 0; j < N; ++j) {
+                v_row_max[j] = 0.0;
+                for (std::size_t c = 0; c < D; ++c)
+                    v_row_max[j] = std::max(v_row_max[j], std::abs(double(v[(head + j) * D + c])));
+            }
             for (std::size_t i = 0; i < N; ++i) {
                 const std::size_t n_keys = std::size_t(s.key_len[b]);
                 const std::size_t end = s.causal ? std::min(i + 1, n_keys) : n_keys;
                 double v_max = 0.0, e = 0.0;
                 for (std::size_t j = 0; j < end; ++j) {
                     double qk = 0.0;
-                    for (std::size_t c = 0; c < D; ++c) {
-                        v_max = std::max(v_max, std::abs(double(v[(head + j) * D + c])));
+                    for (std::size_t c = 0; c < D; ++c)
                         qk += std::abs(double(q[(head + i) * D + c])) * std::abs(double(k[(head + j) * D + c]));
-                    }
+                    v_max = std::max(v_max, v_row_max[j]);
                     e = std::max(e, 2.0 * u * double(s.scale) * qk);
                 }
                 const double slack = ref_from_rounded_inputs ? u * v_max : v_max * (3.0 * u + std::expm1(2.0 * e));
