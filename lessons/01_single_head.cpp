@@ -158,7 +158,7 @@ void step6_why_sqrt_d(const Tracer& trace, Random& rng, std::size_t d, std::size
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 01: single-head scaled dot-product attention", "01_single_head"};
+    lesson::App app{"Lesson 01: single-head scaled dot-product attention", "01_single_head"};
     cli::LessonOptions opt;
     opt.dims.d_model = 64;
     std::size_t wide_d = 512;

@@ -243,7 +243,7 @@ void figure_w_q_columns(const Setup& s, const Tensor2& w_q, const std::string& f
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 02: split and merge heads", "02_split_merge"};
+    lesson::App app{"Lesson 02: split and merge heads", "02_split_merge"};
     cli::LessonOptions opt;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");

@@ -401,7 +401,7 @@ void write_head_view(const Sizes& z, std::uint64_t seed, const Forward& f, const
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 03: multi-head attention", "03_multi_head"};
+    lesson::App app{"Lesson 03: multi-head attention", "03_multi_head"};
     cli::LessonOptions opt;
     std::string text = "the black cat sat on the mat";
     std::string other = "le chat noir s'assit sur le tapis";

@@ -341,14 +341,14 @@ void figure_mask(const Tracer& trace, std::size_t N, const Mask2& mask, const Te
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 04: the causal mask", "04_causal_mask"};
+    lesson::App app{"Lesson 04: the causal mask", "04_causal_mask"};
     cli::LessonOptions opt;
     std::size_t changed = 0;
     std::string figures_dir;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,heads,seed");
     lesson::add_save_figures(app, figures_dir, "this lesson's picture (PNG)");
     app.add_option("--changed-token", changed, "the token j changed to prove causality (default: the middle one)")
-        ->check(CLI::Range(0, 4095));
+        ->check_range(0, 4095);
     return lesson::run(app, argc, argv, [&] {
         const std::size_t B = opt.dims.batch, N = opt.dims.seq, d = opt.dims.d_model, H = opt.dims.heads;
         cli::require_divisible(d, H);

@@ -240,7 +240,7 @@ void figures_cost_vs_n(const Tracer& trace, const std::string& figures_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 05: counting parameters, FLOPs and memory", "05_parameter_count"};
+    lesson::App app{"Lesson 05: counting parameters, FLOPs and memory", "05_parameter_count"};
     cli::LessonOptions opt;
     std::size_t N = 4096;
     std::string figures_dir;

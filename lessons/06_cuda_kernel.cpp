@@ -636,8 +636,8 @@ void step_gpu_ladder(const Tracer& trace, const std::string& gpu_results, const 
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 06: attention as CUDA kernels (naive, online softmax, tiled), on a GPU or the CPU emulator",
-                 "06_cuda_kernel"};
+    lesson::App app{"Lesson 06: attention as CUDA kernels (naive, online softmax, tiled), on a GPU or the CPU emulator",
+                    "06_cuda_kernel"};
     cli::LessonOptions opt;
     opt.dims.batch = 1;
     opt.dims.heads = 2;
@@ -661,13 +661,13 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     lesson::add_save_figures(app, figures_dir, "the traffic chart (PNG)");
     app.add_option("--d-head", d_head, "width of one head; the register-array kernels exist for 8, 16, 32, 64, 128")
-        ->check(CLI::IsMember({8, 16, 32, 64, 128}))
+        ->check_member({8, 16, 32, 64, 128})
         ->capture_default_str();
     app.add_flag("--causal", causal, "query i sees keys 0..i only (tiles above the diagonal are skipped)");
     app.add_option(
            "--schedule", schedule_name,
            "how the emulator runs a block's threads: fibers, fibers_reversed, or threads (one std::thread each)")
-        ->check(CLI::IsMember({"fibers", "fibers_reversed", "threads"}))
+        ->check_member({"fibers", "fibers_reversed", "threads"})
         ->capture_default_str();
     lesson::add_bounded_option(app, "--warmup", warmup, "untimed launches before timing (GPU only)", 0, 100);
     lesson::add_bounded_option(app, "--repeats", repeats, "timed launches; the median is shown (GPU only)", 1, 1000);

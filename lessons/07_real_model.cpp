@@ -478,7 +478,7 @@ void figures_heads(const Tracer& trace, const bert::Outputs& out, std::size_t L,
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 07: the heads of a real trained model (all-MiniLM-L6-v2)", "07_real_model"};
+    lesson::App app{"Lesson 07: the heads of a real trained model (all-MiniLM-L6-v2)", "07_real_model"};
     std::string sentence = tired;
     std::size_t show_layer = 0;
     std::size_t top = 5;

@@ -348,8 +348,8 @@ void figure_cache_memory(const Tracer& trace, const std::string& figures_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 08: attention at inference time -- KV cache, multi-query and grouped-query attention",
-                 "08_kv_cache"};
+    lesson::App app{"Lesson 08: attention at inference time -- KV cache, multi-query and grouped-query attention",
+                    "08_kv_cache"};
     cli::LessonOptions opt;
     opt.dims.seq = 6;  // the prompt
     std::size_t kv_heads = 2, generate = 6, timed = 128;

@@ -395,8 +395,8 @@ void figures_positions(const Tracer& trace, std::size_t d, const std::string& fi
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 09: where is each token? Permutation, sinusoids, learned positions, RoPE and ALiBi",
-                 "09_positions"};
+    lesson::App app{"Lesson 09: where is each token? Permutation, sinusoids, learned positions, RoPE and ALiBi",
+                    "09_positions"};
     cli::LessonOptions opt;
     opt.dims.seq = 8;
     opt.dims.heads = 4;

@@ -872,8 +872,8 @@ void validate_sizes(const Dims& dims, std::size_t kv_heads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 10: how attention learns -- the backward pass, by hand, checked by finite differences",
-                 "10_backward"};
+    lesson::App app{"Lesson 10: how attention learns -- the backward pass, by hand, checked by finite differences",
+                    "10_backward"};
     cli::LessonOptions opt;
     opt.dims = {2, 6, 32, 4};  // B = 2, N = 6, d_model = 32, H = 4: d_head = 8, every axis its own size
     // Step 12's memory table at d_head 8, steps 1-11's: P's N^2 floats do not depend on it, and at 16

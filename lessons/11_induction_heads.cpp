@@ -529,8 +529,8 @@ void step9_pictures(const Tracer& trace, const Settings& s, const train::Params&
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 11: a model that learns -- train a small transformer and watch an induction head form",
-                 "11_induction_heads"};
+    lesson::App app{"Lesson 11: a model that learns -- train a small transformer and watch an induction head form",
+                    "11_induction_heads"};
     Settings s;
     train::Config& c = s.train.config;
     c.vocab = 64;

@@ -470,8 +470,8 @@ void step8_memory_bound(const Tracer& trace, const llama::Model& model, std::siz
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 12: a real decoder writes -- SmolLM2-135M-Instruct through the course's own attention",
-                 "12_decoder"};
+    lesson::App app{"Lesson 12: a real decoder writes -- SmolLM2-135M-Instruct through the course's own attention",
+                    "12_decoder"};
     cli::LessonOptions opt;
     opt.seed = 1;
     std::size_t decode_tokens = 16, repeat = 40;

@@ -78,8 +78,8 @@ double excess(Version v, const Case& c, const Tensor4& out, const References& re
     const test::RowLayout layout{c.p.batch,       c.p.heads, c.p.seq, c.p.d_head, c.p.causal, c.p.effective_scale(),
                                  c.key_len.data()};
     const Case r = rounded(c, c.p.bf16);
-    const double vs_fp32 = test::excess_error_16_bit(out.data(), refs.given.data(), c.q.data(), c.k.data(),
-                                                     c.v.data(), layout, u, false);
+    const double vs_fp32 =
+        test::excess_error_16_bit(out.data(), refs.given.data(), c.q.data(), c.k.data(), c.v.data(), layout, u, false);
     const double vs_rounded =
         test::excess_error_16_bit(out.data(), refs.rounded.data(), r.q.data(), r.k.data(), r.v.data(), layout, u, true);
     return std::max(vs_fp32, vs_rounded);

@@ -90,7 +90,7 @@ TEST_CASE("work is charged by the library steps, and the step that passes the li
 }
 
 TEST_CASE("lesson::run ends a lesson past a limit with exit code 2, and a finished one with its own code", "[lesson]") {
-    CLI::App app{"a lesson", "99_test"};
+    lesson::App app{"a lesson", "99_test"};
     Args ok({"99_test"});
     CHECK(lesson::run(app, ok.argc(), ok.argv.data(), [] { return 0; }) == 0);
     CHECK(lesson::run(app, ok.argc(), ok.argv.data(), [] { return cli::exit_failure; }) == cli::exit_failure);

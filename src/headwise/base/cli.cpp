@@ -1,5 +1,7 @@
 #include "headwise/base/cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

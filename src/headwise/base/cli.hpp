@@ -6,12 +6,16 @@
 
 #include "headwise/base/tensor.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+
+// CLI11's App, named here and included only where a command line is built (cli.cpp, the runner,
+// the lesson runtime): its header costs each file that includes it ~3 s of compiling.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace headwise::cli {
 

@@ -12,16 +12,59 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include <CLI/CLI.hpp>
-
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
+
+namespace CLI {
+class Option;
+}  // namespace CLI
 
 namespace headwise::lesson {
 
 // About a few seconds of work on a 2-core laptop: more than any lesson needs at sizes worth
 // printing, little enough that a typo ends in one line instead of a wait.
 inline constexpr double work_limit = 2e11;
+
+class Option;
+
+// A lesson's command line: CLI11's App, built and parsed in lesson_runtime.cpp. CLI11's header costs
+// each file that includes it ~3 s of compiling, and a lesson needs only these few calls, each
+// CLI11's own name for what it does.
+class App {
+public:
+    App(const std::string& description, const std::string& name);
+    ~App();
+    App(const App&) = delete;
+    App& operator=(const App&) = delete;
+
+    Option* add_option(const std::string& flag, std::string& value, const std::string& help);
+    Option* add_option(const std::string& flag, int& value, const std::string& help);
+    Option* add_option(const std::string& flag, std::size_t& value, const std::string& help);
+    void add_flag(const std::string& flag, bool& value, const std::string& help);
+    std::size_t count(const std::string& flag) const;  // how many times the command line gave it
+
+    operator CLI::App&();  // for cli::add_lesson_options and run()
+
+private:
+    std::unique_ptr<CLI::App> app_;
+    std::vector<std::unique_ptr<Option>> options_;
+};
+
+// One flag App::add_option added, to say more about it (each call returns it again, to chain).
+class Option {
+public:
+    explicit Option(CLI::Option* option) : option_(option) {}
+    Option* type_name(const std::string& name);             // what --help shows for its value
+    Option* capture_default_str();                          // --help shows its default
+    Option* check_range(long long lo, long long hi);        // a number in [lo, hi], or exit 2
+    Option* check_member(const std::vector<int>& allowed);  // one of these, or exit 2
+    Option* check_member(const std::vector<std::string>& allowed);
+
+private:
+    CLI::Option* option_;
+};
 
 // Every lesson's main() ends with `return lesson::run(app, argc, argv, [&] { ...story... });`.
 // This is the one place outside the story that
@@ -35,17 +78,13 @@ int run(CLI::App& app, int argc, char** argv, const std::function<int()>& story)
 
 // The two shapes of flag a lesson adds beyond cli::add_lesson_options, one line each in main():
 // a number that must lie in [lo, hi] (its default shown in --help; a value outside is refused by
-// run() with one line and exit 2) ...
+// run() with one line and exit 2) ... (made in lesson_runtime.cpp for the types lessons use: a
+// std::size_t or int bounded by ints, a float by floats, a std::uint64_t by unsigned)
 template <class T, class Bound>
-CLI::Option* add_bounded_option(CLI::App& app, const std::string& flag, T& value, const std::string& help, Bound lo,
-                                Bound hi) {
-    return app.add_option(flag, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
-}
+void add_bounded_option(CLI::App& app, const std::string& flag, T& value, const std::string& help, Bound lo, Bound hi);
 
 // ... and --save-figures DIR, "also draw `what` into DIR".
-inline CLI::Option* add_save_figures(CLI::App& app, std::string& dir, const std::string& what) {
-    return app.add_option("--save-figures", dir, "also draw " + what + " into DIR")->type_name("DIR");
-}
+void add_save_figures(CLI::App& app, std::string& dir, const std::string& what);
 
 // A multi-line block (a heat map) printed indented under the lesson's text.
 void print_indented(const std::string& block);

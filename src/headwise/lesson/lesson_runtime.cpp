@@ -9,6 +9,7 @@
 #include "headwise/lesson/lesson.hpp"
 #include "headwise/base/limits.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -78,6 +79,57 @@ std::size_t free_memory() {
 }
 
 }  // namespace
+
+App::App(const std::string& description, const std::string& name)
+    : app_(std::make_unique<CLI::App>(description, name)) {}
+App::~App() = default;
+
+Option* App::add_option(const std::string& flag, std::string& value, const std::string& help) {
+    return options_.emplace_back(std::make_unique<Option>(app_->add_option(flag, value, help))).get();
+}
+Option* App::add_option(const std::string& flag, int& value, const std::string& help) {
+    return options_.emplace_back(std::make_unique<Option>(app_->add_option(flag, value, help))).get();
+}
+Option* App::add_option(const std::string& flag, std::size_t& value, const std::string& help) {
+    return options_.emplace_back(std::make_unique<Option>(app_->add_option(flag, value, help))).get();
+}
+void App::add_flag(const std::string& flag, bool& value, const std::string& help) { app_->add_flag(flag, value, help); }
+std::size_t App::count(const std::string& flag) const { return app_->count(flag); }
+App::operator CLI::App&() { return *app_; }
+
+Option* Option::type_name(const std::string& name) {
+    option_->type_name(name);
+    return this;
+}
+Option* Option::capture_default_str() {
+    option_->capture_default_str();
+    return this;
+}
+Option* Option::check_range(long long lo, long long hi) {
+    option_->check(CLI::Range(lo, hi));
+    return this;
+}
+Option* Option::check_member(const std::vector<int>& allowed) {
+    option_->check(CLI::IsMember(allowed));
+    return this;
+}
+Option* Option::check_member(const std::vector<std::string>& allowed) {
+    option_->check(CLI::IsMember(allowed));
+    return this;
+}
+
+template <class T, class Bound>
+void add_bounded_option(CLI::App& app, const std::string& flag, T& value, const std::string& help, Bound lo, Bound hi) {
+    app.add_option(flag, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+}
+template void add_bounded_option(CLI::App&, const std::string&, std::size_t&, const std::string&, int, int);
+template void add_bounded_option(CLI::App&, const std::string&, int&, const std::string&, int, int);
+template void add_bounded_option(CLI::App&, const std::string&, float&, const std::string&, float, float);
+template void add_bounded_option(CLI::App&, const std::string&, std::uint64_t&, const std::string&, unsigned, unsigned);
+
+void add_save_figures(CLI::App& app, std::string& dir, const std::string& what) {
+    app.add_option("--save-figures", dir, "also draw " + what + " into DIR")->type_name("DIR");
+}
 
 int run(CLI::App& app, int argc, char** argv, const std::function<int()>& story) {
     if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;

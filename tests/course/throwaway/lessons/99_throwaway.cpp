@@ -5,7 +5,7 @@
 using namespace headwise;
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lesson 99: a throw-away lesson", "99_throwaway"};
+    lesson::App app{"Lesson 99: a throw-away lesson", "99_throwaway"};
     cli::LessonOptions opt;
     cli::add_lesson_options(app, opt, "batch,seq,d-model,seed");
     return lesson::run(app, argc, argv, [&] {
