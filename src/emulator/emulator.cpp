@@ -65,6 +65,7 @@ const char* name(Schedule s) {
 namespace {
 
 std::atomic<Schedule> g_default_schedule{HEADWISE_TSAN ? Schedule::threads : Schedule::fibers};
+std::atomic<bool> g_bank_model{true};
 
 std::string str(dim3 d) {
     char text[48];
@@ -440,6 +441,7 @@ public:
 
     void shared(const std::source_location& where, std::uint32_t word) override {
         ++shared_.accesses;
+        if (!bank_model_) return;
         const unsigned lane = current_->linear % 32;
         Warp& w = warps_[current_->linear / 32];
         const auto same = [&](const Site& c) {
@@ -461,6 +463,7 @@ public:
 
     void shared_request(const std::uint32_t* words, unsigned count, unsigned lanes) override {
         shared_.accesses += lanes;
+        if (!bank_model_) return;
         ++shared_.requests;
         shared_.wavefronts += std::uint64_t(wavefronts(words, count));
     }
@@ -666,6 +669,7 @@ private:
 
     Launch& launch_;
     bool reversed_;
+    bool bank_model_ = g_bank_model;  // read once per launch
     std::vector<std::unique_ptr<Fiber>> fibers_;
     std::vector<Warp> warps_;
     SharedTraffic shared_;
@@ -811,6 +815,7 @@ std::mutex g_launch_mutex;  // __shared__ statics hold one block at a time, in t
 
 Schedule default_schedule() { return g_default_schedule; }
 void set_default_schedule(Schedule s) { g_default_schedule = s; }
+void set_bank_model(bool on) { g_bank_model = on; }
 
 namespace machine {
 

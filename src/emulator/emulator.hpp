@@ -349,7 +349,7 @@ void async_complete(const AsyncCopy& copy, const std::source_location& where);
 template <class T>
 class shared_ref {
 public:
-    shared_ref(T& x, machine::SharedWord& word, int r, int c, const std::source_location& where)
+    [[gnu::always_inline]] shared_ref(T& x, machine::SharedWord& word, int r, int c, const std::source_location& where)
         : x_(x), word_(word), r_(r), c_(c), where_(where) {}
     shared_ref(const shared_ref&) = default;
 

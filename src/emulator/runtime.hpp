@@ -56,4 +56,10 @@ struct launch_error : std::runtime_error {
 Schedule default_schedule();
 void set_default_schedule(Schedule s);
 
+// Whether launches count shared-memory requests and their bank conflicts (LaunchStats::shared; on
+// by default). Counting keeps every lane's address per access until the warp meets -- a quarter of
+// a launch's time -- so a program that reads no LaunchStats::shared (the exercise 06 grader) turns
+// it off. Races are checked either way.
+void set_bank_model(bool on);
+
 }  // namespace headwise::emulator
