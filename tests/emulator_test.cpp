@@ -713,6 +713,26 @@ __global__ void two_rounds_without_the_second_barrier(global_ptr<int> out) {
 
 }  // namespace
 
+TEST_CASE("emulator: with the bank model off, accesses are counted, requests are not, and races are still found",
+          "[emulator][banks][race]") {
+    set_bank_model(false);
+    const SharedTraffic column = banks_of(column_read<32>);
+    const bool race_found = [] {
+        try {
+            run_ints(reverse_through_tile<false>, 64);
+        } catch (const launch_error& e) {
+            return std::string(e.what()).find("shared memory race") != std::string::npos;
+        }
+        return false;
+    }();
+    set_bank_model(true);
+    CHECK(column.accesses == 32);
+    CHECK(column.requests == 0);
+    CHECK(column.wavefronts == 0);
+    CHECK(race_found);
+    CHECK(banks_of(column_read<32>).wavefronts == 32);  // on again: counted
+}
+
 TEST_CASE("emulator: a race says between which of the block's barriers it happened", "[emulator][race]") {
     CHECK_THROWS_WITH(run_ints(reverse_through_tile<false>, 64),
                       Catch::Contains("before the block's first __syncthreads(): a __syncthreads() is missing"));
