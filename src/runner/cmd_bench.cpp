@@ -8,6 +8,8 @@
 #include "headwise/fast/isa.hpp"
 #include "headwise/fast/parallel.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

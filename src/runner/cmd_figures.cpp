@@ -6,6 +6,8 @@
 #include "common.hpp"
 #include "headwise/io/figure.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

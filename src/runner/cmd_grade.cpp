@@ -17,6 +17,8 @@
 #include "gradekit/show.hpp"
 #include "gradekit/steps.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <unistd.h>

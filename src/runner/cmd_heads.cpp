@@ -11,6 +11,7 @@
 // The model is the one scripts/fetch-model caches (HEADWISE_MODEL_DIR overrides). Like `attend`,
 // it computes, so it links headwise::core (xtensor) in an object library of its own; outputs
 // appear only when everything succeeded (temporary file + rename).
+#include "cmd_heads.hpp"
 #include "common.hpp"
 
 #include "headwise/model/bert.hpp"
@@ -29,13 +30,6 @@
 namespace headwise::runner {
 
 namespace {
-
-struct HeadsArgs {
-    std::string sentence, sentence_b;
-    std::optional<long long> layer, head;
-    bool tokens_only = false, sentence_b_given = false;
-    std::string attention, embedding, html;
-};
 
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
@@ -69,7 +63,7 @@ head_view::Data page(const bert::Model& model, const bert::Batch& batch, const b
     return v;
 }
 
-int heads(const HeadsArgs& a) {
+int compute(const HeadsArgs& a) {
     if (blank(a.sentence)) {
         throw headwise::usage_error("--sentence is empty: give the text to run, e.g. --sentence \"The cat sat.\"");
     }
@@ -183,37 +177,12 @@ int heads(const HeadsArgs& a) {
 
 }  // namespace
 
-void add_heads_command(CLI::App& app, Action& action) {
-    auto a = std::make_shared<HeadsArgs>();
-    auto* cmd = app.add_subcommand(
-        "heads", "lesson 07's trained model on your sentence: tokens, head roles, a heat map, .npy out");
-    cmd->footer(
-        "Example:\n"
-        "  ./headwise heads --sentence \"The dog could not jump the fence because it was too tired.\" \\\n"
-        "                   --layer 0 --head 2 --attention att.npy --embedding emb.npy\n"
-        "  ./headwise heads --sentence \"The cat sat on the mat.\" --sentence-b \"It was tired.\" --html heads.html\n"
-        "The model comes from scripts/fetch-model (HEADWISE_MODEL_DIR points at another copy).\n");
-    cmd->add_option("--sentence", a->sentence, "the text to run (UTF-8, at most 512 tokens with [CLS] and [SEP])")
-        ->required();
-    cmd->add_option("--sentence-b", a->sentence_b,
-                    "a second sentence: the input becomes the pair [CLS] a [SEP] b [SEP]")
-        ->each([a](const std::string&) { a->sentence_b_given = true; });
-    cmd->add_option("--layer", a->layer, "the layer whose head is drawn (0-5; default 0)");
-    cmd->add_option("--head", a->head, "the head drawn (0-11; default: the layer's sharpest)");
-    cmd->add_flag("--tokens", a->tokens_only, "only print the WordPiece tokens and ids");
-    cmd->add_option("--attention", a->attention, "write every layer's attention (L, H, N, N) float32 .npy");
-    cmd->add_option("--embedding", a->embedding, "write the sentence embedding (d_model,) float32 .npy");
-    cmd->add_option("--html", a->html,
-                    "write an interactive page: head view, model view with roles, ablation view (one offline file)");
-    cmd->callback([&action, a] {
-        action = [a] {
-            try {
-                return heads(*a);
-            } catch (const headwise::usage_error& e) {  // bad text, bad path, missing or damaged model: exit 2
-                throw usage_error(e.what());
-            }
-        };
-    });
+int run_heads(const HeadsArgs& a) {
+    try {
+        return compute(a);
+    } catch (const headwise::usage_error& e) {  // bad text, bad path, missing or damaged model: exit 2
+        throw usage_error(e.what());
+    }
 }
 
 }  // namespace headwise::runner

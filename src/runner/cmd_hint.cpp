@@ -7,6 +7,8 @@
 #include "hints.hpp"
 #include "progress.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

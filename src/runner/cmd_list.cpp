@@ -4,6 +4,8 @@
 #include "common.hpp"
 #include "progress.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -15,6 +15,8 @@
 #include "exercise_files.hpp"
 #include "progress.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 

@@ -2,6 +2,8 @@
 #include "common.hpp"
 #include "progress.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <memory>

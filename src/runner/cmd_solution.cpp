@@ -6,6 +6,8 @@
 #include "exercise_files.hpp"
 #include "progress.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 namespace headwise::runner {

@@ -7,6 +7,8 @@
 #include "gradekit/steps.hpp"
 #include "headwise/fast/cpu_count.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <unistd.h>

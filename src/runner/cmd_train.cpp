@@ -10,6 +10,7 @@
 //   --log FILE.csv            step,loss for every step
 // Outputs appear only when the run finished (temporary file + rename). The same seed and thread
 // count give the same run.
+#include "cmd_train.hpp"
 #include "common.hpp"
 
 #include "headwise/fast/blas.hpp"
@@ -31,14 +32,6 @@
 namespace headwise::runner {
 
 namespace {
-
-struct TrainArgs {
-    long long vocab = 64, context = 32, d_model = 64, heads = 4, layers = 2, batch = 32, steps = 2000;
-    double lr = 3e-3, weight_decay = 0.01;
-    unsigned long long seed = 1;
-    long long threads = 0;  // 0: the machine's (HEADWISE_THREADS)
-    std::string data = "random-repeat", save, log;
-};
 
 std::size_t positive(long long v, const char* flag, long long most) {
     if (v < 1 || v > most)
@@ -101,7 +94,7 @@ void report(const train::Params& params, const train::TrainOptions& o) {
                prev.head, zeroed.copy_loss, zeroed.copy_loss / chance, mean.copy_loss, mean.copy_loss / chance);
 }
 
-int run_training(const TrainArgs& a) {
+int compute(const TrainArgs& a) {
     const train::TrainOptions o = options_of(a);
     const std::size_t steps = positive(a.steps, "--steps", 10'000'000);
     if (a.threads != 0) {
@@ -163,40 +156,12 @@ int run_training(const TrainArgs& a) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app, Action& action) {
-    auto a = std::make_shared<TrainArgs>();
-    auto* cmd = app.add_subcommand(
-        "train", "train lesson 11's small transformer from scratch on this CPU and watch an induction head form");
-    cmd->footer(
-        "Example:\n"
-        "  ./headwise train --save model.safetensors --log loss.csv\n"
-        "  scripts/check-induction model.safetensors   # an independent PyTorch check\n");
-    cmd->add_option("--vocab", a->vocab, "tokens in the vocabulary (V, >= 2)")->capture_default_str();
-    cmd->add_option("--context", a->context, "tokens per sequence (N, >= 8)")->capture_default_str();
-    cmd->add_option("--d-model", a->d_model, "width of the residual stream (d)")->capture_default_str();
-    cmd->add_option("--heads", a->heads, "heads per layer (must divide d-model)")->capture_default_str();
-    cmd->add_option("--layers", a->layers, "attention layers")->capture_default_str();
-    cmd->add_option("--batch", a->batch, "sequences per step")->capture_default_str();
-    cmd->add_option("--steps", a->steps, "training steps")->capture_default_str();
-    cmd->add_option("--lr", a->lr, "AdamW learning rate")->capture_default_str();
-    cmd->add_option("--weight-decay", a->weight_decay, "AdamW decoupled weight decay")->capture_default_str();
-    cmd->add_option("--data", a->data,
-                    "random-repeat (the repeat anywhere), or fixed-period (the control: the second half copies the "
-                    "first)")
-        ->capture_default_str();
-    cmd->add_option("--seed", a->seed, "seed of the initialisation and the data")->capture_default_str();
-    cmd->add_option("--threads", a->threads, "threads (default or 0: the CPUs this process may use)");
-    cmd->add_option("--save", a->save, "write the trained model (.safetensors, F32)");
-    cmd->add_option("--log", a->log, "write step,loss for every step (.csv)");
-    cmd->callback([&action, a] {
-        action = [a] {
-            try {
-                return run_training(*a);
-            } catch (const headwise::usage_error& e) {
-                throw usage_error(e.what());
-            }
-        };
-    });
+int run_training(const TrainArgs& a) {
+    try {
+        return compute(a);
+    } catch (const headwise::usage_error& e) {  // the library's bad-input error: one line, exit 2
+        throw usage_error(e.what());
+    }
 }
 
 }  // namespace headwise::runner

@@ -5,14 +5,19 @@
 // main.cpp only lists them. The runner never includes xtensor: it starts other programs.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+// CLI11's App, named here: each command's registration includes CLI11 itself, compiled in the runner's
+// unity batches and never in the files that compute (cmd_attend.cpp, cmd_heads.cpp, cmd_train.cpp,
+// cmd_generate.cpp: ~3 s of compiling each).
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace headwise::runner {
 

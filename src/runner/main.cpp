@@ -1,6 +1,8 @@
 // headwise -- the learner's runner: `./headwise <command>`. Each command is in cmd_<name>.cpp.
 #include "common.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

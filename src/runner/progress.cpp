@@ -2,6 +2,8 @@
 
 #include "exercise_files.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
