@@ -38,6 +38,22 @@ struct Case {
     std::string expect;             // ECMAScript regex the single stderr line must contain
 };
 
+// A row as the tables below write it: plain text, so that each table is data. (Tables of Case,
+// whose every field is a std::string, compiled into start-up code that took this file most of the
+// twelve seconds it took to compile.)
+struct Row {
+    const char* program;
+    std::initializer_list<const char*> args;
+    const char* expect;
+};
+
+template <std::size_t N>
+std::vector<Case> cases_of(const Row (&rows)[N]) {
+    std::vector<Case> cases;
+    for (const Row& r : rows) cases.push_back({r.program, {r.args.begin(), r.args.end()}, r.expect});
+    return cases;
+}
+
 // The lessons are those of course.json, and each lesson's numeric flags are read from its own
 // --help (CLI11 prints "--seq UINT:INT in [1 - 4096]=5"), so a new lesson or a new flag is tried
 // without a line added here. Every numeric flag gets a non-number, a negative, a value past 32 and
@@ -111,7 +127,7 @@ std::string lesson_numbers() {
 }
 
 // Rows that are about meaning, not syntax: sizes that do not fit together or do not fit in memory.
-const std::vector<Case> lesson_size_cases{
+const Row lesson_size_rows[] = {
     // d_model must split into whole heads: the message gives the would-be d_head.
     {"02_split_merge",
      {"--heads", "7", "--d-model", "64"},
@@ -173,13 +189,13 @@ const std::vector<Case> lesson_size_cases{
     {"01_single_head", {"--seq", "1e3"}, "--seq.*1e3"},
     {"01_single_head", {"--seq", "8.5"}, "--seq.*8.5"},
 };
+const std::vector<Case> lesson_size_cases = cases_of(lesson_size_rows);
 
 // The runner's commands. Unknown lesson/exercise numbers are those of the real course.json.
-const std::vector<Case> runner_cases{
+const Row runner_rows[] = {
     {"headwise", {}, "subcommand"},
     {"headwise", {"no-such-command"}, "no command .no-such-command. \\(the commands are run, test"},
     {"headwise", {"run"}, "lesson"},
-    {"headwise", {"run", "99"}, "no lesson '99' \\(the lessons are " + lesson_numbers() + "\\)"},
     {"headwise", {"run", "0"}, "no lesson '0'"},
     {"headwise", {"run", "abc"}, "no lesson 'abc'"},
     {"headwise", {"run", "4000000000"}, "no lesson '4000000000'"},
@@ -219,11 +235,17 @@ const std::vector<Case> runner_cases{
     {"headwise", {"test", "--no-such-flag"}, "--no-such-flag"},
     {"headwise", {"bench", "--no-such-flag"}, "--no-such-flag"},
 };
+// ... and one row whose message lists the course's own lessons.
+const std::vector<Case> runner_cases = [] {
+    std::vector<Case> cases = cases_of(runner_rows);
+    cases.push_back({"headwise", {"run", "99"}, "no lesson '99' \\(the lessons are " + lesson_numbers() + "\\)"});
+    return cases;
+}();
 
 // Lesson 08 and `attend --kv-heads`: the KV cache and grouped-query attention.
 // Lesson 08's numeric flags come from its --help like every lesson's; these rows are about
 // meaning. attend rows use the defaults below (H = 2, d_model = 4, so d_head = 2).
-const std::vector<Case> kv_cache_cases{
+const Row kv_cache_rows[] = {
     {"08_kv_cache", {"--kv-heads", "3"}, "--kv-heads 3 does not divide --heads 8"},
     {"08_kv_cache", {"--kv-heads", "16"}, "--kv-heads 16 does not divide --heads 8"},
     {"08_kv_cache", {"--heads", "7"}, "--d-model 64 is not divisible by --heads 7"},
@@ -245,6 +267,7 @@ const std::vector<Case> kv_cache_cases{
      {"--kv-heads", "1", "--in-proj-weight", "{w}/w_in_mqa.npy", "--out-proj-weight", "{w}/w_in.npy"},
      "--out-proj-weight has shape \\(12, 4\\)"},
 };
+const std::vector<Case> kv_cache_cases = cases_of(kv_cache_rows);
 
 // Lesson 07 and `heads`. HEADWISE_MODEL_DIR points them at {w}/model: a real
 // config.json, a three-word vocabulary and a model.safetensors cut short inside its header.
@@ -253,7 +276,7 @@ const std::string long_text = [] {
     for (int i = 0; i < 600; ++i) t += "word ";
     return t;
 }();
-const std::vector<Case> model_cases{
+const Row model_rows[] = {
     {"07_real_model", {}, "model\\.safetensors: the header claims .* bytes but the file has only"},
     {"07_real_model", {"--sentence"}, "--sentence"},
     {"headwise", {"heads"}, "--sentence"},
@@ -261,7 +284,6 @@ const std::vector<Case> model_cases{
     {"headwise", {"heads", "--sentence", " \t "}, "--sentence is empty"},
     {"headwise", {"heads", "--sentence", "ab\xff", "--tokens"}, "not valid UTF-8"},
     {"headwise", {"heads", "--sentence", "\xc3", "--tokens"}, "not valid UTF-8"},
-    {"headwise", {"heads", "--sentence", long_text, "--tokens"}, "602 tokens long .* at most 512"},
     {"headwise", {"heads", "--sentence", "x", "--layer", "abc"}, "--layer.*abc"},
     {"headwise", {"heads", "--sentence", "x", "--head", "1.5"}, "--head.*1.5"},
     {"headwise", {"heads", "--sentence", "x"}, "model\\.safetensors: the header claims"},
@@ -279,6 +301,11 @@ const std::vector<Case> model_cases{
     {"headwise", {"heads", "--sentence", "x", "--sentence-b"}, "--sentence-b"},
     {"headwise", {"heads", "--sentence", "x", "--html", "{w}/out/h.html"}, "model\\.safetensors: the header claims"},
 };
+const std::vector<Case> model_cases = [] {
+    std::vector<Case> cases = cases_of(model_rows);
+    cases.push_back({"headwise", {"heads", "--sentence", long_text, "--tokens"}, "602 tokens long .* at most 512"});
+    return cases;
+}();
 
 // attend: the good files are q.npy (1, 2, 4) float32, w_in.npy (12, 4), w_o.npy (4, 4); the
 // outputs go to {w}/out/. A row's flag/value pairs replace or add to these; value "-" drops it.
@@ -289,7 +316,7 @@ const std::vector<std::pair<std::string, std::string>> attend_defaults{{"--heads
                                                                        {"--output", "{w}/out/y.npy"},
                                                                        {"--weights", "{w}/out/a.npy"}};
 
-const std::vector<Case> attend_cases{
+const Row attend_rows[] = {
     {"attend", {"--heads", "abc"}, "--heads.*abc"},
     {"attend", {"--heads", "0"}, "--heads.*0"},
     {"attend", {"--heads", "-2"}, "--heads.*-2"},
@@ -370,6 +397,7 @@ const std::vector<Case> attend_cases{
     {"attend", {"--grad-output", "{w}/q.npy", "--grads", "{w}/no/such/dir"}, "--grads .*does not exist"},
     {"attend", {"--grad-output", "{w}/q.npy", "--grads", "{w}/q.npy"}, "--grads .*is not a directory"},
 };
+const std::vector<Case> attend_cases = cases_of(attend_rows);
 
 // ---- .npy bytes, written by hand -------------------------------------------------------------
 
@@ -486,7 +514,7 @@ std::size_t entries(const fs::path& dir) {
 
 // `headwise train`: sizes the model cannot have, a run of no steps, outputs that cannot be written
 // (refused before training starts, so nothing is left behind).
-const std::vector<Case> train_cases = {
+const Row train_rows[] = {
     {"headwise", {"train", "--heads", "5", "--steps", "1"}, "--heads 5 does not divide --d-model 64"},
     {"headwise", {"train", "--context", "7", "--steps", "1"}, "--context 7: a sequence needs at least 8 tokens"},
     {"headwise", {"train", "--vocab", "1", "--steps", "1"}, "--vocab 1: the vocabulary needs at least 2 tokens"},
@@ -507,6 +535,7 @@ const std::vector<Case> train_cases = {
     {"headwise", {"train", "--steps", "1", "--log", "{w}/out/no-such-dir/loss.csv"}, "loss\\.csv.*cannot write"},
     {"headwise", {"train", "--no-such-flag"}, "--no-such-flag"},
 };
+const std::vector<Case> train_cases = cases_of(train_rows);
 
 TEST_CASE("every bad input to every binary gets exit code 2, one line naming it, and no file",
           "[bad input][catalogue]") {
