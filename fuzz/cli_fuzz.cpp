@@ -5,6 +5,8 @@
 // stderr like the real ones; run with -close_fd_mask=1 to drop --help's stdout.
 #include "headwise/base/cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
