@@ -8,6 +8,7 @@
 #include "model_fixtures.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
 #include <cmath>
