@@ -49,27 +49,28 @@ void add_bench_command(CLI::App& app, Action& action) {
     cmd->add_option("args", *extra, "arguments for scripts/bench-compare (after --), e.g. -- --quick --rounds 3");
     cmd->callback([&action, extra, threads_list] {
         action = [extra, threads_list] {
-            // Which BLAS kernels every figure below is made with (blas_coretype.hpp chose them
-            // before main(); the programs started from here inherit the choice).
-            const blas::KernelReport k = blas::kernel_report();
-            fmt::print("headwise: BLAS kernels {} ({}); {}\n", k.corename, k.source, k.config);
-            if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
             std::size_t threads = 0;
             try {
                 threads = fast::worker_count();
             } catch (const std::runtime_error& e) {  // only a bad HEADWISE_THREADS: one line, exit 2
                 throw usage_error(e.what());
             }
-            fmt::print(
-                "headwise: {} threads (the CPUs this process may use, within its cgroup's quota; "
-                "HEADWISE_THREADS overrides)\n",
-                threads);
             Isa isa = Isa::scalar;
             try {
                 isa = fast::fast_isa();
             } catch (const headwise::usage_error& e) {  // a bad HEADWISE_ISA: one line, exit 2
                 throw usage_error(e.what());
             }
+            // Which BLAS kernels every figure below is made with (blas_coretype.hpp chose them
+            // before main(); the programs started from here inherit the choice). After the checks
+            // above, so that a bad variable is one line, with no warning before it.
+            const blas::KernelReport k = blas::kernel_report();
+            fmt::print("headwise: BLAS kernels {} ({}); {}\n", k.corename, k.source, k.config);
+            if (!k.warning.empty()) fmt::print(stderr, "headwise: warning: {}\n", k.warning);
+            fmt::print(
+                "headwise: {} threads (the CPUs this process may use, within its cgroup's quota; "
+                "HEADWISE_THREADS overrides)\n",
+                threads);
             fmt::print(
                 "headwise: attention kernel at d_head 64: {} (instruction set {}; HEADWISE_ISA=avx2 runs an "
                 "AVX2 CPU's)\n",
