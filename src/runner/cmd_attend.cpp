@@ -31,8 +31,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <variant>
 
 namespace headwise::runner {
 
@@ -63,10 +70,78 @@ void require_shape(const std::string& flag, const Shape& got, const Shape& want,
                                   names[bad], got[bad], want[bad]));
 }
 
-template <std::size_t R>
-Tensor<R> load(const std::string& file, const std::string& flag) {
-    return npy::read_tensor<R>(file, flag);
+// in_proj's rows, by name: 3 * d_model, or with --kv-heads fewer K/V rows (grouped-query attention).
+std::string in_rows_name(bool grouped) { return grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model"; }
+
+// Runs every job, two or more at a time (one per core), and then throws the error of the first
+// job in the list that failed, if any: the same error whichever thread finished first.
+void run_all_in_order(const std::vector<std::function<void()>>& jobs) {
+    std::vector<std::exception_ptr> failed(jobs.size());
+    fast::parallel_for(jobs.size(), [&](std::size_t i, std::size_t) {
+        try {
+            jobs[i]();
+        } catch (...) {
+            failed[i] = std::current_exception();
+        }
+    });
+    for (const auto& f : failed)
+        if (f) std::rethrow_exception(f);
 }
+
+// Every input tensor file, read at once before anything else: a file read from the page cache is
+// a copy and page faults (~0.3 ms a MiB on one core), so two cores halve the wait. A file's error
+// is kept and thrown when take() comes to it: the checks run in their usual order, and the first
+// problem named is the one a reading in that order would name.
+class InputFiles {
+public:
+    explicit InputFiles(const AttendArgs& a) {
+        const std::string in_rows = in_rows_name(a.kv_heads > 0);
+        add<3>("--query", a.query, "--query (B, N_q, d_model)");
+        add<3>("--key", a.key, "--key (B, N_k, d_model)");
+        add<3>("--value", a.value, "--value (B, N_k, d_model)");
+        add<3>("--grad-output", a.grad_output, "--grad-output (B, N_q, d_model)");
+        add<2>("--in-proj-weight", a.in_proj_weight, "--in-proj-weight (" + in_rows + ", d_model)");
+        add<2>("--out-proj-weight", a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
+        add<1>("--in-proj-bias", a.in_proj_bias, "--in-proj-bias (" + in_rows + ")");
+        add<1>("--out-proj-bias", a.out_proj_bias, "--out-proj-bias (d_model)");
+        std::vector<std::function<void()>> reads;
+        for (File& f : files_)
+            reads.push_back([&f] {
+                try {
+                    f.read();
+                } catch (...) {
+                    f.error = std::current_exception();
+                }
+            });
+        run_all_in_order(reads);
+    }
+
+    template <std::size_t R>
+    Tensor<R> take(std::string_view flag) {
+        for (File& f : files_) {
+            if (f.flag != flag) continue;
+            if (f.error) std::rethrow_exception(f.error);
+            return std::move(std::get<Tensor<R>>(f.tensor));
+        }
+        throw std::logic_error(fmt::format("attend: {} was not given", flag));
+    }
+
+private:
+    struct File {
+        std::string flag;
+        std::function<void()> read;
+        std::variant<std::monostate, Tensor<1>, Tensor<2>, Tensor<3>> tensor;
+        std::exception_ptr error;
+    };
+    template <std::size_t R>
+    void add(const char* flag, const std::string& file, const std::string& what) {
+        if (file.empty()) return;
+        File& f = files_.emplace_back();
+        f.flag = flag;
+        f.read = [&f, file, what] { f.tensor = npy::read_tensor<R>(file, what); };
+    }
+    std::deque<File> files_;  // a deque: the jobs hold references to its elements
+};
 
 double max_abs(const float* p, std::size_t n) {
     // Sixteen running maxima, so the compiler can keep them in one vector register (the inputs
@@ -181,14 +256,14 @@ struct Problem {
 };
 
 // query, key, value, --heads and --kv-heads, each checked for rank, shape, NaN/Inf as it is read.
-void load_inputs(const AttendArgs& a, Problem& p) {
+void load_inputs(const AttendArgs& a, InputFiles& files, Problem& p) {
     p.heads = static_cast<std::size_t>(a.heads);
-    p.query = load<3>(a.query, "--query (B, N_q, d_model)");  // (B, N_q, d_model)
+    p.query = files.take<3>("--query");  // (B, N_q, d_model)
     p.batch = p.query.shape()[0], p.n_q = p.query.shape()[1], p.d_model = p.query.shape()[2];
     p.self_attention = a.key.empty();
     if (!p.self_attention) {
-        p.key_file = load<3>(a.key, "--key (B, N_k, d_model)");        // (B, N_k, d_model)
-        p.value_file = load<3>(a.value, "--value (B, N_k, d_model)");  // (B, N_k, d_model)
+        p.key_file = files.take<3>("--key");      // (B, N_k, d_model)
+        p.value_file = files.take<3>("--value");  // (B, N_k, d_model)
     }
     p.n_k = p.key().shape()[1];
     const std::string fit_query = fmt::format("to fit --query {}", npy::shape_string(shape_of(p.query)));
@@ -212,14 +287,14 @@ void load_inputs(const AttendArgs& a, Problem& p) {
                         p.kv_heads, p.heads, double(p.heads) / double(p.kv_heads)));
     }
     if (!a.grad_output.empty()) {
-        p.grad_output = load<3>(a.grad_output, "--grad-output (B, N_q, d_model)");
+        p.grad_output = files.take<3>("--grad-output");  // (B, N_q, d_model)
         require_shape("--grad-output", shape_of(*p.grad_output), {p.batch, p.n_q, p.d_model}, {"B", "N_q", "d_model"},
                       fmt::format("the output's shape, to fit --query {}", npy::shape_string(shape_of(p.query))));
     }
 }
 
 // --rope, --alibi, the weights and biases, the key padding mask and --causal.
-void load_parameters(const AttendArgs& a, Problem& p) {
+void load_parameters(const AttendArgs& a, InputFiles& files, Problem& p) {
     const std::size_t d_head = p.d_model / p.heads;
     if (a.rope) {
         if (d_head % 2 != 0) {
@@ -235,22 +310,22 @@ void load_parameters(const AttendArgs& a, Problem& p) {
     }
     p.positions.alibi = a.alibi;
     const std::size_t in_rows = p.d_model + 2 * p.kv_heads * d_head;  // 3 * d_model when H_kv = H
-    const std::string in_rows_name = p.grouped ? "H*d_head + 2*H_kv*d_head" : "3 * d_model";
+    const std::string in_rows_name = runner::in_rows_name(p.grouped);
     const std::string fit_query = fmt::format("to fit --query {}", npy::shape_string(shape_of(p.query)));
     MultiHeadAttention& mha = p.mha;
     mha.heads = p.heads;
-    mha.in_proj_weight = load<2>(a.in_proj_weight, "--in-proj-weight (" + in_rows_name + ", d_model)");
+    mha.in_proj_weight = files.take<2>("--in-proj-weight");
     require_shape("--in-proj-weight", shape_of(mha.in_proj_weight), {in_rows, p.d_model}, {in_rows_name, "d_model"},
                   fit_query);
-    mha.out_proj_weight = load<2>(a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
+    mha.out_proj_weight = files.take<2>("--out-proj-weight");
     require_shape("--out-proj-weight", shape_of(mha.out_proj_weight), {p.d_model, p.d_model}, {"d_model", "d_model"},
                   fit_query);
     if (!a.in_proj_bias.empty()) {
-        mha.in_proj_bias = load<1>(a.in_proj_bias, "--in-proj-bias (" + in_rows_name + ")");
+        mha.in_proj_bias = files.take<1>("--in-proj-bias");
         require_shape("--in-proj-bias", shape_of(mha.in_proj_bias), {in_rows}, {in_rows_name}, fit_query);
     }
     if (!a.out_proj_bias.empty()) {
-        mha.out_proj_bias = load<1>(a.out_proj_bias, "--out-proj-bias (d_model)");
+        mha.out_proj_bias = files.take<1>("--out-proj-bias");
         require_shape("--out-proj-bias", shape_of(mha.out_proj_bias), {p.d_model}, {"d_model"}, fit_query);
     }
     p.options.causal = a.causal;
@@ -342,14 +417,40 @@ Tensor3 run_forward(const Problem& p, const std::optional<GroupedQueryAttention>
     return p.mha.forward(p.query, p.key(), p.value(), p.options, weights);          // (B, N_q, d_model)
 }
 
-// --weights, as asked: (B, H, N_q, N_k), or averaged over heads (B, N_q, N_k). Returns its line.
-std::string stage_weights(const AttendArgs& a, const Problem& p, const Tensor4& weights,
-                          std::vector<npy::PendingFile>& pending) {
+constexpr const char* result_overflowed = "the result overflowed float32 (inputs too large?); nothing was written";
+
+// The output files, each written under a temporary name (npy::stage) by one job; the jobs run
+// two or more at a time, and the files are renamed into place only when every one is written.
+class Outputs {
+public:
+    // `t` into `file`, unless it holds an Inf or NaN: then `overflow` is the command's error.
+    template <std::size_t R>
+    void add(std::filesystem::path file, const Tensor<R>& t, std::string overflow) {
+        jobs_.push_back([this, index = staged_.size(), file = std::move(file), &t, overflow = std::move(overflow)] {
+            if (!cli::all_finite(t.data(), t.size())) throw usage_error(overflow);
+            staged_[index].emplace(npy::stage(file, t));
+        });
+        staged_.emplace_back();
+    }
+    void write_all() {
+        run_all_in_order(jobs_);  // a failure leaves no file: the staged ones are removed
+        for (auto& f : staged_) f->commit();
+    }
+
+private:
+    std::vector<std::function<void()>> jobs_;
+    std::deque<std::optional<npy::PendingFile>> staged_;
+};
+
+// --weights, as asked: (B, H, N_q, N_k), or averaged over heads (B, N_q, N_k) into `averaged`.
+// Returns its line.
+std::string stage_weights(const AttendArgs& a, const Problem& p, const Tensor4& weights, Tensor3& averaged,
+                          Outputs& outputs) {
     if (!a.average_weights) {
-        pending.push_back(npy::stage(a.weights, weights));
+        outputs.add(a.weights, weights, result_overflowed);
         return fmt::format("weights  {:<16} [B, H, N_q, N_k] -> {}", npy::shape_string(shape_of(weights)), a.weights);
     }
-    Tensor3 averaged = Tensor3::from_shape({p.batch, p.n_q, p.n_k});  // (B, N_q, N_k): mean over H
+    averaged = Tensor3::from_shape({p.batch, p.n_q, p.n_k});  // (B, N_q, N_k): mean over H
     for (std::size_t b = 0; b < p.batch; ++b)
         for (std::size_t i = 0; i < p.n_q; ++i)
             for (std::size_t j = 0; j < p.n_k; ++j) {
@@ -357,25 +458,21 @@ std::string stage_weights(const AttendArgs& a, const Problem& p, const Tensor4& 
                 for (std::size_t h = 0; h < p.heads; ++h) sum += weights(b, h, i, j);
                 averaged(b, i, j) = static_cast<float>(sum / double(p.heads));
             }
-    pending.push_back(npy::stage(a.weights, averaged));
+    outputs.add(a.weights, averaged, result_overflowed);
     return fmt::format("weights  {:<16} [B, N_q, N_k] averaged over heads -> {}", npy::shape_string(shape_of(averaged)),
                        a.weights);
 }
 
 // Each gradient into DIR as <input>.npy, in the input's shape. Returns the summary's lines.
-std::string stage_grads(const AttendArgs& a, const Problem& p, const LayerGrads& g,
-                        std::vector<npy::PendingFile>& pending) {
+std::string stage_grads(const AttendArgs& a, const Problem& p, const LayerGrads& g, Outputs& outputs) {
     namespace fs = std::filesystem;
     std::string lines;
     auto put = [&](const char* name, const auto& t) {
         if (t.size() == 0) return;
-        if (!cli::all_finite(t.data(), t.size()))
-            throw usage_error(
-                fmt::format("the gradient of {} overflowed float32 (inputs too large?); nothing was "
-                            "written",
-                            name));
         const fs::path file = fs::path(a.grads) / (std::string(name) + ".npy");
-        pending.push_back(npy::stage(file, t));
+        outputs.add(
+            file, t,
+            fmt::format("the gradient of {} overflowed float32 (inputs too large?); nothing was written", name));
         lines += fmt::format("  d {:<15} {:<16} -> {}\n", name, npy::shape_string(shape_of(t)), file.string());
     };
     put("query", g.query);
@@ -439,8 +536,9 @@ int compute(const AttendArgs& a) {
     const std::size_t threads = fast::worker_count();  // a bad HEADWISE_THREADS stops here, before any reading
     sdpa::set_fused_budget(attend_workspace_budget);
     Problem p;
-    load_inputs(a, p);
-    load_parameters(a, p);
+    InputFiles files(a);
+    load_inputs(a, files, p);
+    load_parameters(a, files, p);
     check_memory(a, p);
     if (!p.grouped) require_no_overflow(p.query, p.key(), p.value(), p.mha);
 
@@ -462,16 +560,13 @@ int compute(const AttendArgs& a) {
     } else {
         output = run_forward(p, gqa, a.weights.empty() ? nullptr : &weights);
     }
-    if (!cli::all_finite(output.data(), output.size()) || !cli::all_finite(weights.data(), weights.size())) {
-        throw usage_error("the result overflowed float32 (inputs too large?); nothing was written");
-    }
-
     // Every output is written to a temporary file first; renamed into place only when all are ready.
-    std::vector<npy::PendingFile> pending;
-    pending.push_back(npy::stage(a.output, output));
-    const std::string weights_note = a.weights.empty() ? "" : stage_weights(a, p, weights, pending);
-    const std::string grads_note = grads ? stage_grads(a, p, *grads, pending) : "";
-    for (auto& f : pending) f.commit();
+    Outputs outputs;
+    outputs.add(a.output, output, result_overflowed);
+    Tensor3 averaged;  // (B, N_q, N_k), --average-weights only
+    const std::string weights_note = a.weights.empty() ? "" : stage_weights(a, p, weights, averaged, outputs);
+    const std::string grads_note = grads ? stage_grads(a, p, *grads, outputs) : "";
+    outputs.write_all();
 
     print_summary(a, p, output, weights_note, grads_note, threads);
     note_empty_rows(p);
