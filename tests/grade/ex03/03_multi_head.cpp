@@ -114,6 +114,34 @@ std::string block_reading(const MhaParameters& p, const Tensor3& query, const Te
         weights ? "weights" : "output", list);
 }
 
+// The output's difference from the expected, when every row (B, N_q) differs by out_proj_bias or by
+// minus it: the bias added twice, or never. Said only of a bias clearly away from zero.
+std::string bias_reading(const MhaParameters& p, const Tensor3& actual, const Tensor3& expected) {
+    const std::size_t d = expected.shape()[2];
+    if (p.out_proj_bias.size() != d || actual.shape() != expected.shape()) return {};
+    const float biggest = xt::amax(xt::abs(p.out_proj_bias))();
+    if (!(biggest > 1e-3f)) return {};
+    for (const float sign : {-1.0f, 1.0f}) {
+        bool all = true;
+        for (std::size_t i = 0; i < expected.size() && all; ++i) {
+            const float delta = actual.flat(i) - expected.flat(i), bias = sign * p.out_proj_bias(i % d);
+            all = std::abs(delta - bias) <= 1e-4f + 1e-3f * (std::abs(expected.flat(i)) + biggest);
+        }
+        if (all)
+            return sign < 0 ? "that vector is minus out_proj_bias: out_proj_bias is never added to the output"
+                            : "that vector is out_proj_bias: out_proj_bias is added to the output twice";
+    }
+    return {};
+}
+
+// Both readings of a wrong output, joined.
+std::string output_reading(const MhaParameters& p, const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                           const Tensor3& actual, const Tensor3& expected) {
+    const std::string blocks = block_reading(p, query, key, value, actual, "B, N_q, d_model");
+    const std::string bias = bias_reading(p, actual, expected);
+    return blocks.empty() ? bias : bias.empty() ? blocks : blocks + "; " + bias;
+}
+
 // One call's per-head weights (B, H, N_q, N_k) on the subject.
 Tensor4 weights_of(const Ex03& ex, const MhaParameters& p, const Tensor3& query, const Tensor3& key,
                    const Tensor3& value) {
@@ -167,7 +195,7 @@ void expect_mha(const MhaParameters& p, const Tensor3& query, const Tensor3& key
         {.what = call + ", output",
          .dims = "B, N_q, d_model",
          .after = after,
-         .explain = [&](const Tensor3& out) { return block_reading(p, query, key, value, out, "B, N_q, d_model"); },
+         .explain = [&](const Tensor3& out) { return output_reading(p, query, key, value, out, expected_out); },
          .exp_of_finite_inputs = true},
         [&](const Ex03& ex) {
             Tensor4 w;
@@ -299,6 +327,7 @@ TEST_CASE("multi_head_attention: matches torch.nn.MultiheadAttention on the PyTo
             grade::expect<Ex03>(
                 {.what = "multi_head_attention" + label + ", output",
                  .dims = "B, N_q, d_model",
+                 .explain = [&](const Tensor3& got) { return bias_reading(p, got, out); },
                  .exp_of_finite_inputs = true},
                 [&](const Ex03& ex) {
                     Tensor4 w;
