@@ -114,22 +114,36 @@ std::string block_reading(const MhaParameters& p, const Tensor3& query, const Te
         weights ? "weights" : "output", list);
 }
 
-// The output's difference from the expected, when every row (B, N_q) differs by out_proj_bias or by
-// minus it: the bias added twice, or never. Said only of a bias clearly away from zero.
-std::string bias_reading(const MhaParameters& p, const Tensor3& actual, const Tensor3& expected) {
+// Whether every row (B, N_q) of actual - expected is `sign` times `v` (d_model values).
+bool rows_off_by(const Tensor3& actual, const Tensor3& expected, const Tensor1& v, float sign) {
     const std::size_t d = expected.shape()[2];
-    if (p.out_proj_bias.size() != d || actual.shape() != expected.shape()) return {};
-    const float biggest = xt::amax(xt::abs(p.out_proj_bias))();
-    if (!(biggest > 1e-3f)) return {};
-    for (const float sign : {-1.0f, 1.0f}) {
-        bool all = true;
-        for (std::size_t i = 0; i < expected.size() && all; ++i) {
-            const float delta = actual.flat(i) - expected.flat(i), bias = sign * p.out_proj_bias(i % d);
-            all = std::abs(delta - bias) <= 1e-4f + 1e-3f * (std::abs(expected.flat(i)) + biggest);
-        }
-        if (all)
-            return sign < 0 ? "that vector is minus out_proj_bias: out_proj_bias is never added to the output"
-                            : "that vector is out_proj_bias: out_proj_bias is added to the output twice";
+    const float biggest = xt::amax(xt::abs(v))();
+    if (v.size() != d || !(biggest > 1e-3f)) return false;  // said only of a vector clearly away from zero
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        const float delta = actual.flat(i) - expected.flat(i);
+        if (!(std::abs(delta - sign * v(i % d)) <= 1e-4f + 1e-3f * (std::abs(expected.flat(i)) + biggest)))
+            return false;
+    }
+    return true;
+}
+
+// The output's difference from the expected, when every row differs by a bias the parameters
+// hold: out_proj_bias (added twice, or never), or W_o . b_v (b_v never added: each row's weights
+// sum to 1, so a value bias reaches the output as W_o . b_v).
+std::string bias_reading(const MhaParameters& p, const Tensor3& actual, const Tensor3& expected) {
+    if (actual.shape() != expected.shape()) return {};
+    if (rows_off_by(actual, expected, p.out_proj_bias, -1.0f))
+        return "that vector is minus out_proj_bias: out_proj_bias is never added to the output";
+    if (rows_off_by(actual, expected, p.out_proj_bias, 1.0f))
+        return "that vector is out_proj_bias: out_proj_bias is added to the output twice";
+    const std::size_t d = expected.shape()[2];
+    if (p.in_proj_bias.size() == 3 * d) {
+        Tensor1 reached = xt::zeros<float>({d});  // (d_model): W_o . b_v
+        for (std::size_t r = 0; r < d; ++r)
+            for (std::size_t c = 0; c < d; ++c) reached(r) += p.out_proj_weight(r, c) * p.in_proj_bias(2 * d + c);
+        if (rows_off_by(actual, expected, reached, -1.0f))
+            return "that vector is minus W_o . b_v: the value projection's bias (in_proj_bias's last d_model "
+                   "values) is never added";
     }
     return {};
 }
