@@ -104,16 +104,13 @@ public:
         add<2>("--out-proj-weight", a.out_proj_weight, "--out-proj-weight (d_model, d_model)");
         add<1>("--in-proj-bias", a.in_proj_bias, "--in-proj-bias (" + in_rows + ")");
         add<1>("--out-proj-bias", a.out_proj_bias, "--out-proj-bias (d_model)");
-        std::vector<std::function<void()>> reads;
-        for (File& f : files_)
-            reads.push_back([&f] {
-                try {
-                    f.read();
-                } catch (...) {
-                    f.error = std::current_exception();
-                }
-            });
-        run_all_in_order(reads);
+        fast::parallel_for(files_.size(), [&](std::size_t i, std::size_t) {
+            try {
+                files_[i].read();
+            } catch (...) {
+                files_[i].error = std::current_exception();
+            }
+        });
     }
 
     template <std::size_t R>
@@ -140,7 +137,7 @@ private:
         f.flag = flag;
         f.read = [&f, file, what] { f.tensor = npy::read_tensor<R>(file, what); };
     }
-    std::deque<File> files_;  // a deque: the jobs hold references to its elements
+    std::deque<File> files_;  // a deque: each read holds a reference to its element
 };
 
 double max_abs(const float* p, std::size_t n) {
