@@ -121,6 +121,64 @@ float f(const float* x, std::size_t n, std::size_t d) {
     CHECK(find(m, "a square root added", 5) == nullptr);  // not inside the root it already has
 }
 
+TEST_CASE("repair: a value computed and never read is put back as a term, a factor or a divisor after it") {
+    const std::string file = R"(namespace a {
+void f(float* w, std::size_t n) {
+    const float top = *std::max_element(w, w + n);
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) sum += (w[j] = std::exp(w[j]));
+}
+}  // namespace a
+)";
+    const Mutants m = generate_own_mutants(file);
+    std::vector<std::string> put_back;
+    for (const Variant& v : m.variants)
+        if (v.kind == "an unused value put back") put_back.push_back(v.edited_line);
+    CHECK(std::ranges::count(put_back, "for (std::size_t j = 0; j < n; ++j) sum += (w[j] = std::exp((w[j] - top)));") ==
+          1);
+    CHECK(std::ranges::count(put_back, "for (std::size_t j = 0; j < n; ++j) sum += (w[j] = std::exp(w[j] * top));") ==
+          1);
+    // Never where a value is assigned (w[j] = ...), nor before the declaration.
+    CHECK(std::ranges::none_of(put_back,
+                               [](const std::string& l) { return l.find("((w[j] - top) =") != std::string::npos; }));
+    CHECK(std::ranges::none_of(m.variants,
+                               [](const Variant& v) { return v.kind == "an unused value put back" && v.line < 4; }));
+    // A value that is read gets none.
+    const Mutants read = generate_own_mutants(R"(namespace a {
+float g(float x) {
+    const float top = x * 2.0f;
+    return std::exp(x - top);
+}
+}  // namespace a
+)");
+    CHECK(std::ranges::none_of(read.variants, [](const Variant& v) { return v.kind == "an unused value put back"; }));
+}
+
+TEST_CASE("repair: a learner's integer is doubled and halved, members come from the whole file, autos swap") {
+    const std::string file = R"(namespace a {
+void put(Cache& cache, float x) {
+    cache.k(0) = x;
+    cache.v(0) = x;
+}
+float get(const Cache& cache, const Tensor& q, const Tensor& v) {
+    const auto d = q.shape()[1];
+    const auto d_v = v.shape()[1];
+    float* dst = nullptr + 16;
+    return cache.k(0) / static_cast<float>(d_v) + float(d);
+}
+}  // namespace a
+)";
+    const Mutants m = generate_own_mutants(file);
+    const auto has = [&](int line, const std::string& edited) {
+        return std::ranges::any_of(m.variants,
+                                   [&](const Variant& v) { return v.line == line && v.edited_line == edited; });
+    };
+    CHECK(has(9, "float* dst = nullptr + 32;"));
+    CHECK(has(9, "float* dst = nullptr + 8;"));
+    CHECK(has(10, "return cache.v(0) / static_cast<float>(d_v) + float(d);"));  // cache.v only in put()
+    CHECK(has(10, "return cache.k(0) / static_cast<float>(d) + float(d);"));
+}
+
 TEST_CASE("repair: an edit that passes a check alone is tried with every other, and no two others are") {
     const ScreenedEdit theirs{0, 0, 0, {{"f: a", "f(x), weights: 6 of 20 values differ"}, {"f: b", "f(y): wrong"}}};
     const std::vector<ScreenedEdit> edits = {

@@ -246,6 +246,8 @@ private:
         }
         region(s1 + 1, s2, false, false);
         if (!found.empty() && found.back().first == s1 + 1) found.back().loop_condition = true;
+        // A learner's step other than ++: `h += 2` (every other slope), its size one of the edits.
+        if (own_ && rp - 1 > s2 + 3) region(s2 + 1, rp - 1, false, false);
         const std::size_t end = statement(rp);
         if (var < vars_.size()) vars_[var].to = end;
         loops_.pop_back();
@@ -421,6 +423,7 @@ public:
         // A scalar started at 0 instead of its value (float m = 0.0f for the row's first score).
         if ((f_.type == "float" || f_.type == "double") && f_.last > f_.first + 1)
             add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
+        if (own_) unused_put_back();
         return out_;
     }
 
@@ -484,13 +487,19 @@ private:
         if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
             add(k - 7, k + 3, "1e9f", "a constant changed");
         const Var* v = var_at(k);
-        if (v == nullptr || !scalar_type(v->type) || (v->loop && f_.loop_condition)) return;
+        // A learner's `const auto d = q.shape()[2];` swaps with their other `auto`s (one that does not
+        // compile is dropped with the compiler's error).
+        if (v == nullptr || !(scalar_type(v->type) || (own_ && v->type == "auto")) || (v->loop && f_.loop_condition))
+            return;
         // An index argument: t(b, kv, i, c), w[j].
         const bool argument = k > 0 && k + 1 < t_.size() &&
                               (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
                               (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
+        // A learner's sizes are `auto` as often as std::size_t: the two swap in their file.
+        const auto size_like = [&](const std::string& t) { return t == "auto" || t == "std::size_t"; };
         for (const Var& other : vars_) {
-            if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
+            const bool same = other.type == v->type || (own_ && size_like(other.type) && size_like(v->type));
+            if (other.name == v->name || !same || !(other.from <= k && k < other.to)) continue;
             // Swaps among loop counters, or of a size for another size (d for d_head), or tensors;
             // and a computed index for a loop's counter where it indexes (cache.v(b, h, ...) for
             // cache.v(b, kv, ...), kv = h / group).
@@ -506,6 +515,9 @@ private:
             add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
             add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
         }
+        // A learner's pair or stride one step in two: `x + 2 * i` for `x + i` (RoPE's pairs, a block's bytes).
+        if (own_ && v->loop && (k == 0 || t_[k - 1].text != "*") && (k + 1 >= t_.size() || t_[k + 1].text != "*"))
+            add(k, "2 * " + s, "an index doubled");
         if (argument && v->loop) {
             // A fixed index where the loop's was meant: scores(b, 0, 0) for scores(b, i, 0).
             add(k, "0", "index replaced by 0");
@@ -551,6 +563,16 @@ private:
             if (t_[q].kind == Tok::ident && t_[q - 1].text == t_[k - 1].text && t_[q - 2].text == t_[k - 2].text &&
                 (!own_ || argument_of(q) == place || family(t_[q].text, t_[k].text)))
                 others.insert(t_[q].text);
+        // A learner's file: the same object's members anywhere in it (cache.v in append_kv for
+        // cache.k in decode_step, where the slip left no cache.v).
+        if (own_) {
+            if (file_tokens_.empty()) file_tokens_ = tokenize(text_, 0, text_.size());
+            const auto& f = file_tokens_;
+            for (std::size_t q = 2; q < f.size(); ++q)
+                if (f[q].kind == Tok::ident && f[q - 1].text == t_[k - 1].text && f[q - 2].text == t_[k - 2].text &&
+                    (q + 1 < f.size() && k + 1 < t_.size() && (f[q + 1].text == "(") == (t_[k + 1].text == "(")))
+                    others.insert(f[q].text);
+        }
         for (const std::string& other : others)
             if (other != t_[k].text) add(k, other, "member swap");
     }
@@ -570,6 +592,13 @@ private:
             const long n = std::stol(s);
             for (const long y : {n + 1, n - 1, 0L, 1L})
                 if (y != n && y >= 0) alternatives.insert(std::to_string(y));
+            // A learner's block or part number: any other of 0 .. 3 (in_proj's third block, 2, for its first).
+            if (own_ && n <= 3)
+                for (long y = 0; y <= 3; ++y)
+                    if (y != n) alternatives.insert(std::to_string(y));
+            // A learner's size twice or half what it is (16 for a block's 32 weights, 2 bytes a float).
+            if (own_ && n >= 2) alternatives.insert(std::to_string(2 * n));
+            if (own_ && n >= 4 && n % 2 == 0) alternatives.insert(std::to_string(n / 2));
             // A learner's int start value (std::accumulate(first, last, 0)): its float, or a 64-bit
             // count (std::accumulate(dims.begin(), dims.end(), 4, times) overflows 32 bits).
             if (own_ && k > 0 && k + 1 < t_.size() && t_[k - 1].text == "," &&
@@ -590,7 +619,9 @@ private:
         for (const auto& [from, to] : relational) {
             if (s != from || !binary) continue;
             // A template's angle bracket follows a name that is no variable (static_cast<float>).
-            if ((s == "<" || s == ">") && t_[k - 1].kind == Tok::ident && var_at(k - 1) == nullptr) continue;
+            // A learner's member (`cache.length > capacity`) is compared: a member template needs `template`.
+            const bool member = own_ && k >= 2 && (t_[k - 2].text == "." || t_[k - 2].text == "->");
+            if ((s == "<" || s == ">") && t_[k - 1].kind == Tok::ident && var_at(k - 1) == nullptr && !member) continue;
             add(k, to, s + " for " + to);
             // for (...; j < n; ...): the bound one further or one short.
             if ((s == "<" || s == "<=") && !f_.statement) {
@@ -662,6 +693,37 @@ private:
             if ((t_[q].text == ")" || t_[q].text == "]") && --depth == 0) return q + 1;
         }
         return f_.last;
+    }
+
+    // A learner's value computed and never read (the compiler's "unused variable"; its missing term
+    // or factor, forgotten where it belongs): put back into each operand after it, as a term taken
+    // away, a factor or a divisor -- `std::exp(e - top)` for `std::exp(e)`, `dot * scale` for `dot`.
+    void unused_put_back() {
+        static const std::set<std::string> before = {"(", ",", "=", "+=",     "-=", "*=", "/=", "+",
+                                                     "-", "*", "/", "return", "?",  ":",  "{"};
+        static const std::set<std::string> assigned = {"=", "+=", "-=", "*=", "/=", "::", "++", "--"};
+        for (const Var& u : vars_) {
+            const bool scalar = (u.type == "float" || u.type == "double" || u.type == "auto");
+            if (u.loop || !scalar || f_.first < u.from || f_.last > u.to || read(u)) continue;
+            for (std::size_t k = f_.first; k < f_.last; ++k) {
+                if (t_[k].kind != Tok::ident || (k > f_.first && !before.contains(t_[k - 1].text))) continue;
+                const std::size_t end = operand_end(k);
+                if (end <= k || end > f_.last || (end < f_.last && assigned.contains(t_[end].text))) continue;
+                const std::string x = text_.substr(t_[k].begin, t_[end - 1].end - t_[k].begin);
+                add(k, end, "(" + x + " - " + u.name + ")", "an unused value put back");
+                add(k, end, x + " * " + u.name, "an unused value put back");
+                add(k, end, x + " / " + u.name, "an unused value put back");
+            }
+        }
+    }
+
+    // Whether variable `u` is read anywhere in its scope (after its declaration).
+    bool read(const Var& u) const {
+        for (std::size_t q = u.from; q < u.to && q < t_.size(); ++q)
+            if (t_[q].kind == Tok::ident && t_[q].text == u.name &&
+                (q == 0 || (t_[q - 1].text != "." && t_[q - 1].text != "->" && t_[q - 1].text != "::")))
+                return true;
+        return false;
     }
 
     // A factor or a term forgotten: `dot` for `dot * scale`, `std::exp(w[j])` for `std::exp(w[j] - m)`.
@@ -754,6 +816,7 @@ private:
     const Parser::Found& f_;
     bool own_ = false;
     std::vector<Edit> out_;
+    std::vector<Token> file_tokens_;  // the whole file's, for a learner's member swaps
 };
 
 // The solution with comments blanked (same length, newlines kept): regions are copied from it.

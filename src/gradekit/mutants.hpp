@@ -59,8 +59,11 @@ struct Mutants {
 Mutants generate_mutants(const std::string& solution);
 
 // Every variant of a learner's own file (gradekit/repair.hpp): each function defined in it (at
-// namespace scope), lambdas' bodies included, and one more edit, a repair rather than a slip: an
-// int literal that ends a call's arguments made a float (`std::accumulate(a, b, 0.0f)` for `0`).
+// namespace scope), lambdas' bodies included, and the edits that only a learner's file gets: an
+// int literal that ends a call's arguments made a float (`std::accumulate(a, b, 0.0f)` for `0`);
+// an integer twice or half what it is (16 for 32); a value computed and never read put back into
+// each operand after it (`std::exp(e - top)` for `std::exp(e)`); the same object's members from
+// anywhere in the file (cache.v for cache.k); their `auto` sizes swapped with each other.
 Mutants generate_own_mutants(const std::string& file);
 
 // The schemata: `solution` with the variants whose ids are in `keep` behind HW_M (see above),

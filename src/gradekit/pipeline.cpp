@@ -18,7 +18,7 @@ Findings after_failed_run(const Subject& s, const AfterRun& a,
     transplant.build_dir = a.build_dir;
     transplant.target = a.target;
     transplant.solution = a.solution;
-    f.located = transplant_step(s, transplant, progress);  // nothing when repaired
+    f.located = transplant_step(s, transplant, progress);  // nothing when repaired (not when partly)
     f.fresh = fresh_memory_step(s, a.grader);
     return f;
 }

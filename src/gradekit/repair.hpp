@@ -23,6 +23,20 @@
 // every check passes"). Only what passes every check is said -- an edit that repairs part may
 // hide the slip rather than undo it. It never writes under exercises/.
 //
+// A repair of everything may have company: a slip where a value is made and where it is used
+// (`s / scale` for `s * scale`) is undone at either line, so the other lines' repairs are named too
+// ("; so does `...` in place of your line 52").
+//
+// Two slips that fail the same checks, where one edit takes the run further into the first failing
+// check (more of its assertions pass before it stops: the weights right, the output still wrong),
+// are found by keeping that edit on while every other is screened (advancing_pair).
+//
+// A repair of part with nothing found for the rest (a line or a term missing, which no edit of
+// their lines puts back) is still said, with what still fails -- the learner has one slip's place
+// and knows another is left -- unless a catalogued mistake explains every check, it repairs one
+// check of three or more, or it drops a term (each can hide a slip rather than undo it). The
+// transplant step then still runs, and what it finds to explain every check replaces it.
+//
 // Two slips that fail the same checks leave no edit that repairs any of them alone. Then pairs of
 // the edits those checks reach are tried together: each edit ranked by what its own run changed
 // (rank_edit_pairs), pairs on two lines taken in the order of their ranks, at most a few hundred,
@@ -48,11 +62,14 @@ struct RepairSetup {
     int budget_s = 30;            // from the step's start: the edits not run by then are not tried
     double slowest_probe_s = 5;   // failing checks slower than this (the learner's code on them): no repair
     int slowest_compile_s = 12;   // the schemata's compiles, in all: past it, no repair
+    int confirm_floor_s = 20;     // a repair's run on every check may take this long, however quick the failing ones
     std::size_t max_pairs = 300;  // pairs tried together, per group of failing checks: a few seconds
     // The pair search, last and costliest, within the budget: a grade with nothing to repair (most
     // of them) would otherwise wait out the whole budget (it took ex08's and ex11's from ~15 to ~32 s).
     int pair_budget_s = 15;
-    std::size_t max_paired_edits = 400;  // a group with more screened edits is not searched for pairs
+    // A group with more screened edits is not searched for pairs (each is run alone first: ex04's 642
+    // edits, 11 s).
+    std::size_t max_paired_edits = 400;
 };
 
 // One edit's run on every check of a group of failing checks (or the learner's own run, nothing

@@ -40,13 +40,15 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                     {"finished", r.finished},
                     {"passed", r.passed},
                     {"total", r.total},
+                    {"assertions_passed", r.assertions_passed},
                     {"running", r.running},
                     {"failures", failures},
                     {"warnings", r.warnings},
                     {"parts", parts},
                     {"edit", r.edit},
                     {"located", r.located},
-                    {"repaired", r.repaired}};
+                    {"repaired", r.repaired},
+                    {"repaired_partly", r.repaired_partly}};
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     const std::filesystem::path temporary = path.string() + ".tmp";
@@ -70,10 +72,12 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         r.finished = j.value("finished", true);
         r.passed = j.at("passed").get<int>();
         r.total = j.at("total").get<int>();
+        r.assertions_passed = j.value("assertions_passed", 0);
         r.running = text(j, "running");
         r.edit = text(j, "edit");
         r.located = text(j, "located");
         r.repaired = text(j, "repaired");
+        r.repaired_partly = j.value("repaired_partly", false);
         for (const auto& f : j.value("failures", json::array())) {
             Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
                       text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};

@@ -51,6 +51,10 @@ struct Report {
     bool finished = false;  // false: the grader stopped early (crash, timeout) or never ran
     int passed = 0;
     int total = 0;
+    // The checks (Catch2 assertions) that passed in the run: with the run stopped at its first
+    // failure (-a), how far it got inside the test that failed -- an edit that mends the weights
+    // but not the output passes more of them (the repair step's partial progress).
+    int assertions_passed = 0;
     std::string running;  // the test case that was running when the report was written
     std::vector<Failure> failures;
     std::vector<std::string> warnings;
@@ -64,6 +68,9 @@ struct Report {
     // The learner's slip, found by repairing their own file: "found by repairing your code: with
     // ... in place of your line N (...), every check passes" (gradekit/repair.hpp), or empty.
     std::string repaired;
+    // `repaired` names repairs of part of the failing checks only (repair.hpp's partial): the
+    // transplant step still runs, and what it finds to explain every check replaces it.
+    bool repaired_partly = false;
 
     bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
 };

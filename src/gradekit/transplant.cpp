@@ -556,7 +556,8 @@ Try best_try(const Subject& s, const TransplantSetup& t, const Recipe& recipe, c
 std::string transplant_step(const Subject& s, const TransplantSetup& t,
                             const std::function<void(const std::string&)>& progress) {
     auto report = read_report(s.report);
-    if (!report || !worth_locating(*report) || s.files.empty() || !report->repaired.empty())
+    if (!report || !worth_locating(*report) || s.files.empty() ||
+        (!report->repaired.empty() && !report->repaired_partly))
         return {};  // nothing to locate: it passed, it did not run, nothing is written yet, or it is repaired
     const std::vector<std::string> learner = lines_of_file(s.files.front());
     const std::vector<std::string> solution = lines_of_file(solution_of(s, t));
@@ -583,6 +584,8 @@ std::string transplant_step(const Subject& s, const TransplantSetup& t,
     // only distracts once the learner's own line is found; one inside their rewrite still says
     // what the rewrite does.
     if (best.all_passed && !edit_in_a_rewrite) report->edit.clear();
+    // Their lines put back explain every check: a repair of part of them says less.
+    if (best.all_passed && report->repaired_partly) report->repaired.clear(), report->repaired_partly = false;
     write_report(s.report, *report);
     return report->located;
 }

@@ -79,6 +79,9 @@ public:
                 other_ = r.getExpressionInMacro() + " with expansion " + r.getExpandedExpression();
             }
         }
+        if (r.isOk()) {
+            ++report_.assertions_passed;
+        }
         return TestEventListenerBase::assertionEnded(stats);
     }
 
