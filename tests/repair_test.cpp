@@ -154,7 +154,7 @@ float g(float x) {
     CHECK(std::ranges::none_of(read.variants, [](const Variant& v) { return v.kind == "an unused value put back"; }));
 }
 
-TEST_CASE("repair: a learner's integer is doubled and halved, members come from the whole file, autos swap") {
+TEST_CASE("repair: a learner's integer is doubled and halved, members come from the whole file, sizes swap") {
     const std::string file = R"(namespace a {
 void put(Cache& cache, float x) {
     cache.k(0) = x;
@@ -163,8 +163,8 @@ void put(Cache& cache, float x) {
 float get(const Cache& cache, const Tensor& q, const Tensor& v) {
     const auto d = q.shape()[1];
     const auto d_v = v.shape()[1];
-    float* dst = nullptr + 16;
-    return cache.k(0) / static_cast<float>(d_v) + float(d);
+    float* dst = nullptr + 16 + kHalf;
+    return cache.k(0) / static_cast<float>(d_v) + float(d) + kWhole;
 }
 }  // namespace a
 )";
@@ -173,10 +173,33 @@ float get(const Cache& cache, const Tensor& q, const Tensor& v) {
         return std::ranges::any_of(m.variants,
                                    [&](const Variant& v) { return v.line == line && v.edited_line == edited; });
     };
-    CHECK(has(9, "float* dst = nullptr + 32;"));
-    CHECK(has(9, "float* dst = nullptr + 8;"));
-    CHECK(has(10, "return cache.v(0) / static_cast<float>(d_v) + float(d);"));  // cache.v only in put()
-    CHECK(has(10, "return cache.k(0) / static_cast<float>(d) + float(d);"));
+    CHECK(has(9, "float* dst = nullptr + 32 + kHalf;"));
+    CHECK(has(9, "float* dst = nullptr + 8 + kHalf;"));
+    CHECK(has(9, "float* dst = nullptr + 16 + kWhole;"));                                // a named constant for another
+    CHECK(has(10, "return cache.v(0) / static_cast<float>(d_v) + float(d) + kWhole;"));  // cache.v only in put()
+    CHECK(has(10, "return cache.k(0) / static_cast<float>(d) + float(d) + kWhole;"));
+}
+
+TEST_CASE("repair: a struct's members of one type, read from a header, are a family the learner's member swaps with") {
+    const auto families = headwise::gradekit::struct_member_families(R"(
+struct BlockQ4_1 {
+    std::uint16_t d;  // half float
+    std::uint16_t m;  // the minimum
+    std::uint8_t qs[16];
+    float scale() const;
+};
+)");
+    REQUIRE(families.size() == 1);
+    CHECK(families[0] == std::vector<std::string>{"d", "m"});
+    const Mutants m = generate_own_mutants(R"(namespace a {
+float lo(const BlockQ4_1& block) {
+    return fp16_to_float(block.d);
+}
+}  // namespace a
+)",
+                                           families);
+    CHECK(std::ranges::any_of(m.variants,
+                              [](const Variant& v) { return v.edited_line == "return fp16_to_float(block.m);"; }));
 }
 
 TEST_CASE("repair: an edit that passes a check alone is tried with every other, and no two others are") {

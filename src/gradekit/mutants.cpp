@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <map>
 #include <numeric>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -102,6 +104,10 @@ public:
     const std::vector<Token>& tokens() const { return t_; }
     const std::string& function() const { return function_; }
     bool own() const { return own_; }
+    // The members of one struct of a header the learner's file includes, per type (d and m of
+    // BlockQ4_1): a member may be swapped for another of its family though the file never names it.
+    const std::vector<std::vector<std::string>>& member_families() const { return families_; }
+    void set_member_families(std::vector<std::vector<std::string>> families) { families_ = std::move(families); }
 
 private:
     bool is(std::size_t p, const char* s) const { return p < t_.size() && t_[p].text == s; }
@@ -289,7 +295,17 @@ private:
                 if (!found.empty() && found.back().first == q + 2) found.back().type = type;
             }
             if (lambda && own_) lambda_body(q + 2, name);
-            vars_.push_back({name, lambda ? "lambda" : type, semi + 1, scope_end, false});
+            // A learner's `const auto d = q.shape()[2];` (or `x.size()`, or `d_model / heads`) is a size:
+            // it swaps with the others.
+            std::string var_type = lambda ? "lambda" : type;
+            if (own_ && type == "auto" && is(q + 1, "="))
+                for (std::size_t r = q + 2; r < comma; ++r) {
+                    const bool sized = std::ranges::any_of(vars_, [&](const Var& v) {
+                        return v.name == t_[r].text && v.type == "std::size_t" && v.from <= r && r < v.to;
+                    });
+                    if (t_[r].text == "shape" || t_[r].text == "size" || sized) var_type = "std::size_t";
+                }
+            vars_.push_back({name, var_type, semi + 1, scope_end, false});
             q = comma + 1;
         }
         return true;
@@ -324,6 +340,7 @@ private:
     std::vector<Var> vars_;
     std::vector<std::string> loops_;
     bool own_ = false;
+    std::vector<std::vector<std::string>> families_;
 };
 
 // The function a block sits in, and its parameters: the last line before `at` that opens a
@@ -409,7 +426,12 @@ struct Edit {
 class Editor {
 public:
     Editor(const std::string& text, const Parser& parser, const Parser::Found& f)
-        : text_(text), t_(parser.tokens()), vars_(parser.vars()), f_(f), own_(parser.own()) {}
+        : text_(text),
+          t_(parser.tokens()),
+          vars_(parser.vars()),
+          f_(f),
+          own_(parser.own()),
+          families_(parser.member_families()) {}
 
     std::vector<Edit> edits() {
         for (std::size_t k = f_.first; k < f_.last; ++k) {
@@ -452,6 +474,14 @@ private:
             member(k);
             return;
         }
+        // A learner's named constant for another of theirs: kBlock for kHalfBlock.
+        if (own_ && named_constant(s) && (k == 0 || t_[k - 1].text != "::")) {
+            if (file_tokens_.empty()) file_tokens_ = tokenize(text_, 0, text_.size());
+            std::set<std::string> others;
+            for (const Token& t : file_tokens_)
+                if (t.kind == Tok::ident && t.text != s && named_constant(t.text)) others.insert(t.text);
+            for (const std::string& other : others) add(k, other, "constant swap");
+        }
         // The size of the other floating type: sizeof(double) for sizeof(float).
         if ((s == "float" || s == "double") && k >= 2 && t_[k - 1].text == "(" && t_[k - 2].text == "sizeof")
             add(k, s == "float" ? "double" : "float", "float for double");
@@ -487,19 +517,13 @@ private:
         if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
             add(k - 7, k + 3, "1e9f", "a constant changed");
         const Var* v = var_at(k);
-        // A learner's `const auto d = q.shape()[2];` swaps with their other `auto`s (one that does not
-        // compile is dropped with the compiler's error).
-        if (v == nullptr || !(scalar_type(v->type) || (own_ && v->type == "auto")) || (v->loop && f_.loop_condition))
-            return;
+        if (v == nullptr || !scalar_type(v->type) || (v->loop && f_.loop_condition)) return;
         // An index argument: t(b, kv, i, c), w[j].
         const bool argument = k > 0 && k + 1 < t_.size() &&
                               (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
                               (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
-        // A learner's sizes are `auto` as often as std::size_t: the two swap in their file.
-        const auto size_like = [&](const std::string& t) { return t == "auto" || t == "std::size_t"; };
         for (const Var& other : vars_) {
-            const bool same = other.type == v->type || (own_ && size_like(other.type) && size_like(v->type));
-            if (other.name == v->name || !same || !(other.from <= k && k < other.to)) continue;
+            if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
             // Swaps among loop counters, or of a size for another size (d for d_head), or tensors;
             // and a computed index for a loop's counter where it indexes (cache.v(b, h, ...) for
             // cache.v(b, kv, ...), kv = h / group).
@@ -573,6 +597,9 @@ private:
                     (q + 1 < f.size() && k + 1 < t_.size() && (f[q + 1].text == "(") == (t_[k + 1].text == "(")))
                     others.insert(f[q].text);
         }
+        // And the other members of its struct's family in the headers (block.m for block.d).
+        for (const auto& family : families_)
+            if (std::ranges::find(family, t_[k].text) != family.end()) others.insert(family.begin(), family.end());
         for (const std::string& other : others)
             if (other != t_[k].text) add(k, other, "member swap");
     }
@@ -693,6 +720,19 @@ private:
             if ((t_[q].text == ")" || t_[q].text == "]") && --depth == 0) return q + 1;
         }
         return f_.last;
+    }
+
+    // A constant's name by the usual conventions: kBlock, or HALF_BLOCK (not a macro such as INFINITY).
+    static bool named_constant(const std::string& s) {
+        const bool k_style = s.size() > 1 && s[0] == 'k' && std::isupper(static_cast<unsigned char>(s[1]));
+        const bool caps = s.size() > 1 &&
+                          std::ranges::all_of(s,
+                                              [](char c) {
+                                                  return std::isupper(static_cast<unsigned char>(c)) ||
+                                                         std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+                                              }) &&
+                          s != "INFINITY" && s != "NAN";
+        return k_style || caps;
     }
 
     // A learner's value computed and never read (the compiler's "unused variable"; its missing term
@@ -817,6 +857,7 @@ private:
     bool own_ = false;
     std::vector<Edit> out_;
     std::vector<Token> file_tokens_;  // the whole file's, for a learner's member swaps
+    const std::vector<std::vector<std::string>>& families_;
 };
 
 // The solution with comments blanked (same length, newlines kept): regions are copied from it.
@@ -911,7 +952,27 @@ Mutants generate_mutants(const std::string& solution) {
     return m;
 }
 
-Mutants generate_own_mutants(const std::string& file) {
+std::vector<std::vector<std::string>> struct_member_families(const std::string& header) {
+    static const std::regex a_struct(R"(\bstruct\s+\w+\s*\{([^{}]*)\})");
+    static const std::regex a_member(R"(^\s*(?:const\s+)?([\w:<>, ]+?)\s+(\w+)\s*(\[[^\]]*\])?\s*(=[^;]*)?;)");
+    const std::string code = without_comments(header);
+    std::vector<std::vector<std::string>> families;
+    for (std::sregex_iterator s(code.begin(), code.end(), a_struct), end; s != end; ++s) {
+        std::map<std::string, std::vector<std::string>> by_type;
+        std::istringstream body((*s)[1].str());
+        for (std::string statement; std::getline(body, statement, ';');) {
+            std::smatch m;
+            const std::string line = statement + ";";
+            if (line.find('(') == std::string::npos && std::regex_search(line, m, a_member))
+                by_type[m[1].str() + m[3].str()].push_back(m[2].str());
+        }
+        for (auto& [type, names] : by_type)
+            if (names.size() > 1) families.push_back(std::move(names));
+    }
+    return families;
+}
+
+Mutants generate_own_mutants(const std::string& file, const std::vector<std::vector<std::string>>& member_families) {
     Mutants m;
     const std::string code = without_comments(file);
     const std::vector<Token> t = tokenize(code, 0, code.size());
@@ -941,6 +1002,7 @@ Mutants generate_own_mutants(const std::string& file) {
         const std::size_t end = after_bracket(t, q);
         if (q > p && t[q - 1].text == ")") {
             Parser parser(code, {t.begin() + long(p), t.begin() + long(end)}, "", {}, true);
+            parser.set_member_families(member_families);
             parser.run();
             add_variants(m, id, file, code, parser);
         }

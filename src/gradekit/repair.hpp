@@ -33,9 +33,10 @@
 //
 // A repair of part with nothing found for the rest (a line or a term missing, which no edit of
 // their lines puts back) is still said, with what still fails -- the learner has one slip's place
-// and knows another is left -- unless a catalogued mistake explains every check, it repairs one
-// check of three or more, or it drops a term (each can hide a slip rather than undo it). The
-// transplant step then still runs, and what it finds to explain every check replaces it.
+// and knows another is left -- unless a catalogued mistake explains every check, or it repairs one
+// check of three or more (a small case, easily passed by an edit that hides the slip). The
+// transplant step then still runs, and what it finds to explain every check replaces it (the shift
+// dropped from the one exp() that had it passes all but the large scores, where the other lacked it).
 //
 // Two slips that fail the same checks leave no edit that repairs any of them alone. Then pairs of
 // the edits those checks reach are tried together: each edit ranked by what its own run changed

@@ -215,7 +215,8 @@ int body_end(const std::vector<std::string>& lines, int first) {
 }
 
 // The lambdas or functions the learner defines (whatever the solution has) that the lines
-// first..last call or pass by name (std::transform(a, b, out, gelu)), four at most:
+// first..last call or pass by name (std::transform(a, b, out, gelu)), six at most (a layer of
+// exercise 7 uses five of its own; at four, `gelu`, passed to std::transform, was the one left out):
 // `name` (your lines A-B)[, `other` (...)] [or `last` (...)]. Empty when they use none. Putting the calling
 // lines back as the solution has them also takes the helper out of play, so the mistake may be in
 // it rather than on those lines.
@@ -241,9 +242,9 @@ std::string own_helper_called(const std::vector<std::string>& learner, int first
     // Each helper of theirs the lines use, once, in order: "`dense` (your lines 15-26) or `gelu` (...)".
     std::vector<std::string> named;
     std::set<std::string> seen;
-    for (int n = first; n <= last && named.size() < 4; ++n) {
+    for (int n = first; n <= last && named.size() < 6; ++n) {
         const std::string text = code(learner[static_cast<std::size_t>(n - 1)]);
-        for (std::sregex_iterator m(text.begin(), text.end(), use), end; m != end && named.size() < 4; ++m) {
+        for (std::sregex_iterator m(text.begin(), text.end(), use), end; m != end && named.size() < 6; ++m) {
             const std::string name = (*m)[1].matched ? (*m)[1].str() : (*m)[2].str();
             if (keywords.contains(name) || !seen.insert(name).second) continue;
             for (int d = 1; d <= static_cast<int>(learner.size()); ++d) {
