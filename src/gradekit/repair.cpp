@@ -194,10 +194,20 @@ struct RepairRun {
     bool ran = false;  // it finished and wrote its report
     int total = 0;
     Checks failing;
+    std::map<std::string, double> seconds;  // each check's own time (Catch2's --durations), when asked
 };
 
+// Catch2's --durations lines: "0.123 s: the check's name".
+std::function<void(const std::string&)> durations_into(std::map<std::string, double>& seconds) {
+    return [&seconds](const std::string& line) {
+        static const std::regex took_line(R"(^([0-9.]+) s: (.*)$)");
+        if (std::smatch m; std::regex_match(line, m, took_line)) seconds[m[2]] = std::stod(m[1]);
+    };
+}
+
 RepairRun run_selection(const Subject& s, const fs::path& grader, const fs::path& dir, const std::string& selection,
-                        const fs::path& only, int timeout_s, const fs::path& probe = {}, int fill_byte = 190) {
+                        const fs::path& only, int timeout_s, const fs::path& probe = {}, int fill_byte = 190,
+                        bool durations = false) {
     Subject v = s;
     v.report = dir / fmt::format("run_{}_{}.json", selection == "-1" ? "probe" : selection, fill_byte);
     std::vector<std::string> env = {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR=" + selection,
@@ -205,8 +215,9 @@ RepairRun run_selection(const Subject& s, const fs::path& grader, const fs::path
     if (!probe.empty()) env.push_back("HEADWISE_REPAIR_PROBE=" + probe.string());
     std::vector<std::string> args;
     if (!only.empty()) args = {"-f", only.string()};
-    run_step(v, grader, args, {}, timeout_s, env);
     RepairRun r;
+    if (durations) args.insert(args.end(), {"--durations", "yes"});
+    run_step(v, grader, args, durations ? durations_into(r.seconds) : nullptr, timeout_s, env);
     if (const auto report = read_report(v.report); report && report->compiled && report->finished) {
         r.ran = true;
         r.total = report->total;
@@ -419,7 +430,8 @@ Checks fixed_by(const EachRun& run, const Checks& among) {
 class Repair {
 public:
     Repair(const Subject& s, const RepairSetup& t, const Report& report, const Mutants& m, RepairBuild built,
-           fs::path dir, int timeout_s, double probe_s, std::chrono::steady_clock::time_point deadline)
+           fs::path dir, int timeout_s, double probe_s, std::map<std::string, double> check_s,
+           std::chrono::steady_clock::time_point deadline)
         : s_(s),
           t_(t),
           report_(report),
@@ -430,6 +442,7 @@ public:
           all_failing_(failing_.begin(), failing_.end()),
           timeout_s_(timeout_s),
           probe_s_(probe_s),
+          check_s_(std::move(check_s)),
           deadline_(deadline) {}
 
     // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
@@ -478,18 +491,30 @@ public:
                     if (run.passed > 0 && measured.insert(id).second) promising.push_back(id);
                 std::vector<Effect> batch;
                 // A repair runs every check to its end (exercise 12's model, its five decode steps:
-                // 5 s, where the learner's run failed at the first in 1.5 s): the longer limit.
-                for (const auto& [id, run] : each(fmt::format("fix{}_{}", g, round), all_failing_, promising,
-                                                  {false, false, 0, deadline_, whole_run_s()}))
-                    if (Checks fixes = fixed_by(run, failing_); run.total == int(failing_.size()) && !fixes.empty())
-                        batch.push_back({edit_of(id), std::move(fixes), {}, false});
+                // 5 s, where the learner's run failed at the first in 1.5 s): the longer limit. As
+                // few as run at once go straight to their confirmation, which runs every check too.
+                if (promising.size() <= static_cast<std::size_t>(std::max(1, t_.jobs))) {
+                    for (const int id : promising) {
+                        Effect e{edit_of(id), {}, {}, false};
+                        if (!confirm(std::to_string(id), &e.still_failing)) continue;
+                        for (const auto& name : failing_)
+                            if (!e.still_failing.contains(name)) e.fixes.insert(name);
+                        e.confirmed = !e.fixes.empty();
+                        if (e.confirmed) batch.push_back(std::move(e));
+                    }
+                } else {
+                    for (const auto& [id, run] : each(fmt::format("fix{}_{}", g, round), all_failing_, promising,
+                                                      {false, false, 0, deadline_, whole_run_s()}))
+                        if (Checks fixes = fixed_by(run, failing_); run.total == int(failing_.size()) && !fixes.empty())
+                            batch.push_back({edit_of(id), std::move(fixes), {}, false});
+                }
                 std::stable_sort(batch.begin(), batch.end(), most_fixes);
                 phase(fmt::format("group {}, round {}: {} edits screened, {} got further, {} fix something", g + 1,
                                   round + 1, screen.size(), promising.size(), batch.size()));
                 for (Effect& e : batch) {
-                    if (e.fixes != failing_ && confirmed >= 4) continue;
+                    if (!e.confirmed && e.fixes != failing_ && confirmed >= 4) continue;
                     ++confirmed;
-                    e.confirmed = confirm(std::to_string(e.edit->id), &e.still_failing);
+                    e.confirmed = e.confirmed || confirm(std::to_string(e.edit->id), &e.still_failing);
                     if (e.confirmed && e.still_failing.empty())
                         return fmt::format("found by repairing your code: {}, every check passes{}",
                                            edit_words(*e.edit),
@@ -700,9 +725,9 @@ private:
     static bool most_fixes(const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); }
 
     // The edits a group of checks reaches, or nullopt when screening them would not fit in the time
-    // left: each edit's run is taken to cost an average check's own time in the learner's run
-    // (--durations, the process's start left out), a screen stopping at the first failure, t_.jobs
-    // at once. (The whole run's time instead, its start and sanitizers included, skipped exercise
+    // left: each edit's run is taken to cost a quarter of an average check's own time in the
+    // learner's first run (--durations, the process's start left out; a screen stops at the first
+    // failure, most edits' early), t_.jobs at once. (The whole run's time instead, its start and sanitizers included, skipped exercise
     // 8's nine failing checks, screened in 3 s, and exercise 1's on a loaded machine.) A real model's check (exercise 12's
     // decode step, a second and a half, reached by ~400 edits: minutes) is skipped after its one
     // probe; screened anyway, it ran until the budget ended (23 s of a 33 s grade) and finished no
@@ -710,17 +735,23 @@ private:
     // did not fit a one-second window, and the model's edits that fail fast fitted a two-second one.)
     std::optional<std::vector<int>> reached_in_time(const std::vector<std::string>& checks,
                                                     const std::string& tag) const {
-        std::vector<int> ids = reached_by(checks, tag);
-        const double jobs = std::max(1, t_.jobs);
-        if (ids.size() <= 4 * static_cast<std::size_t>(jobs)) return ids;
-        // Most edits fail the group's first check: an average check's time is an edit's cost.
-        const auto took = durations(checks, tag + "_durations");
+        // Most edits fail the group's first check: an average check's time bounds an edit's cost.
         double total = 0;
-        for (const auto& [seconds, name] : took) total += seconds;
-        const double each = took.empty() ? probe_s_ / static_cast<double>(checks.size()) : total / double(took.size());
-        const double need = static_cast<double>(ids.size()) * each / jobs;
-        if (need > std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count())
-            return std::nullopt;
+        for (const auto& name : checks)
+            total += check_s_.contains(name) ? check_s_.at(name) : probe_s_ / double(failing_.size());
+        const double each = total / static_cast<double>(checks.size()), jobs = std::max(1, t_.jobs);
+        // Most edits fail long before the check's end (exercise 8's 526, over a check of 0.12 s,
+        // were screened in 3 s): a quarter of it each.
+        const auto fits = [&](std::size_t edits) {
+            return edits <= 4 * static_cast<std::size_t>(jobs) ||
+                   double(edits) * each / jobs / 4 <=
+                       std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+        };
+        // Half of every edit the failing checks reach, when even that would not fit, is not worth
+        // the probe that counts them (a model's run, 2 s).
+        if (!fits(ids_.size() / 2)) return std::nullopt;
+        std::vector<int> ids = reached_by(checks, tag);
+        if (!fits(ids.size())) return std::nullopt;
         return ids;
     }
 
@@ -773,7 +804,9 @@ private:
     std::vector<std::string> quick_checks(std::size_t g) const {
         const std::vector<std::string>& checks = screened_[g].checks;
         if (checks.size() < 3) return checks;
-        auto took = durations(checks, fmt::format("durations{}", g));
+        std::vector<std::pair<double, std::string>> took;
+        for (const auto& name : checks)
+            if (check_s_.contains(name)) took.emplace_back(check_s_.at(name), name);
         if (took.size() != checks.size()) return checks;
         std::ranges::sort(took);
         double total = 0, kept = 0;
@@ -784,24 +817,6 @@ private:
             if (quick.empty() || kept <= total / 2) quick.push_back(name);
         }
         return quick;
-    }
-
-    // Each of `checks`' own time in the learner's run (Catch2's --durations: the process's start,
-    // its sanitizers' included, is not a check's), as (seconds, name); empty if the run said none.
-    std::vector<std::pair<double, std::string>> durations(const std::vector<std::string>& checks,
-                                                          const std::string& tag) const {
-        Subject v = s_;
-        v.report = dir_ / (tag + ".json");
-        const fs::path list = dir_ / (tag + ".txt");
-        write_check_list(list, checks);
-        static const std::regex took_line(R"(^([0-9.]+) s: (.*)$)");
-        std::vector<std::pair<double, std::string>> took;
-        const auto heard = [&](const std::string& line) {
-            if (std::smatch m; std::regex_match(line, m, took_line)) took.emplace_back(std::stod(m[1]), m[2]);
-        };
-        run_step(v, built_.executable, {"-f", list.string(), "--durations", "yes"}, heard, timeout_s_,
-                 {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR=0"});
-        return took;
     }
 
     // The first of `pairs` that passes every check with both edits on, fresh memory too: screened on
@@ -870,7 +885,8 @@ private:
     Checks failing_;
     std::vector<std::string> all_failing_;
     int timeout_s_;
-    double probe_s_;  // the learner's run of every failing check, in seconds
+    double probe_s_;                         // the learner's run of every failing check, in seconds
+    std::map<std::string, double> check_s_;  // each failing check's own time in that run
     std::chrono::steady_clock::time_point deadline_;
     std::vector<int> ids_;
     // What first_slip's screens said, group by group: the pair search ranks its edits by them.
@@ -941,8 +957,8 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     const fs::path only = dir / "failing.txt";
     write_check_list(only, {failing.begin(), failing.end()});
     const auto timed = std::chrono::steady_clock::now();
-    const RepairRun theirs =
-        run_selection(s, t.build_dir / recipe->executable, dir, "0", only, static_cast<int>(t.slowest_probe_s) + 1);
+    const RepairRun theirs = run_selection(s, t.build_dir / recipe->executable, dir, "0", only,
+                                           static_cast<int>(t.slowest_probe_s) + 1, {}, 190, true);
     const double probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
     if (!theirs.ran || theirs.failing != failing || probe_s > t.slowest_probe_s) {
         phase(fmt::format("the failing checks took {:.1f} s: no repair", probe_s));
@@ -956,7 +972,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     // their run (whole seconds, one at least; two and more before, and exercise 9's endless `h += 0`
     // loops cost a grade 8 s).
     Repair repair(s, t, *report, m, std::move(*built), dir, static_cast<int>(std::max(1.0, std::ceil(2 * probe_s))),
-                  probe_s, began + std::chrono::seconds(t.budget_s));
+                  probe_s, theirs.seconds, began + std::chrono::seconds(t.budget_s));
     if (!repair.probe(only)) return {};
     phase("probe run");
     if (progress) progress("repairing: trying edits of your lines");
