@@ -298,13 +298,17 @@ private:
             // A learner's `const auto d = q.shape()[2];` (or `x.size()`, or `d_model / heads`) is a size:
             // it swaps with the others.
             std::string var_type = lambda ? "lambda" : type;
-            if (own_ && type == "auto" && is(q + 1, "="))
+            if (own_ && type == "auto" && is(q + 1, "=")) {
+                bool sized = false, called = false;  // a call of anything but shape() or size(): not a size
                 for (std::size_t r = q + 2; r < comma; ++r) {
-                    const bool sized = std::ranges::any_of(vars_, [&](const Var& v) {
-                        return v.name == t_[r].text && v.type == "std::size_t" && v.from <= r && r < v.to;
-                    });
-                    if (t_[r].text == "shape" || t_[r].text == "size" || sized) var_type = "std::size_t";
+                    const std::string& x = t_[r].text;
+                    if (t_[r].kind == Tok::ident && is(r + 1, "(") && x != "shape" && x != "size") called = true;
+                    sized = sized || x == "shape" || x == "size" || std::ranges::any_of(vars_, [&](const Var& v) {
+                                return v.name == x && v.type == "std::size_t" && v.from <= r && r < v.to;
+                            });
                 }
+                if (sized && !called) var_type = "std::size_t";
+            }
             vars_.push_back({name, var_type, semi + 1, scope_end, false});
             q = comma + 1;
         }
