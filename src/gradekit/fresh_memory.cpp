@@ -30,8 +30,11 @@ bool edit_is_their_line(const Report& r, const std::filesystem::path& file) {
     return false;
 }
 
+// A catalogued mistake, the search's edit, or a repair of part (what still fails may be memory
+// never written: a zeroing left out, which no edit of the learner's lines puts back).
 bool names_something(const Report& r) {
-    return !r.edit.empty() || std::ranges::any_of(r.failures, [](const Failure& f) { return !f.mistake.empty(); });
+    return !r.edit.empty() || r.repaired_partly ||
+           std::ranges::any_of(r.failures, [](const Failure& f) { return !f.mistake.empty(); });
 }
 
 }  // namespace

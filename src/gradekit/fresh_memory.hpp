@@ -15,7 +15,8 @@
 
 namespace headwise::gradekit {
 
-// After a failed run that named something (a catalogued mistake, the search's edit): runs
+// After a failed run that named something (a catalogued mistake, the search's edit, a repair of
+// part of the failing checks): runs
 // `grader` again with fresh memory filled with 0 (no search). When the passing tests differ,
 // the catalogued names are dropped from s.report, and the search's edit unless it is the
 // learner's own line; its `located` sentence says what changed (the transplant's sentence, if
