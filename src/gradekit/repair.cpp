@@ -20,6 +20,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace headwise::gradekit {
@@ -392,13 +393,19 @@ std::vector<std::vector<std::string>> failing_groups(const Report& r, const Chec
 
 // "with `X` in place of your line 16 (`Y`, in softmax_row)"; a dropped statement: "without your
 // line 16 (`Y`, in softmax_row)". `and`: the second of two ("and `X` in place of ...").
-std::string edit_words(const Variant& v, bool and_ = false) {
+// `lead`: "with" for the first, "and" for the second of two, "so does" for another line that repairs
+// the same ("so does `X` in place of ...", "so does dropping your line 16 (...)").
+std::string edit_words(const Variant& v, bool and_ = false, std::string_view lead = "") {
     const std::string where = v.context.starts_with("in ") ? ", " + v.context : "";
+    const std::string word = lead.empty() ? (and_ ? "and" : "with") : std::string(lead);
     if (v.kind == "statement dropped")
-        return fmt::format("{} your line {} (`{}`{})", and_ ? "and without" : "without", v.line, v.original_line,
-                           where);
-    return fmt::format("{} `{}` in place of your line {} (`{}`{})", and_ ? "and" : "with", v.edited_line, v.line,
-                       v.original_line, where);
+        return fmt::format("{} your line {} (`{}`{})",
+                           !lead.empty() ? word + " dropping"
+                           : and_        ? "and without"
+                                         : "without",
+                           v.line, v.original_line, where);
+    return fmt::format("{} `{}` in place of your line {} (`{}`{})", word, v.edited_line, v.line, v.original_line,
+                       where);
 }
 
 // "the check \"...\"", "the 3 failing checks of softmax_last_axis", "2 of the failing checks (\"...\", ...)".
@@ -551,8 +558,7 @@ public:
             if (lines.size() > 2 || lines.contains(v->line)) continue;
             if (Checks still; confirm(std::to_string(id), &still) && still.empty()) {
                 lines.insert(v->line);
-                said += fmt::format("; so does `{}` in place of your line {} (`{}`{})", v->edited_line, v->line,
-                                    v->original_line, v->context.starts_with("in ") ? ", " + v->context : "");
+                said += "; " + edit_words(*v, false, "so does");
             }
         }
         return said;
