@@ -184,7 +184,7 @@ float get(const Cache& cache, const Tensor& q, const Tensor& v) {
 }
 
 TEST_CASE("repair: a struct's members of one type, read from a header, are a family the learner's member swaps with") {
-    const auto families = headwise::gradekit::struct_member_families(R"(
+    const auto structs = headwise::gradekit::header_structs(R"(
 struct BlockQ4_1 {
     std::uint16_t d;  // half float
     std::uint16_t m;  // the minimum
@@ -192,17 +192,67 @@ struct BlockQ4_1 {
     float scale() const;
 };
 )");
-    REQUIRE(families.size() == 1);
-    CHECK(families[0] == std::vector<std::string>{"d", "m"});
+    REQUIRE(structs.size() == 1);
+    CHECK(structs[0].name == "BlockQ4_1");
+    CHECK(structs[0].members == std::vector<std::pair<std::string, std::string>>{
+                                    {"d", "std::uint16_t"}, {"m", "std::uint16_t"}, {"qs", "std::uint8_t[16]"}});
     const Mutants m = generate_own_mutants(R"(namespace a {
 float lo(const BlockQ4_1& block) {
     return fp16_to_float(block.d);
 }
 }  // namespace a
 )",
-                                           families);
+                                           structs);
     CHECK(std::ranges::any_of(m.variants,
                               [](const Variant& v) { return v.edited_line == "return fp16_to_float(block.m);"; }));
+}
+
+TEST_CASE("repair: a member is swapped only for one of its own type, from the struct that holds what the file uses") {
+    const auto structs = headwise::gradekit::header_structs(R"(
+struct Cache { Tensor4 k; Tensor4 v; std::size_t length = 0; };
+struct Args { int seq; bool causal; float scale; };
+struct FlashArgs { int seq; bool causal; bool bf16; int tile; };
+)");
+    const Mutants m = generate_own_mutants(R"(namespace a {
+float first(const Cache& cache, const Args& a) {
+    if (cache.length == 0 || !a.causal) return a.scale;
+    return cache.k(0, 0, 0, 0) + cache.v(0, 0, 0, 0);
+}
+}  // namespace a
+)",
+                                           structs);
+    const auto has = [&](const std::string& line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.edited_line == line; });
+    };
+    CHECK(has("return cache.v(0, 0, 0, 0) + cache.v(0, 0, 0, 0);"));             // Tensor4 for Tensor4
+    CHECK_FALSE(has("return cache.length(0, 0, 0, 0) + cache.v(0, 0, 0, 0);"));  // a size is no tensor
+    CHECK_FALSE(has("if (cache.k == 0 || !a.causal) return a.scale;"));          // nor a tensor a size
+    // `a` uses seq? no: causal and scale -- only Args holds scale: FlashArgs's bf16 is not a's.
+    CHECK_FALSE(has("if (cache.length == 0 || !a.bf16) return a.scale;"));
+}
+
+TEST_CASE("repair: the edits of a learner's file compile -- no const written, no name a lambda does not capture") {
+    const Mutants m = generate_own_mutants(R"(namespace a {
+void softmax_row(const float* src, float* dst, int n) {
+    const float peak = *std::max_element(src, src + n);
+    std::transform(src, src + n, dst, [peak](float s) { return std::exp(s - peak); });
+    const float total = std::accumulate(dst, dst + n, 0.0f);
+    std::transform(dst, dst + n, dst, [total](float e) { return e / total; });
+    const int last = n - 1;
+    for (int j = 0; j < n; j += 2) dst[j] = dst[last] / static_cast<float>(n);
+}
+}  // namespace a
+)");
+    const auto any = [&](const std::function<bool(const std::string&)>& bad) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return bad(v.edited_line); });
+    };
+    const auto has = [&](const std::string& line) { return any([&](const std::string& l) { return l == line; }); };
+    CHECK_FALSE(has("std::transform(dst, dst + n, dst, [peak](float e) { return e / total; });"));  // the list
+    CHECK_FALSE(has("std::transform(dst, dst + n, dst, [total](float e) { return e / peak; });"));  // not captured
+    CHECK_FALSE(has("for (int j = 0; j < n; last += 2) dst[j] = dst[last] / static_cast<float>(n);"));
+    CHECK_FALSE(has("for (int j = 0; j < n; 2 * j += 2) dst[j] = dst[last] / static_cast<float>(n);"));
+    CHECK_FALSE(any([](const std::string& l) { return l.find("static_cast /") != std::string::npos; }));
+    CHECK(has("for (int j = 0; j < n; j += 2) dst[j] = static_cast<float>(n) / dst[last];"));
 }
 
 TEST_CASE("repair: an edit that passes a check alone is tried with every other, and no two others are") {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -74,8 +75,9 @@ std::vector<Token> tokenize(const std::string& text, std::size_t from, std::size
 
 struct Var {
     std::string name, type;
-    std::size_t from, to;  // token indices where it is in scope
-    bool loop = false;     // a loop's counter
+    std::size_t from, to;   // token indices where it is in scope
+    bool loop = false;      // a loop's counter
+    bool constant = false;  // declared const (not through a pointer): never written
 };
 
 // The parser: walks one solution block's statements, records regions and the variables in scope.
@@ -106,8 +108,8 @@ public:
     bool own() const { return own_; }
     // The members of one struct of a header the learner's file includes, per type (d and m of
     // BlockQ4_1): a member may be swapped for another of its family though the file never names it.
-    const std::vector<std::vector<std::string>>& member_families() const { return families_; }
-    void set_member_families(std::vector<std::vector<std::string>> families) { families_ = std::move(families); }
+    const std::vector<HeaderStruct>& header_structs() const { return structs_; }
+    void set_header_structs(std::vector<HeaderStruct> structs) { structs_ = std::move(structs); }
 
 private:
     bool is(std::size_t p, const char* s) const { return p < t_.size() && t_[p].text == s; }
@@ -180,9 +182,13 @@ private:
     // body, or 0 when `p` starts no function definition.
     std::size_t function_definition(std::size_t p) {
         std::size_t q = p;
-        while (q < t_.size() && (t_[q].kind == Tok::ident || t_[q].text == "::" || t_[q].text == "<" ||
-                                 t_[q].text == ">" || t_[q].text == "&" || t_[q].text == "*"))
+        int angle = 0;  // template <int D, typename VRow>: a comma between the brackets
+        while (q < t_.size() &&
+               (t_[q].kind == Tok::ident || t_[q].text == "::" || t_[q].text == "<" || t_[q].text == ">" ||
+                t_[q].text == "&" || t_[q].text == "*" || (angle > 0 && t_[q].text == ","))) {
+            angle += t_[q].text == "<" ? 1 : t_[q].text == ">" ? -1 : 0;
             ++q;
+        }
         if (q < p + 2 || !is(q, "(") || t_[q - 1].kind != Tok::ident) return 0;
         const std::size_t body = close(q);
         if (!is(body, "{")) return 0;
@@ -194,7 +200,8 @@ private:
             if (t_[r].text != "," && r + 1 != body) continue;
             const std::size_t last = r + 1 == body ? r : r;  // the ',' or the ')'
             if (last > first + 1 && t_[last - 1].kind == Tok::ident)
-                vars_.push_back({t_[last - 1].text, type_of(first, last - 1), body, end, false});
+                vars_.push_back(
+                    {t_[last - 1].text, type_of(first, last - 1), body, end, false, constant(first, last - 1)});
             first = r + 1;
         }
         std::size_t s = body + 1;
@@ -226,7 +233,7 @@ private:
         for (std::size_t r = params + 1; r < after; ++r) {
             if (t_[r].text != "," && r + 1 != after) continue;
             if (r > first + 1 && t_[r - 1].kind == Tok::ident)
-                vars_.push_back({t_[r - 1].text, type_of(first, r - 1), body, end, false});
+                vars_.push_back({t_[r - 1].text, type_of(first, r - 1), body, end, false, constant(first, r - 1)});
             first = r + 1;
         }
         const std::string outer = function_;
@@ -258,6 +265,16 @@ private:
         if (var < vars_.size()) vars_[var].to = end;
         loops_.pop_back();
         return end;
+    }
+
+    // Whether the declaration's type [first, last) is const or constexpr, not through a pointer.
+    bool constant(std::size_t first, std::size_t last) const {
+        bool c = false;
+        for (std::size_t q = first; q < last; ++q) {
+            if (t_[q].text == "*") return false;
+            c = c || t_[q].text == "const" || t_[q].text == "constexpr";
+        }
+        return c;
     }
 
     std::string type_of(std::size_t first, std::size_t last) const {
@@ -309,7 +326,7 @@ private:
                 }
                 if (sized && !called) var_type = "std::size_t";
             }
-            vars_.push_back({name, var_type, semi + 1, scope_end, false});
+            vars_.push_back({name, var_type, semi + 1, scope_end, false, constant(p, stop - 1)});
             q = comma + 1;
         }
         return true;
@@ -344,7 +361,7 @@ private:
     std::vector<Var> vars_;
     std::vector<std::string> loops_;
     bool own_ = false;
-    std::vector<std::vector<std::string>> families_;
+    std::vector<HeaderStruct> structs_;
 };
 
 // The function a block sits in, and its parameters: the last line before `at` that opens a
@@ -427,6 +444,53 @@ struct Edit {
     std::string with, kind;
 };
 
+// A lambda's body and what it captures: a name from outside a `[peak](float s) { ... }` that its
+// list does not hold is no name to swap in there (the compiler refuses it: "not captured").
+struct LambdaScope {
+    std::size_t list_open, list_close;  // the capture list's brackets (token indices)
+    std::size_t open, close;            // the body's braces
+    bool every = false;                 // [&] or [=]: whatever it names
+    std::set<std::string> names;
+};
+
+std::vector<LambdaScope> lambda_scopes(const std::vector<Token>& t) {
+    const auto match = [&](std::size_t p) {  // the token that closes the bracket opened at p
+        int depth = 0;
+        for (; p < t.size(); ++p) {
+            if (t[p].kind != Tok::punct) continue;
+            const std::string& x = t[p].text;
+            depth += (x == "(" || x == "[" || x == "{") ? 1 : (x == ")" || x == "]" || x == "}") ? -1 : 0;
+            if (depth == 0) return p;
+        }
+        return t.size();
+    };
+    std::vector<LambdaScope> out;
+    for (std::size_t p = 1; p < t.size(); ++p) {
+        const Token& prev = t[p - 1];
+        if (t[p].text != "[" || prev.kind == Tok::ident || prev.kind == Tok::number || prev.text == ")" ||
+            prev.text == "]")
+            continue;  // a subscript
+        LambdaScope scope;
+        const std::size_t last = match(p);
+        scope.list_open = p;
+        scope.list_close = last;
+        for (std::size_t q = p + 1; q < last; ++q) {
+            const bool alone =
+                (t[q - 1].text == "[" || t[q - 1].text == ",") && (q + 1 == last || t[q + 1].text == ",");
+            if ((t[q].text == "&" || t[q].text == "=") && alone) scope.every = true;
+            if (t[q].kind == Tok::ident) scope.names.insert(t[q].text);
+        }
+        std::size_t q = last + 1;
+        if (q < t.size() && t[q].text == "(") q = match(q) + 1;
+        while (q < t.size() && t[q].text != "{" && t[q].text != ";" && t[q].text != ")") ++q;
+        if (q >= t.size() || t[q].text != "{") continue;
+        scope.open = q;
+        scope.close = match(q);
+        out.push_back(std::move(scope));
+    }
+    return out;
+}
+
 class Editor {
 public:
     Editor(const std::string& text, const Parser& parser, const Parser::Found& f)
@@ -435,7 +499,8 @@ public:
           vars_(parser.vars()),
           f_(f),
           own_(parser.own()),
-          families_(parser.member_families()) {}
+          structs_(parser.header_structs()),
+          lambdas_(lambda_scopes(t_)) {}
 
     std::vector<Edit> edits() {
         for (std::size_t k = f_.first; k < f_.last; ++k) {
@@ -450,10 +515,44 @@ public:
         if ((f_.type == "float" || f_.type == "double") && f_.last > f_.first + 1)
             add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
         if (own_) unused_put_back();
+        if (own_) rescale_put_back();
         return out_;
     }
 
 private:
+    // Whether `other` may be named at token k: not from outside a lambda that does not capture it.
+    bool usable(const Var& other, std::size_t k) const {
+        return std::ranges::none_of(lambdas_, [&](const LambdaScope& l) {
+            return l.open < k && k < l.close && !l.every && other.from < l.open && !l.names.contains(other.name);
+        });
+    }
+
+    // Whether token k is a name in a lambda's capture list (`[total]`: no place for another name).
+    bool captured_name(std::size_t k) const {
+        return std::ranges::any_of(lambdas_, [&](const LambdaScope& l) { return l.list_open < k && k < l.list_close; });
+    }
+
+    // Whether the variable at token k is written there: `k0 += Bc`, `++j`, `out(b, i, j) = x`, `w[j] /= s`.
+    bool written_at(std::size_t k) const {
+        static const std::set<std::string> writes = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "++", "--"};
+        if (k > 0 && (t_[k - 1].text == "++" || t_[k - 1].text == "--")) return true;
+        std::size_t q = k + 1;
+        while (q < t_.size() && (t_[q].text == "(" || t_[q].text == "[")) {
+            int depth = 0;
+            for (; q < t_.size(); ++q) {
+                if (t_[q].text == "(" || t_[q].text == "[") ++depth;
+                if ((t_[q].text == ")" || t_[q].text == "]") && --depth == 0) break;
+            }
+            ++q;
+        }
+        // A method that changes its object: `out.fill(0.0f)`.
+        static const std::set<std::string> changes = {"fill", "resize",       "push_back", "assign", "clear",
+                                                      "swap", "emplace_back", "insert",    "erase",  "reshape"};
+        if (q + 1 < t_.size() && (t_[q].text == "." || t_[q].text == "->") && changes.contains(t_[q + 1].text))
+            return true;
+        return q < t_.size() && writes.contains(t_[q].text);
+    }
+
     const Var* var_at(std::size_t k) const {
         if (k > 0 && (t_[k - 1].text == "." || t_[k - 1].text == "->" || t_[k - 1].text == "::")) return nullptr;
         if (k + 1 < t_.size() && t_[k + 1].text == "::") return nullptr;
@@ -526,8 +625,13 @@ private:
         const bool argument = k > 0 && k + 1 < t_.size() &&
                               (t_[k - 1].text == "(" || t_[k - 1].text == "," || t_[k - 1].text == "[") &&
                               (t_[k + 1].text == "," || t_[k + 1].text == ")" || t_[k + 1].text == "]");
+        // A variable written here (`k0 += Bc`, `++j`, `out(b, i, j) = x`) is not swapped for a const one,
+        // nor a name in a capture list for any other.
+        const bool written = written_at(k);
+        if (captured_name(k)) return;
         for (const Var& other : vars_) {
             if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
+            if ((written && other.constant) || !usable(other, k)) continue;
             // Swaps among loop counters, or of a size for another size (d for d_head), or tensors;
             // and a computed index for a loop's counter where it indexes (cache.v(b, h, ...) for
             // cache.v(b, kv, ...), kv = h / group).
@@ -539,12 +643,21 @@ private:
         }
         // An index one off: t(b, i + 1, c).
         // A size one off where it is passed on: std::sqrt(static_cast<float>(d + 1)).
-        if (argument && v->type == "std::size_t") {
+        // A learner's (or a kernel's) int too, and a count alone in an integer's initializer or in a
+        // branch of its ?: (`const int last = a.causal ? i + 1 : n;` for `a.causal ? i : n`).
+        const bool integral = v->type == "std::size_t" || (own_ && v->type == "int");
+        const auto lone = [&] {
+            if (!own_ || (f_.type != "int" && f_.type != "std::size_t" && f_.type != "auto")) return false;
+            const bool open = k == f_.first || t_[k - 1].text == "?" || t_[k - 1].text == ":";
+            return open && (k + 1 == f_.last || t_[k + 1].text == ":" || t_[k + 1].text == "?");
+        };
+        if (integral && !written && (argument || lone())) {
             add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
             add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
         }
         // A learner's pair or stride one step in two: `x + 2 * i` for `x + i` (RoPE's pairs, a block's bytes).
-        if (own_ && v->loop && (k == 0 || t_[k - 1].text != "*") && (k + 1 >= t_.size() || t_[k + 1].text != "*"))
+        if (own_ && v->loop && !written && (k == 0 || t_[k - 1].text != "*") &&
+            (k + 1 >= t_.size() || t_[k + 1].text != "*"))
             add(k, "2 * " + s, "an index doubled");
         if (argument && v->loop) {
             // A fixed index where the loop's was meant: scores(b, 0, 0) for scores(b, i, 0).
@@ -594,18 +707,85 @@ private:
         // A learner's file: the same object's members anywhere in it (cache.v in append_kv for
         // cache.k in decode_step, where the slip left no cache.v).
         if (own_) {
-            if (file_tokens_.empty()) file_tokens_ = tokenize(text_, 0, text_.size());
-            const auto& f = file_tokens_;
+            const auto& f = file_tokens();
             for (std::size_t q = 2; q < f.size(); ++q)
                 if (f[q].kind == Tok::ident && f[q - 1].text == t_[k - 1].text && f[q - 2].text == t_[k - 2].text &&
                     (q + 1 < f.size() && k + 1 < t_.size() && (f[q + 1].text == "(") == (t_[k + 1].text == "(")))
                     others.insert(f[q].text);
         }
-        // And the other members of its struct's family in the headers (block.m for block.d).
-        for (const auto& family : families_)
-            if (std::ranges::find(family, t_[k].text) != family.end()) others.insert(family.begin(), family.end());
+        // The header's struct that holds every member the file uses on this object: its members of
+        // the same type join (block.m for block.d); one of another type leaves (cache.length for
+        // cache.k would not compile).
+        const auto type = [&](const std::string& member) -> std::optional<std::string> {
+            std::optional<std::string> found;
+            for (const HeaderStruct* h : structs_of(t_[k - 2].text))
+                for (const auto& [name, of] : h->members)
+                    if (name == member) {
+                        if (found && *found != of) return std::nullopt;
+                        found = of;
+                    }
+            return found;
+        };
+        const auto mine = type(t_[k].text);
+        if (mine) {
+            // A member of that type in every struct that may be the object's (AttentionArgs and a
+            // kernel's Args both hold seq, scale and causal: only Args has bf16).
+            const auto candidates = structs_of(t_[k - 2].text);
+            for (const auto& [name, of] : candidates.front()->members)
+                if (of == *mine && std::ranges::all_of(candidates, [&](const HeaderStruct* h) {
+                        return std::ranges::find(h->members, std::pair{name, of}) != h->members.end();
+                    }))
+                    others.insert(name);
+            std::erase_if(others, [&](const std::string& other) {
+                const auto theirs = type(other);
+                return theirs && *theirs != *mine;
+            });
+        }
+        // A method for another: one the file calls with arguments as this call has them (or none as
+        // it has none), and not one that returns another kind of thing (p.size() for p.begin()).
+        if (k + 2 < t_.size() && t_[k + 1].text == "(") {
+            static const std::map<std::string, std::string> returns = {
+                {"begin", "iterator"},    {"end", "iterator"},  {"cbegin", "iterator"}, {"cend", "iterator"},
+                {"rbegin", "iterator"},   {"rend", "iterator"}, {"size", "count"},      {"dimension", "count"},
+                {"data", "pointer"},      {"shape", "shape"},   {"fill", "nothing"},    {"resize", "nothing"},
+                {"push_back", "nothing"}, {"front", "element"}, {"back", "element"}};
+            const bool none = t_[k + 2].text == ")";
+            const auto& f = file_tokens();
+            std::erase_if(others, [&](const std::string& other) {
+                const auto a = returns.find(t_[k].text), b = returns.find(other);
+                if (a != returns.end() && b != returns.end() && a->second != b->second) return true;
+                for (std::size_t q = 1; q + 2 < f.size(); ++q)
+                    if (f[q].text == other && (f[q - 1].text == "." || f[q - 1].text == "->") && f[q + 1].text == "(")
+                        return (f[q + 2].text == ")") != none;
+                return false;
+            });
+        }
         for (const std::string& other : others)
             if (other != t_[k].text) add(k, other, "member swap");
+    }
+
+    const std::vector<Token>& file_tokens() {
+        if (file_tokens_.empty()) file_tokens_ = tokenize(text_, 0, text_.size());
+        return file_tokens_;
+    }
+
+    // The header structs that hold every data member the file uses on `object` (none: its type
+    // is not one of theirs).
+    std::vector<const HeaderStruct*> structs_of(const std::string& object) {
+        if (const auto known = structs_of_.find(object); known != structs_of_.end()) return known->second;
+        std::set<std::string> used;
+        const auto& f = file_tokens();
+        for (std::size_t q = 2; q + 1 < f.size(); ++q)
+            if (f[q].kind == Tok::ident && (f[q - 1].text == "." || f[q - 1].text == "->") && f[q - 2].text == object &&
+                f[q + 1].text != "(")
+                used.insert(f[q].text);
+        std::vector<const HeaderStruct*> out;
+        for (const HeaderStruct& h : structs_)
+            if (!used.empty() && std::ranges::all_of(used, [&](const std::string& u) {
+                    return std::ranges::any_of(h.members, [&](const auto& m) { return m.first == u; });
+                }))
+                out.push_back(&h);
+        return structs_of_[object] = out;
     }
 
     void number(std::size_t k) {
@@ -639,7 +819,10 @@ private:
                 if (in_a_fold(k)) add(k, "std::size_t{" + s + "}", "an int for a std::size_t");
             }
         }
-        for (const auto& a : alternatives) add(k, a, "a constant changed");
+        // After a minus, a negative number is bracketed (`-(-2.0)`, never `--2.0`).
+        const bool after_minus = k > 0 && (t_[k - 1].text == "-" || t_[k - 1].text == "+");
+        for (const auto& a : alternatives)
+            add(k, after_minus && a.starts_with('-') ? "(" + a + ")" : a, "a constant changed");
     }
 
     void op(std::size_t k) {
@@ -710,11 +893,25 @@ private:
                 q = close_in_region(q);
             } else if ((s == "::" || s == "." || s == "->") && q + 1 < f_.last && t_[q + 1].kind == Tok::ident) {
                 q += 2;
+            } else if (const std::size_t after = template_arguments_end(q); after != 0) {
+                q = after;  // static_cast<float>(d), std::numeric_limits<float>::max()
             } else {
                 break;
             }
         }
         return q;
+    }
+
+    // The token after the `>` of template arguments opened at `q` (`<float>`, `<std::size_t, 4>`)
+    // when a call or `::` follows them; else 0 (a comparison).
+    std::size_t template_arguments_end(std::size_t q) const {
+        if (q == 0 || q >= f_.last || t_[q].text != "<" || t_[q - 1].kind != Tok::ident) return 0;
+        std::size_t r = q + 1;
+        while (r < f_.last && (t_[r].kind == Tok::ident || t_[r].kind == Tok::number || t_[r].text == "::" ||
+                               t_[r].text == "," || t_[r].text == "*" || t_[r].text == "&"))
+            ++r;
+        if (r + 1 >= f_.last || t_[r].text != ">" || (t_[r + 1].text != "(" && t_[r + 1].text != "::")) return 0;
+        return r + 1;
     }
 
     std::size_t close_in_region(std::size_t q) const {
@@ -750,7 +947,8 @@ private:
             const bool scalar = (u.type == "float" || u.type == "double" || u.type == "auto");
             if (u.loop || !scalar || f_.first < u.from || f_.last > u.to || read(u)) continue;
             for (std::size_t k = f_.first; k < f_.last; ++k) {
-                if (t_[k].kind != Tok::ident || (k > f_.first && !before.contains(t_[k - 1].text))) continue;
+                if (t_[k].kind != Tok::ident || (k > f_.first && !before.contains(t_[k - 1].text)) || !usable(u, k))
+                    continue;
                 const std::size_t end = operand_end(k);
                 if (end <= k || end > f_.last || (end < f_.last && assigned.contains(t_[end].text))) continue;
                 const std::string x = text_.substr(t_[k].begin, t_[end - 1].end - t_[k].begin);
@@ -759,6 +957,49 @@ private:
                 add(k, end, x + " / " + u.name, "an unused value put back");
             }
         }
+    }
+
+    // A rescale forgotten: `l = l * shrink + p` for `l = l + p`, where another statement of the
+    // function rescales its own target by `shrink` (`acc[c] = acc[c] * shrink + p * v_row(c)`): the
+    // online softmax's running sum left out of a correction its accumulator gets.
+    void rescale_put_back() {
+        const auto same = [&](std::size_t a, std::size_t b, std::size_t n) {
+            for (std::size_t i = 0; i < n; ++i)
+                if (a + i >= t_.size() || b + i >= t_.size() || t_[a + i].text != t_[b + i].text) return false;
+            return true;
+        };
+        // `target = target ...`: the length of the target's tokens (a name and its subscripts), or 0.
+        const auto self_update = [&](std::size_t q) -> std::size_t {
+            std::size_t eq = q + 1;
+            while (eq < t_.size() && (t_[eq].text == "[" || t_[eq].text == "(")) {
+                int depth = 0;
+                for (; eq < t_.size(); ++eq) {
+                    if (t_[eq].text == "[" || t_[eq].text == "(") ++depth;
+                    if ((t_[eq].text == "]" || t_[eq].text == ")") && --depth == 0) break;
+                }
+                ++eq;
+            }
+            if (eq >= t_.size() || t_[eq].text != "=") return 0;
+            return same(q, eq + 1, eq - q) ? eq - q : 0;
+        };
+        const std::size_t n = t_[f_.first].kind == Tok::ident ? self_update(f_.first) : 0;
+        if (n == 0) return;
+        const std::size_t operand = f_.first + n + 1, after = operand + n;
+        if (after >= f_.last || (t_[after].text != "+" && t_[after].text != "-")) return;  // already scaled
+        std::set<std::string> factors;
+        for (std::size_t q = 1; q + 1 < t_.size(); ++q) {
+            const std::string& before = t_[q - 1].text;
+            if (t_[q].kind != Tok::ident || (before != ";" && before != "{" && before != "}" && before != ")"))
+                continue;
+            const std::size_t m = self_update(q);
+            if (m == 0 || q == f_.first) continue;
+            const std::size_t end = q + 2 * m + 1;  // after `target = target`
+            if (end + 1 < t_.size() && t_[end].text == "*" && t_[end + 1].kind == Tok::ident &&
+                (end + 2 >= t_.size() || t_[end + 2].text != "(" && t_[end + 2].text != "["))
+                factors.insert(t_[end + 1].text);
+        }
+        const std::string x = text_.substr(t_[operand].begin, t_[after - 1].end - t_[operand].begin);
+        for (const std::string& f : factors) add(operand, after, x + " * " + f, "a rescale put back");
     }
 
     // Whether variable `u` is read anywhere in its scope (after its declaration).
@@ -801,7 +1042,16 @@ private:
                     if ((t_[q].text == "(" || t_[q].text == "[") && --depth == 0) break;
                     if (q == f_.first) return npos;
                 }
-                if (q == f_.first || (t_[q - 1].kind != Tok::ident && t_[q - 1].text != ")" && t_[q - 1].text != "]"))
+                if (q > f_.first + 2 && t_[q - 1].text == ">") {  // static_cast<float>(d): back to its name
+                    std::size_t open = q - 1;
+                    while (open > f_.first && t_[open].text != "<") --open;
+                    if (open > f_.first && template_arguments_end(open) == q) {
+                        q = open - 1;
+                        continue;
+                    }
+                }
+                if (q == f_.first || t_[q - 1].text == "return" ||
+                    (t_[q - 1].kind != Tok::ident && t_[q - 1].text != ")" && t_[q - 1].text != "]"))
                     return q;  // a parenthesised expression
                 --q;
                 continue;
@@ -828,6 +1078,11 @@ private:
                 if (q == f_.first) return;
             }
             left = q;
+            if (left > f_.first + 2 && t_[left - 1].text == ">") {  // static_cast<float>(n): back to its name
+                std::size_t open = left - 1;
+                while (open > f_.first && t_[open].text != "<") --open;
+                if (open > f_.first && template_arguments_end(open) == left) left = open;
+            }
         }
         if (left == f_.first || (t_[left - 1].kind != Tok::ident && t_[left - 1].kind != Tok::number)) return;
         --left;
@@ -837,6 +1092,8 @@ private:
         std::size_t right = k + 1;
         if (right >= f_.last || (t_[right].kind != Tok::ident && t_[right].kind != Tok::number)) return;
         ++right;
+        if (const std::size_t after = template_arguments_end(right); after != 0)
+            right = after;  // static_cast<float>(n)
         while (right < f_.last && (t_[right].text == "(" || t_[right].text == "[")) {
             int depth = 0;
             for (; right < f_.last; ++right) {
@@ -861,7 +1118,9 @@ private:
     bool own_ = false;
     std::vector<Edit> out_;
     std::vector<Token> file_tokens_;  // the whole file's, for a learner's member swaps
-    const std::vector<std::vector<std::string>>& families_;
+    std::map<std::string, std::vector<const HeaderStruct*>> structs_of_;
+    const std::vector<HeaderStruct>& structs_;
+    std::vector<LambdaScope> lambdas_;
 };
 
 // The solution with comments blanked (same length, newlines kept): regions are copied from it.
@@ -956,27 +1215,26 @@ Mutants generate_mutants(const std::string& solution) {
     return m;
 }
 
-std::vector<std::vector<std::string>> struct_member_families(const std::string& header) {
-    static const std::regex a_struct(R"(\bstruct\s+\w+\s*\{([^{}]*)\})");
+std::vector<HeaderStruct> header_structs(const std::string& header) {
+    static const std::regex a_struct(R"(\bstruct\s+(\w+)\s*\{([^{}]*)\})");
     static const std::regex a_member(R"(^\s*(?:const\s+)?([\w:<>, ]+?)\s+(\w+)\s*(\[[^\]]*\])?\s*(=[^;]*)?;)");
     const std::string code = without_comments(header);
-    std::vector<std::vector<std::string>> families;
+    std::vector<HeaderStruct> structs;
     for (std::sregex_iterator s(code.begin(), code.end(), a_struct), end; s != end; ++s) {
-        std::map<std::string, std::vector<std::string>> by_type;
-        std::istringstream body((*s)[1].str());
+        HeaderStruct h{(*s)[1].str(), {}};
+        std::istringstream body((*s)[2].str());
         for (std::string statement; std::getline(body, statement, ';');) {
             std::smatch m;
             const std::string line = statement + ";";
             if (line.find('(') == std::string::npos && std::regex_search(line, m, a_member))
-                by_type[m[1].str() + m[3].str()].push_back(m[2].str());
+                h.members.emplace_back(m[2].str(), m[1].str() + m[3].str());
         }
-        for (auto& [type, names] : by_type)
-            if (names.size() > 1) families.push_back(std::move(names));
+        if (!h.members.empty()) structs.push_back(std::move(h));
     }
-    return families;
+    return structs;
 }
 
-Mutants generate_own_mutants(const std::string& file, const std::vector<std::vector<std::string>>& member_families) {
+Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderStruct>& structs) {
     Mutants m;
     const std::string code = without_comments(file);
     const std::vector<Token> t = tokenize(code, 0, code.size());
@@ -1006,7 +1264,7 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<std::vec
         const std::size_t end = after_bracket(t, q);
         if (q > p && t[q - 1].text == ")") {
             Parser parser(code, {t.begin() + long(p), t.begin() + long(end)}, "", {}, true);
-            parser.set_member_families(member_families);
+            parser.set_header_structs(structs);
             parser.run();
             add_variants(m, id, file, code, parser);
         }

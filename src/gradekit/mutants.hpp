@@ -64,14 +64,18 @@ Mutants generate_mutants(const std::string& solution);
 // an integer twice or half what it is (16 for 32); a value computed and never read put back into
 // each operand after it (`std::exp(e - top)` for `std::exp(e)`); the same object's members from
 // anywhere in the file (cache.v for cache.k); their `auto` sizes swapped with each other.
-// `member_families`: the members of the structs its headers declare, by type
-// (struct_member_families), each of which may stand for another of its family.
-Mutants generate_own_mutants(const std::string& file,
-                             const std::vector<std::vector<std::string>>& member_families = {});
+// `structs`: the structs its headers declare (header_structs); a member of one of them may stand
+// for another of the same type, where the members the file uses on that object are all its.
+struct HeaderStruct {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> members;  // (name, type)
+};
+Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderStruct>& structs = {});
 
-// The members of each struct a header declares, in families of one type: {"d", "m"} of
+// The data members of each struct a header declares, with their types: BlockQ4_1's
+// {d, std::uint16_t}, {m, std::uint16_t}, {qs, std::uint8_t[16]} from
 // `struct BlockQ4_1 { std::uint16_t d; std::uint16_t m; std::uint8_t qs[16]; };`.
-std::vector<std::vector<std::string>> struct_member_families(const std::string& header);
+std::vector<HeaderStruct> header_structs(const std::string& header);
 
 // The schemata: `solution` with the variants whose ids are in `keep` behind HW_M (see above),
 // and `lines`: for each line of the result that holds an alternative, the variant's id.

@@ -10,7 +10,10 @@
 //   mutants record DATA DIR                     folds DIR/<id>.out (a grader's output with
 //                                               HEADWISE_MUTANT=<id>; 0: the solution) into DATA
 //   mutants check SOLUTION CASES DATA           exit 1 with one line when DATA is stale
+//   mutants own FILE SOURCE_DIR                 the repair step's edits of a learner's FILE, one a
+//                                               line: id, line, kind, the edited line
 #include "gradekit/mutants.hpp"
+#include "gradekit/repair.hpp"
 #include "gradekit/text.hpp"
 
 #include <fmt/format.h>
@@ -210,16 +213,24 @@ int check(const std::vector<std::string>& a) {
     return 1;
 }
 
+int own(const std::vector<std::string>& a) {
+    if (a.size() != 2) throw std::invalid_argument("usage: mutants own FILE SOURCE_DIR");
+    const Mutants m = generate_own_mutants(read_text(a[0]), included_structs(a[0], a[1]));
+    for (const Variant& v : m.variants) fmt::print("{}\t{}\t{}\t{}\n", v.id, v.line, v.kind, v.edited_line);
+    return 0;
+}
+
 }  // namespace
 
 int mutants_command(const std::vector<std::string>& args) {
-    if (args.empty()) throw std::invalid_argument("usage: mutants list|schemata|mark|record|check ...");
+    if (args.empty()) throw std::invalid_argument("usage: mutants list|schemata|mark|record|check|own ...");
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "list") return list(rest);
     if (args[0] == "schemata") return schemata(rest);
     if (args[0] == "mark") return mark(rest);
     if (args[0] == "record") return record(rest);
     if (args[0] == "check") return check(rest);
+    if (args[0] == "own") return own(rest);
     throw std::invalid_argument(fmt::format("unknown mutants command '{}'", args[0]));
 }
 

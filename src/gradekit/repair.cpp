@@ -81,65 +81,53 @@ std::string selector_prelude(int max_id) {
         max_id);
 }
 
-// The member families (struct_member_families) of the structs the learner's file sees through its
-// quoted includes, two levels deep (decode.hpp, then headwise/model/quant.hpp's BlockQ4_1), each
-// looked up beside the file, in src/, in exercises/common and at the top of the repository.
-std::vector<std::vector<std::string>> included_member_families(const fs::path& file, const fs::path& source_dir) {
-    static const std::regex include(R"re(^\s*#\s*include\s*"([^"]+)")re");
-    const std::vector<fs::path> dirs = {file.parent_path(), source_dir / "src", source_dir / "exercises" / "common",
-                                        source_dir};
-    std::vector<std::vector<std::string>> families;
-    std::set<fs::path> seen;
-    const std::function<void(const fs::path&, int)> visit = [&](const fs::path& from, int depth) {
-        std::istringstream in(read_text(from));
-        for (std::string line; std::getline(in, line);) {
-            std::smatch m;
-            if (!std::regex_search(line, m, include)) continue;
-            for (const fs::path& dir : dirs) {
-                std::error_code ec;
-                const fs::path header = dir / m[1].str();
-                if (!fs::is_regular_file(header, ec)) continue;
-                if (seen.insert(fs::weakly_canonical(header, ec)).second) {
-                    for (auto& family : struct_member_families(read_text(header)))
-                        families.push_back(std::move(family));
-                    if (depth < 1) visit(header, depth + 1);
-                }
-                break;
-            }
-        }
-    };
-    visit(file, 0);
-    return families;
-}
+// How course.json lets the repair step build this exercise's schemata: its "grading": {"repair":
+// false} says not at all (exercise 7: ~850 edits of a real layer, ~20 s of runs); {"build":
+// "unsanitized"} says without the sanitizers, at -O0, each repair then confirmed in a build with
+// them (exercise 6: its kernels are templates
+// instantiated for five head sizes, and ~1000 edits took ~26 s to compile with the sanitizers,
+// ~10 s without (a machine under load); the emulator checks every global and shared access itself).
+enum class SchemataBuild { none, sanitized, unsanitized };
 
-// Whether course.json lets the repair step try this exercise: its "grading": {"repair": false}
-// says the schemata of its file cannot be compiled within a grade's budget (ex06's kernels on the
-// emulator: ~50 s for ~800 edits), so that a failed grade does not spend its budget learning so.
-bool repair_allowed(const Subject& s) {
+SchemataBuild schemata_build(const Subject& s) {
     std::ifstream in(s.source_dir / "course.json");
     const auto course = nlohmann::json::parse(in, nullptr, false);
-    if (course.is_discarded() || !course.contains("lessons")) return true;
+    if (course.is_discarded() || !course.contains("lessons")) return SchemataBuild::sanitized;
     for (const auto& lesson : course["lessons"]) {
         const auto& exercise = lesson.value("exercise", nlohmann::json::object());
-        if (exercise.value("id", "") == s.id)
-            return exercise.value("grading", nlohmann::json::object()).value("repair", true);
+        if (exercise.value("id", "") != s.id) continue;
+        const auto grading = exercise.value("grading", nlohmann::json::object());
+        const auto repair = grading.value("repair", nlohmann::json(true));
+        if (repair.is_object() && repair.value("build", "") == "unsanitized") return SchemataBuild::unsanitized;
+        return repair.is_boolean() && !repair.get<bool>() ? SchemataBuild::none : SchemataBuild::sanitized;
     }
-    return true;
+    return SchemataBuild::sanitized;
+}
+
+// The recipe's compile without the sanitizers, unoptimised, no debug information (the last -O,
+// -g and -fno-sanitize=all win).
+Recipe unsanitized(Recipe r, const fs::path& source) {
+    r.compile = replace_all(r.compile, " -c " + source.string(), " -O0 -g0 -fno-sanitize=all -c " + source.string());
+    return r;
 }
 
 struct RepairBuild {
     fs::path executable;
-    std::set<int> kept;  // the edits that compiled
+    std::set<int> kept;     // the edits that compiled
+    bool sanitized = true;  // else each repair is confirmed again in a build with the sanitizers
+    Recipe recipe;          // the grader's own, for that build
 };
 
 // The schemata, compiled and linked; an edit the compiler refuses is dropped (its line named in an
 // error), the file compiled again, at most six times and t.slowest_compile_s seconds in all (a file
 // whose few hundred edits take longer -- the kernels on the emulator -- is not repaired).
-std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t, const Recipe& recipe,
-                                          const fs::path& dir, const std::string& text, const Mutants& m) {
+std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t, const Recipe& grader_recipe,
+                                          const fs::path& dir, const std::string& text, const Mutants& m,
+                                          SchemataBuild how) {
     const fs::path source = s.files.front();
     const fs::path file = dir / source.filename();
-    RepairBuild b{dir / "repair_grader", {}};
+    RepairBuild b{dir / "repair_grader", {}, how != SchemataBuild::unsanitized, grader_recipe};
+    const Recipe recipe = b.sanitized ? grader_recipe : unsanitized(grader_recipe, source);
     for (const Variant& v : m.variants) b.kept.insert(v.id);
     const std::string prelude = selector_prelude(m.variants.back().id);
     const int offset = static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));
@@ -178,6 +166,9 @@ std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t
             }
         }
         if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr) {
+            std::error_code ec;  // the file the errors' lines are in, kept
+            fs::copy_file(file, fs::path(file.string() + fmt::format(".{}", attempt + 1)),
+                          fs::copy_options::overwrite_existing, ec);
             fmt::print(stderr, "repair: compile {}: {} edits refused\n", attempt + 1, refused.size());
             std::istringstream all(log);
             int shown = 0;
@@ -871,15 +862,42 @@ private:
 
     bool confirm(const std::string& selection, Checks* still) const {
         const int limit = whole_run_s();
-        const RepairRun r = run_selection(s_, built_.executable, dir_, selection, {}, limit);
+        // A schemata built without the sanitizers confirms in a build with them that holds only
+        // the selection's edits (a second's compile: a few edits, not hundreds).
+        const fs::path grader = built_.sanitized ? built_.executable : sanitized_build(selection);
+        if (grader.empty()) return false;
+        const fs::path dir = grader.parent_path();
+        const RepairRun r = run_selection(s_, grader, dir, selection, {}, limit);
         if (!r.ran || r.total != report_.total) return false;
         if (!std::includes(failing_.begin(), failing_.end(), r.failing.begin(), r.failing.end())) return false;
         if (r.failing.empty()) {
-            const RepairRun zeros = run_selection(s_, built_.executable, dir_, selection, {}, limit, {}, 0);
+            const RepairRun zeros = run_selection(s_, grader, dir, selection, {}, limit, {}, 0);
             if (!zeros.ran || !zeros.failing.empty()) return false;
         }
         *still = r.failing;
         return true;
+    }
+
+    // The grader built with its own options from the learner's file with only `selection`'s edits
+    // (empty: it did not compile).
+    fs::path sanitized_build(const std::string& selection) const {
+        if (const auto known = sanitized_.find(selection); known != sanitized_.end()) return known->second;
+        std::vector<int> ids;
+        for (std::size_t at = 0; at < selection.size();) {
+            const std::size_t end = selection.find_first_of(",+", at);
+            ids.push_back(std::stoi(selection.substr(at, end - at)));
+            at = end == std::string::npos ? selection.size() : end + 1;
+        }
+        const fs::path sub = dir_ / fmt::format("sanitized_{}", sanitized_.size());
+        std::error_code ec;
+        fs::create_directories(sub, ec);
+        const fs::path source = s_.files.front();
+        const fs::path file = sub / source.filename();
+        write_if_changed(file.string(),
+                         selector_prelude(m_.variants.back().id) + make_schemata(read_text(source), m_, ids).text);
+        const bool built =
+            build_variant(t_.build_dir, built_.recipe, source, file, sub / "grader", nullptr, t_.slowest_compile_s);
+        return sanitized_[selection] = built ? sub / "grader" : fs::path();
     }
 
     const Subject& s_;
@@ -887,6 +905,7 @@ private:
     const Report& report_;
     const Mutants& m_;
     RepairBuild built_;
+    mutable std::map<std::string, fs::path> sanitized_;  // sanitized_build's graders, by selection
     fs::path dir_;
     Checks failing_;
     std::vector<std::string> all_failing_;
@@ -905,6 +924,36 @@ private:
 };
 
 }  // namespace
+
+// The structs (header_structs) the learner's file sees through its
+// quoted includes, two levels deep (decode.hpp, then headwise/model/quant.hpp's BlockQ4_1), each
+// looked up beside the file, in src/, in exercises/common and at the top of the repository.
+std::vector<HeaderStruct> included_structs(const fs::path& file, const fs::path& source_dir) {
+    static const std::regex include(R"re(^\s*#\s*include\s*"([^"]+)")re");
+    const std::vector<fs::path> dirs = {file.parent_path(), source_dir / "src", source_dir / "exercises" / "common",
+                                        source_dir};
+    std::vector<HeaderStruct> structs;
+    std::set<fs::path> seen;
+    const std::function<void(const fs::path&, int)> visit = [&](const fs::path& from, int depth) {
+        std::istringstream in(read_text(from));
+        for (std::string line; std::getline(in, line);) {
+            std::smatch m;
+            if (!std::regex_search(line, m, include)) continue;
+            for (const fs::path& dir : dirs) {
+                std::error_code ec;
+                const fs::path header = dir / m[1].str();
+                if (!fs::is_regular_file(header, ec)) continue;
+                if (seen.insert(fs::weakly_canonical(header, ec)).second) {
+                    for (auto& h : header_structs(read_text(header))) structs.push_back(std::move(h));
+                    if (depth < 1) visit(header, depth + 1);
+                }
+                break;
+            }
+        }
+    };
+    visit(file, 0);
+    return structs;
+}
 
 std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std::vector<ScreenedEdit> edits,
                                                  std::size_t cap) {
@@ -946,11 +995,12 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     };
     auto report = read_report(s.report);
-    if (!report || !worth_locating(*report) || s.files.empty() || !repair_allowed(s)) return {};
+    const SchemataBuild how = schemata_build(s);
+    if (!report || !worth_locating(*report) || s.files.empty() || how == SchemataBuild::none) return {};
     const Checks failing = failing_tests(*report);
     const fs::path source = s.files.front();
     const std::string text = read_text(source);
-    const Mutants m = generate_own_mutants(text, included_member_families(source, s.source_dir));
+    const Mutants m = generate_own_mutants(text, included_structs(source, s.source_dir));
     const auto recipe = m.variants.empty() ? std::nullopt : recipe_of(t.build_dir, t.target, source);
     if (!recipe) return {};
     const fs::path dir = t.build_dir / "grade" / "repair" / t.target;
@@ -971,7 +1021,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
         return {};
     }
     if (progress) progress(fmt::format("repairing: compiling {} edits of your lines", m.variants.size()));
-    auto built = build_schemata(s, t, *recipe, dir, text, m);
+    auto built = build_schemata(s, t, *recipe, dir, text, m, how);
     phase(fmt::format("{} of {} edits compiled", built ? built->kept.size() : 0, m.variants.size()));
     if (!built) return {};
     // An edit that runs far longer than the learner's code (an endless loop) is stopped: at twice

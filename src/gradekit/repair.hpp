@@ -98,6 +98,10 @@ struct ScreenedEdit {
 std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std::vector<ScreenedEdit> edits,
                                                  std::size_t cap);
 
+// The structs (header_structs) a learner's file sees through its quoted includes, two levels deep,
+// each looked up beside the file, in src/, in exercises/common and at the top of the repository.
+std::vector<HeaderStruct> included_structs(const fs::path& file, const fs::path& source_dir);
+
 // After a failed run (s.report written by run_step): writes what it found into the report's
 // "repaired" sentence. `progress` (may be empty) hears one line now and then. Returns the
 // sentence (empty: nothing repaired, or nothing to try).
