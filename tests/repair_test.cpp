@@ -300,3 +300,38 @@ TEST_CASE("repair: two edits of one line or of one region are never tried as a p
     CHECK(rank_edit_pairs(theirs, one_region, 100) == std::vector<std::pair<int, int>>{{2, 3}, {1, 3}});
     CHECK(rank_edit_pairs(theirs, {one_line.front()}, 100).empty());
 }
+
+TEST_CASE("repair: a learner's omissions are put back -- a rescale, an argument, a window's step, a count's + 1") {
+    const auto structs = headwise::gradekit::header_structs(R"(
+struct Params { Tensor2 w_in; Tensor1 b_in; Tensor2 w_out; Tensor1 b_out; };
+)");
+    const Mutants m = generate_own_mutants(R"(namespace a {
+template <int D, typename Row>
+void update(float s, const Row& row, float& m, float& l, float* acc) {
+    const float m_next = std::max(m, s);
+    const float shrink = std::exp(m - m_next);
+    const float p = std::exp(s - m_next);
+    l = l + p;
+    for (int c = 0; c < D; ++c) acc[c] = acc[c] * shrink + p * row(c);
+    m = m_next;
+}
+Tensor3 block(const Params& p, const Tensor3& x, Cache& cache, std::size_t t, bool causal, int i, int n) {
+    const Tensor3 h = linear(x, p.w_in, bias_of(p.b_in));
+    const Tensor3 newest = xt::view(h, xt::all(), xt::range(t - 1, t), xt::all());
+    cache.length = t;
+    const int last = causal ? i : n;
+    return linear(newest, p.w_out);
+}
+}  // namespace a
+)",
+                                           structs);
+    const auto has = [&](const std::string& line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.edited_line == line; });
+    };
+    CHECK(has("l = l * shrink + p;"));  // a template of two parameters is read; its acc's rescale put back
+    CHECK(has("return linear(newest, p.w_out, p.b_out);"));       // the Tensor1 never read
+    CHECK_FALSE(has("return linear(newest, p.w_out, p.b_in);"));  // one the file reads is no omission
+    CHECK(has("const Tensor3 newest = xt::view(h, xt::all(), xt::range(t, t + 1), xt::all());"));
+    CHECK(has("cache.length = t + 1;"));
+    CHECK(has("const int last = causal ? i + 1 : n;"));
+}

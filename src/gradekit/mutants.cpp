@@ -185,7 +185,7 @@ private:
         int angle = 0;  // template <int D, typename VRow>: a comma between the brackets
         while (q < t_.size() &&
                (t_[q].kind == Tok::ident || t_[q].text == "::" || t_[q].text == "<" || t_[q].text == ">" ||
-                t_[q].text == "&" || t_[q].text == "*" || (angle > 0 && t_[q].text == ","))) {
+                t_[q].text == "&" || t_[q].text == "*" || (own_ && angle > 0 && t_[q].text == ","))) {
             angle += t_[q].text == "<" ? 1 : t_[q].text == ">" ? -1 : 0;
             ++q;
         }
@@ -516,6 +516,7 @@ public:
             add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
         if (own_) unused_put_back();
         if (own_) rescale_put_back();
+        if (own_) optional_term_put_back();
         return out_;
     }
 
@@ -616,6 +617,11 @@ private:
             if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
             return;
         }
+        if (own_ && s == "range" && k >= 2 && t_[k - 1].text == "::" && k + 1 < t_.size() && t_[k + 1].text == "(")
+            range_shifted(k + 1);
+        if (own_ && k + 1 < t_.size() && t_[k + 1].text == "(" &&
+            (k == 0 || (t_[k - 1].text != "." && t_[k - 1].text != "::")))
+            argument_put_back(k);
         if (s == "INFINITY") add(k, "1e9f", "a constant changed");
         if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
             add(k - 7, k + 3, "1e9f", "a constant changed");
@@ -628,10 +634,10 @@ private:
         // A variable written here (`k0 += Bc`, `++j`, `out(b, i, j) = x`) is not swapped for a const one,
         // nor a name in a capture list for any other.
         const bool written = written_at(k);
-        if (captured_name(k)) return;
+        if (own_ && captured_name(k)) return;
         for (const Var& other : vars_) {
             if (other.name == v->name || other.type != v->type || !(other.from <= k && k < other.to)) continue;
-            if ((written && other.constant) || !usable(other, k)) continue;
+            if (own_ && ((written && other.constant) || !usable(other, k))) continue;
             // Swaps among loop counters, or of a size for another size (d for d_head), or tensors;
             // and a computed index for a loop's counter where it indexes (cache.v(b, h, ...) for
             // cache.v(b, kv, ...), kv = h / group).
@@ -651,7 +657,10 @@ private:
             const bool open = k == f_.first || t_[k - 1].text == "?" || t_[k - 1].text == ":";
             return open && (k + 1 == f_.last || t_[k + 1].text == ":" || t_[k + 1].text == "?");
         };
-        if (integral && !written && (argument || lone())) {
+        // Or alone on the right of an assignment: `cache.length = t + 1;` for `cache.length = t;`.
+        const bool assigned_alone = own_ && f_.statement && k > f_.first && t_[k - 1].text == "=" &&
+                                    (k + 1 == f_.last || t_[k + 1].text == ";");
+        if (integral && !written && (argument || lone() || assigned_alone)) {
             add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
             add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
         }
@@ -743,7 +752,7 @@ private:
         }
         // A method for another: one the file calls with arguments as this call has them (or none as
         // it has none), and not one that returns another kind of thing (p.size() for p.begin()).
-        if (k + 2 < t_.size() && t_[k + 1].text == "(") {
+        if (own_ && k + 2 < t_.size() && t_[k + 1].text == "(") {
             static const std::map<std::string, std::string> returns = {
                 {"begin", "iterator"},    {"end", "iterator"},  {"cbegin", "iterator"}, {"cend", "iterator"},
                 {"rbegin", "iterator"},   {"rend", "iterator"}, {"size", "count"},      {"dimension", "count"},
@@ -820,7 +829,7 @@ private:
             }
         }
         // After a minus, a negative number is bracketed (`-(-2.0)`, never `--2.0`).
-        const bool after_minus = k > 0 && (t_[k - 1].text == "-" || t_[k - 1].text == "+");
+        const bool after_minus = own_ && k > 0 && (t_[k - 1].text == "-" || t_[k - 1].text == "+");
         for (const auto& a : alternatives)
             add(k, after_minus && a.starts_with('-') ? "(" + a + ")" : a, "a constant changed");
     }
@@ -893,7 +902,7 @@ private:
                 q = close_in_region(q);
             } else if ((s == "::" || s == "." || s == "->") && q + 1 < f_.last && t_[q + 1].kind == Tok::ident) {
                 q += 2;
-            } else if (const std::size_t after = template_arguments_end(q); after != 0) {
+            } else if (const std::size_t after = own_ ? template_arguments_end(q) : 0; after != 0) {
                 q = after;  // static_cast<float>(d), std::numeric_limits<float>::max()
             } else {
                 break;
@@ -1002,6 +1011,132 @@ private:
         for (const std::string& f : factors) add(operand, after, x + " * " + f, "a rescale put back");
     }
 
+    // A count's optional term left out: `d * d + (bias ? d : 0)` for `d * d`, where another count
+    // of the function has a `(bias ? ... : 0)` term (nn.MultiheadAttention's out_proj bias).
+    void optional_term_put_back() {
+        if (f_.type != "std::size_t" && f_.type != "auto" && f_.type != "std::uint64_t") return;
+        if (f_.last < f_.first + 3 || t_[f_.last - 1].kind != Tok::ident || t_[f_.last - 2].text != "*") return;
+        for (std::size_t q = f_.first; q < f_.last; ++q)
+            if (t_[q].text == "?") return;
+        std::set<std::string> conditions;
+        for (std::size_t q = 2; q + 1 < t_.size(); ++q)
+            if (t_[q].text == "?" && t_[q - 1].kind == Tok::ident && t_[q - 2].text == "(")
+                conditions.insert(t_[q - 1].text);
+        for (const std::string& c : conditions)
+            out_.push_back({t_[f_.last - 1].end, t_[f_.last - 1].end,
+                            fmt::format(" + ({} ? {} : 0)", c, t_[f_.last - 1].text), "a term put back"});
+    }
+
+    // A window one off: `xt::range(last, last + 1)` for `xt::range(last - 1, last)` (the `(` at p).
+    void range_shifted(std::size_t p) {
+        const std::size_t close = close_in_region(p);
+        if (close > f_.last || close <= p + 2) return;
+        const std::size_t comma = until_comma(p + 1, close - 1);
+        if (comma >= close - 1) return;
+        const std::string a = text_.substr(t_[p + 1].begin, t_[comma - 1].end - t_[p + 1].begin);
+        const std::string b = text_.substr(t_[comma + 1].begin, t_[close - 2].end - t_[comma + 1].begin);
+        if (b.find(',') != std::string::npos) return;            // a step too: left alone
+        const auto shifted = [](const std::string& x, int by) {  // `last - 1` + 1 is `last`
+            const std::string undo = by > 0 ? " - 1" : " + 1";
+            if (x.ends_with(undo)) return x.substr(0, x.size() - undo.size());
+            return x + (by > 0 ? " + 1" : " - 1");
+        };
+        for (const int by : {1, -1})
+            add(p + 1, close - 1, shifted(a, by) + ", " + shifted(b, by), "a range shifted by one");
+    }
+
+    // The first `,` at depth 0 in [from, to), or `to`.
+    std::size_t until_comma(std::size_t from, std::size_t to) const {
+        int depth = 0;
+        for (std::size_t q = from; q < to; ++q) {
+            const std::string& x = t_[q].text;
+            depth += (x == "(" || x == "[" || x == "{") ? 1 : (x == ")" || x == "]" || x == "}") ? -1 : 0;
+            if (depth == 0 && x == ",") return q;
+        }
+        return to;
+    }
+
+    // An argument left out: `linear(x, p.out_proj_weight, p.out_proj_bias)` for `linear(x,
+    // p.out_proj_weight)`, where the file calls `linear` elsewhere with one more, a member
+    // (`p.in_proj_bias`): each member of that type of the object's struct that the file never reads.
+    void argument_put_back(std::size_t k) {
+        const std::size_t open = k + 1, close = close_in_region(open);
+        if (close > f_.last || close < open + 2) return;
+        const auto count = [&](const std::vector<Token>& t, std::size_t o) {  // arguments of the call opened at o
+            int depth = 0, n = t[o + 1].text == ")" ? 0 : 1;
+            for (std::size_t q = o; q < t.size(); ++q) {
+                const std::string& x = t[q].text;
+                depth += (x == "(" || x == "[" || x == "{") ? 1 : (x == ")" || x == "]" || x == "}") ? -1 : 0;
+                if (depth == 0) return std::pair{n, q};
+                if (depth == 1 && x == ",") ++n;
+            }
+            return std::pair{n, t.size()};
+        };
+        const int mine = count(t_, open).first;
+        const auto& f = file_tokens();
+        std::optional<std::string> type;
+        for (std::size_t q = 0; q + 1 < f.size() && !type; ++q) {
+            if (f[q].text != t_[k].text || f[q + 1].text != "(" ||
+                (q > 0 && (f[q - 1].text == "." || f[q - 1].text == "::")))
+                continue;
+            const auto [n, end] = count(f, q + 1);
+            if (n != mine + 1 || end >= f.size()) continue;
+            // The one more argument (after the call's last comma): `o.m`, or the first `o.m` it
+            // reads (`bias_block(p.in_proj_bias, 2, d)`): m's type.
+            std::size_t from = end;
+            for (int depth = 0; from > q + 1; --from) {
+                const std::string& x = f[from - 1].text;
+                depth += (x == ")" || x == "]" || x == "}") ? 1 : (x == "(" || x == "[" || x == "{") ? -1 : 0;
+                if (depth == 0 && x == ",") break;
+            }
+            for (std::size_t r = from; r + 2 < end && !type; ++r) {
+                if (f[r].kind != Tok::ident || f[r + 1].text != "." || f[r + 2].kind != Tok::ident) continue;
+                for (const HeaderStruct* h : structs_of(f[r].text))
+                    for (const auto& [name, of] : h->members)
+                        if (name == f[r + 2].text) type = of;
+            }
+        }
+        // Else the type of that parameter where the file defines the function: `const Tensor1& b`.
+        for (std::size_t q = 1; q + 1 < f.size() && !type; ++q) {
+            if (f[q].text != t_[k].text || f[q + 1].text != "(" || f[q - 1].kind != Tok::ident) continue;
+            const auto [n, end] = count(f, q + 1);
+            if (n <= mine || end + 1 >= f.size() || f[end + 1].text != "{") continue;
+            std::size_t at = q + 2;
+            for (int arg = 0; arg < mine; ++at) {
+                if (f[at].text == "(" || f[at].text == "<") {  // a nested bracket: skipped whole
+                    int depth = 0;
+                    for (; at < end; ++at) {
+                        depth += (f[at].text == "(" || f[at].text == "<")   ? 1
+                                 : (f[at].text == ")" || f[at].text == ">") ? -1
+                                                                            : 0;
+                        if (depth == 0) break;
+                    }
+                    continue;
+                }
+                if (f[at].text == ",") ++arg;
+            }
+            std::string t;
+            for (; at < end && f[at].text != "," && f[at].text != "="; ++at)
+                if (f[at].text != "const" && f[at].text != "&") t += f[at].text;
+            // The last word is the parameter's name.
+            if (const auto last = f[at - 1].text; t.size() > last.size()) type = t.substr(0, t.size() - last.size());
+        }
+        if (!type) return;
+        std::set<std::string> objects;
+        for (std::size_t q = open + 1; q + 2 < close; ++q)
+            if (t_[q].kind == Tok::ident && t_[q + 1].text == ".") objects.insert(t_[q].text);
+        for (const std::string& o : objects)
+            for (const HeaderStruct* h : structs_of(o))
+                for (const auto& [name, of] : h->members) {
+                    if (of != *type) continue;
+                    const bool read =
+                        std::ranges::any_of(f, [&, &name = name](const Token& t) { return t.text == name; });
+                    if (!read)
+                        out_.push_back(
+                            {t_[close - 2].end, t_[close - 2].end, ", " + o + "." + name, "an argument put back"});
+                }
+    }
+
     // Whether variable `u` is read anywhere in its scope (after its declaration).
     bool read(const Var& u) const {
         for (std::size_t q = u.from; q < u.to && q < t_.size(); ++q)
@@ -1042,7 +1177,7 @@ private:
                     if ((t_[q].text == "(" || t_[q].text == "[") && --depth == 0) break;
                     if (q == f_.first) return npos;
                 }
-                if (q > f_.first + 2 && t_[q - 1].text == ">") {  // static_cast<float>(d): back to its name
+                if (own_ && q > f_.first + 2 && t_[q - 1].text == ">") {  // static_cast<float>(d): back to its name
                     std::size_t open = q - 1;
                     while (open > f_.first && t_[open].text != "<") --open;
                     if (open > f_.first && template_arguments_end(open) == q) {
@@ -1050,7 +1185,7 @@ private:
                         continue;
                     }
                 }
-                if (q == f_.first || t_[q - 1].text == "return" ||
+                if (q == f_.first || (own_ && t_[q - 1].text == "return") ||
                     (t_[q - 1].kind != Tok::ident && t_[q - 1].text != ")" && t_[q - 1].text != "]"))
                     return q;  // a parenthesised expression
                 --q;
@@ -1078,7 +1213,7 @@ private:
                 if (q == f_.first) return;
             }
             left = q;
-            if (left > f_.first + 2 && t_[left - 1].text == ">") {  // static_cast<float>(n): back to its name
+            if (own_ && left > f_.first + 2 && t_[left - 1].text == ">") {  // static_cast<float>(n): back to its name
                 std::size_t open = left - 1;
                 while (open > f_.first && t_[open].text != "<") --open;
                 if (open > f_.first && template_arguments_end(open) == left) left = open;
@@ -1092,7 +1227,7 @@ private:
         std::size_t right = k + 1;
         if (right >= f_.last || (t_[right].kind != Tok::ident && t_[right].kind != Tok::number)) return;
         ++right;
-        if (const std::size_t after = template_arguments_end(right); after != 0)
+        if (const std::size_t after = own_ ? template_arguments_end(right) : 0; after != 0)
             right = after;  // static_cast<float>(n)
         while (right < f_.last && (t_[right].text == "(" || t_[right].text == "[")) {
             int depth = 0;

@@ -513,10 +513,20 @@ public:
                     if (!e.confirmed && e.fixes != failing_ && confirmed >= 4) continue;
                     ++confirmed;
                     e.confirmed = e.confirmed || confirm(std::to_string(e.edit->id), &e.still_failing);
-                    if (e.confirmed && e.still_failing.empty())
-                        return fmt::format("found by repairing your code: {}, every check passes{}",
-                                           edit_words(*e.edit),
-                                           probe_s_ < 1 ? alternatives(e, groups[g], left, screen) : "");
+                    if (e.confirmed && e.still_failing.empty()) {
+                        // Every line that repairs it, one that puts back what was left out first (the
+                        // bias term missing from out_proj's count, not in_proj's counted 4 times).
+                        std::vector<const Variant*> all = {e.edit};
+                        if (probe_s_ < 2.5)
+                            std::ranges::copy(alternatives(e, groups[g], left, screen), std::back_inserter(all));
+                        std::ranges::stable_sort(all, std::less<>(),
+                                                 [](const Variant* v) { return !v->kind.ends_with("put back"); });
+                        std::string sentence = fmt::format("found by repairing your code: {}, every check passes",
+                                                           edit_words(*all.front()));
+                        for (std::size_t a = 1; a < all.size(); ++a)
+                            sentence += "; " + edit_words(*all[a], false, "so does");
+                        return sentence;
+                    }
                     if (e.confirmed) parts.push_back(e);
                 }
             }
@@ -527,14 +537,15 @@ public:
         return "";
     }
 
-    // The other repairs of everything, on other lines, as a clause ("; so does `...` in place of your
+    // The other repairs of everything, on other lines (said as "; so does `...` in place of your
     // line 52 (...)"): a slip where a value is made and where it is used (`s / scale` for
     // `s * scale`) is repaired at either line, and the first found is not always the learner's. The
     // edits not yet screened are screened for it (a second or two at most), the first two that pass
-    // the group's checks confirmed -- not where the failing checks take a second (a real model's:
+    // the group's checks confirmed -- not where the failing checks take seconds (a real model's:
     // each confirmation runs it to its end twice, 10 s).
-    std::string alternatives(const Effect& found, const std::vector<std::string>& checks, const std::vector<int>& left,
-                             const std::map<int, EachRun>& screened) const {
+    std::vector<const Variant*> alternatives(const Effect& found, const std::vector<std::string>& checks,
+                                             const std::vector<int>& left,
+                                             const std::map<int, EachRun>& screened) const {
         std::vector<int> passing;
         for (const auto& [id, run] : screened)
             if (id != found.edit->id && run.failing.empty() && run.total == int(checks.size())) passing.push_back(id);
@@ -542,14 +553,14 @@ public:
         for (const auto& [id, run] :
              each("alternatives", checks, left, {true, false, 0, std::min(deadline_, now + std::chrono::seconds(2))}))
             if (run.failing.empty() && run.total == int(checks.size())) passing.push_back(id);
-        std::string said;
+        std::vector<const Variant*> said;
         std::set<int> lines = {found.edit->line};
         for (const int id : passing) {
             const Variant* v = edit_of(id);
             if (lines.size() > 2 || lines.contains(v->line)) continue;
             if (Checks still; confirm(std::to_string(id), &still) && still.empty()) {
                 lines.insert(v->line);
-                said += "; " + edit_words(*v, false, "so does");
+                said.push_back(v);
             }
         }
         return said;

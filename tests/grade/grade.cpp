@@ -93,7 +93,22 @@ std::optional<Outcome> compare_shapes(std::span<const std::size_t> actual, std::
                                       std::string_view dims) {
     if (std::ranges::equal(actual, expected)) return std::nullopt;
     const std::string want = actual.size() == expected.size() ? format_shape(expected, dims) : format_shape(expected);
-    return Outcome{false, fmt::format("expected {}, got {}", want, format_shape(actual)), {}};
+    std::string message = fmt::format("expected {}, got {}", want, format_shape(actual));
+    // An axis with another axis's length says where it came from: N_k with N_q's (the keys made
+    // from the query), d_head with d_model's (one head at full width).
+    if (actual.size() == expected.size() && !dims.empty()) {
+        const auto names = axis_names(dims, expected.size());
+        for (std::size_t a = 0; a < actual.size(); ++a) {
+            if (actual[a] == expected[a]) continue;
+            for (std::size_t e = 0; e < expected.size(); ++e) {
+                if (e == a || expected[e] != actual[a] || expected[e] == expected[a]) continue;
+                message += fmt::format("; its {} axis has {}'s length, {}", names[a], names[e], actual[a]);
+                if (names[a] == "N_k" && names[e] == "N_q") message += " (the keys made from the query?)";
+                break;
+            }
+        }
+    }
+    return Outcome{false, message, {}};
 }
 
 // ---------------------------------------------------------------------------------------------
