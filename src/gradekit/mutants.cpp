@@ -517,6 +517,7 @@ public:
         if (own_) unused_put_back();
         if (own_) rescale_put_back();
         if (own_) optional_term_put_back();
+        if (own_) unused_member_put_back();
         return out_;
     }
 
@@ -545,6 +546,13 @@ private:
                 if ((t_[q].text == ")" || t_[q].text == "]") && --depth == 0) break;
             }
             ++q;
+        }
+        // Where a std algorithm writes: `std::transform(a.begin(), a.end(), out.begin(), f)`.
+        if (k + 2 < t_.size() && t_[k + 1].text == "." && (t_[k + 2].text == "begin" || t_[k + 2].text == "data")) {
+            const auto [call, at] = argument_of(k);
+            if (((call == "transform" || call == "copy" || call == "copy_n") && at >= 2) ||
+                ((call == "fill" || call == "fill_n" || call == "iota" || call == "generate") && at == 0))
+                return true;
         }
         // A method that changes its object: `out.fill(0.0f)`.
         static const std::set<std::string> changes = {"fill", "resize",       "push_back", "assign", "clear",
@@ -782,6 +790,22 @@ private:
     // is not one of theirs).
     std::vector<const HeaderStruct*> structs_of(const std::string& object) {
         if (const auto known = structs_of_.find(object); known != structs_of_.end()) return known->second;
+        // Its declared type, where the function declares it (`const BlockQ4_1& block`): that struct;
+        // for `const auto& block = blocks[b]`, the type `blocks` points to.
+        for (const Var& v : vars_) {
+            if (v.name != object) continue;
+            std::string type = v.type;
+            if (type == "auto") {
+                for (std::size_t q = 0; q + 3 < t_.size() && q < v.from; ++q)
+                    if (t_[q].text == object && t_[q + 1].text == "=" && t_[q + 3].text == "[")
+                        for (const Var& w : vars_)
+                            if (w.name == t_[q + 2].text && w.from <= q) type = w.type;
+            }
+            if (const auto colons = type.rfind("::"); colons != std::string::npos) type = type.substr(colons + 2);
+            std::erase(type, '*');
+            for (const HeaderStruct& h : structs_)
+                if (h.name == type) return structs_of_[object] = {&h};
+        }
         std::set<std::string> used;
         const auto& f = file_tokens();
         for (std::size_t q = 2; q + 1 < f.size(); ++q)
@@ -804,10 +828,16 @@ private:
         if (floating) {
             const std::string suffix = s.back() == 'f' ? "f" : "";
             const double x = std::stod(s);
-            for (const double y : {0.0, 1.0, -x, 2.0 * x})
+            // A learner's constant twice what it is: sqrt(4.0f) for sqrt(2.0f), 0.25f for 0.125f.
+            for (const double y : {0.0, 1.0, -x, 2.0 * x, own_ ? x / 2.0 : 0.0})
                 // Not in a learner's file: a sum started at 1 for 0 shifts every score alike, which a
                 // softmax forgives -- a "repair" that would hide their slip, not undo it.
-                if (y != x && !(own_ && x == 0.0 && y == 1.0)) alternatives.insert(fmt::format("{:.1f}{}", y, suffix));
+                if (y != x && !(own_ && x == 0.0 && y == 1.0)) {
+                    // A learner's: its shortest exact form (0.0625f, not 0.1f); the solution's as it was.
+                    std::string literal = own_ ? fmt::format("{}", y) : fmt::format("{:.1f}", y);
+                    if (literal.find_first_of(".e") == std::string::npos) literal += ".0";
+                    alternatives.insert(literal + suffix);
+                }
         } else {
             const long n = std::stol(s);
             for (const long y : {n + 1, n - 1, 0L, 1L})
@@ -867,6 +897,7 @@ private:
         // Integer division and remainder mixed up (h % group for h / group), on sizes only.
         if (binary && (s == "/" || s == "%") && integer_operand(k - 1))
             add(k, s == "/" ? "%" : "/", s + " for " + (s == "/" ? "%" : "/"));
+        if (own_ && binary && s == "%") swap_operands(k);  // `heads % d_model` for `d_model % heads`
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
         if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
@@ -980,6 +1011,8 @@ private:
         // `target = target ...`: the length of the target's tokens (a name and its subscripts), or 0.
         const auto self_update = [&](std::size_t q) -> std::size_t {
             std::size_t eq = q + 1;
+            while (eq + 1 < t_.size() && (t_[eq].text == "." || t_[eq].text == "->") && t_[eq + 1].kind == Tok::ident)
+                eq += 2;  // st.acc[c]
             while (eq < t_.size() && (t_[eq].text == "[" || t_[eq].text == "(")) {
                 int depth = 0;
                 for (; eq < t_.size(); ++eq) {
@@ -1009,6 +1042,31 @@ private:
         }
         const std::string x = text_.substr(t_[operand].begin, t_[after - 1].end - t_[operand].begin);
         for (const std::string& f : factors) add(operand, after, x + " * " + f, "a rescale put back");
+    }
+
+    // A factor the function never reads left out: `qi[c] = q_row[c] * a.scale` for `qi[c] = q_row[c]`,
+    // where `a.scale` is a float member of the struct of an object the function uses (a kernel's
+    // arguments) and the function reads it nowhere. The whole right side of an assignment, when it is
+    // one operand, times it.
+    void unused_member_put_back() {
+        if (!f_.statement || f_.last < f_.first + 3) return;
+        std::size_t eq = f_.first;
+        while (eq < f_.last && t_[eq].text != "=") ++eq;
+        if (eq + 1 >= f_.last || eq == f_.first) return;
+        const std::size_t rhs = eq + 1, end = t_[f_.last - 1].text == ";" ? f_.last - 1 : f_.last;
+        if (operand_end(rhs) != end) return;
+        std::set<std::string> objects;
+        for (std::size_t q = 0; q + 2 < t_.size(); ++q)
+            if (t_[q].kind == Tok::ident && (t_[q + 1].text == "." || t_[q + 1].text == "->"))
+                objects.insert(t_[q].text);
+        for (const std::string& o : objects)
+            for (const HeaderStruct* h : structs_of(o))
+                for (const auto& [name, type] : h->members) {
+                    if (type != "float" && type != "double") continue;
+                    if (std::ranges::any_of(t_, [&, &name = name](const Token& t) { return t.text == name; })) continue;
+                    const std::string x = text_.substr(t_[rhs].begin, t_[end - 1].end - t_[rhs].begin);
+                    add(rhs, end, x + " * " + o + "." + name, "an unused member put back");
+                }
     }
 
     // A count's optional term left out: `d * d + (bias ? d : 0)` for `d * d`, where another count
@@ -1350,19 +1408,77 @@ Mutants generate_mutants(const std::string& solution) {
     return m;
 }
 
+namespace {
+
+// One data member declaration of a struct, tokens [first, last) before its `;`: `Tensor2 w_q, w_k,
+// w_v`, `std::size_t heads = 1`, `std::uint8_t qs[block / 2]` -- each name with its type.
+void add_members(const std::vector<Token>& t, std::size_t first, std::size_t last, HeaderStruct& h) {
+    for (std::size_t r = first; r < last; ++r) {
+        const std::string& x = t[r].text;
+        if (x == "(" || x == "using" || x == "static" || x == "friend" || x == "struct" || x == "enum" ||
+            x == "template" || x == "operator")
+            return;
+    }
+    // The declarators start after the type: the first name followed by `,`, `=`, `[`, `{` or the end.
+    std::size_t name = first;
+    int angle = 0;
+    for (; name < last; ++name) {
+        angle += t[name].text == "<" ? 1 : t[name].text == ">" ? -1 : 0;
+        const std::string next = name + 1 < last ? t[name + 1].text : ";";
+        if (angle == 0 && name > first && t[name].kind == Tok::ident &&
+            (next == "," || next == "=" || next == "[" || next == "{" || next == ";"))
+            break;
+    }
+    if (name >= last) return;
+    const auto joined = [&](std::size_t a, std::size_t b) {  // `std::uint8_t`, `unsigned int`, `[16]`
+        std::string out;
+        for (std::size_t r = a; r < b; ++r) {
+            if (t[r].text == "const" || t[r].text == "mutable") continue;
+            if (!out.empty() && t[r].kind == Tok::ident && r > a && t[r - 1].kind == Tok::ident) out += ' ';
+            out += t[r].text;
+        }
+        return out;
+    };
+    const std::string type = joined(first, name);
+    for (std::size_t r = name; r < last;) {
+        std::size_t q = r + 1;
+        while (q < last && t[q].text == "[") q = after_bracket(t, q);  // an array's extents
+        const std::string extent = joined(r + 1, q);
+        for (int depth = 0; q < last; ++q) {  // an initializer, up to the next declarator
+            const std::string& x = t[q].text;
+            if (depth == 0 && x == ",") break;
+            depth += (x == "(" || x == "[" || x == "{") ? 1 : (x == ")" || x == "]" || x == "}") ? -1 : 0;
+        }
+        h.members.emplace_back(t[r].text, type + extent);
+        r = q + 1;
+        if (r < last && t[r].kind != Tok::ident) return;
+    }
+}
+
+}  // namespace
+
 std::vector<HeaderStruct> header_structs(const std::string& header) {
-    static const std::regex a_struct(R"(\bstruct\s+(\w+)\s*\{([^{}]*)\})");
-    static const std::regex a_member(R"(^\s*(?:const\s+)?([\w:<>, ]+?)\s+(\w+)\s*(\[[^\]]*\])?\s*(=[^;]*)?;)");
     const std::string code = without_comments(header);
+    const std::vector<Token> t = tokenize(code, 0, code.size());
     std::vector<HeaderStruct> structs;
-    for (std::sregex_iterator s(code.begin(), code.end(), a_struct), end; s != end; ++s) {
-        HeaderStruct h{(*s)[1].str(), {}};
-        std::istringstream body((*s)[2].str());
-        for (std::string statement; std::getline(body, statement, ';');) {
-            std::smatch m;
-            const std::string line = statement + ";";
-            if (line.find('(') == std::string::npos && std::regex_search(line, m, a_member))
-                h.members.emplace_back(m[2].str(), m[1].str() + m[3].str());
+    for (std::size_t p = 0; p + 2 < t.size(); ++p) {
+        if (t[p].text != "struct" || t[p + 1].kind != Tok::ident || t[p + 2].text != "{") continue;
+        HeaderStruct h{t[p + 1].text, {}};
+        const std::size_t close = after_bracket(t, p + 2) - 1;
+        std::size_t first = p + 3;
+        for (std::size_t q = first; q < close; ++q) {
+            if (t[q].text == "{" && (q == first || t[q - 1].text == ")" || t[q - 1].text == "const")) {
+                q = after_bracket(t, q) - 1;  // a member function's body
+                first = q + 1;
+                continue;
+            }
+            if (t[q].text == "(" || t[q].text == "[" || t[q].text == "{") {
+                q = after_bracket(t, q) - 1;
+                continue;
+            }
+            if (t[q].text != ";") continue;
+            add_members(t, first, q, h);
+            first = q + 1;
         }
         if (!h.members.empty()) structs.push_back(std::move(h));
     }

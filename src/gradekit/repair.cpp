@@ -521,6 +521,7 @@ public:
                             std::ranges::copy(alternatives(e, groups[g], left, screen), std::back_inserter(all));
                         std::ranges::stable_sort(all, std::less<>(),
                                                  [](const Variant* v) { return !v->kind.ends_with("put back"); });
+                        named_ = all.front();
                         std::string sentence = fmt::format("found by repairing your code: {}, every check passes",
                                                            edit_words(*all.front()));
                         for (std::size_t a = 1; a < all.size(); ++a)
@@ -553,12 +554,20 @@ public:
         for (const auto& [id, run] :
              each("alternatives", checks, left, {true, false, 0, std::min(deadline_, now + std::chrono::seconds(2))}))
             if (run.failing.empty() && run.total == int(checks.size())) passing.push_back(id);
+        if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+            fmt::print(stderr, "repair: alternatives: {} left, {} pass the group's checks\n", left.size(),
+                       passing.size());
         std::vector<const Variant*> said;
         std::set<int> lines = {found.edit->line};
         for (const int id : passing) {
             const Variant* v = edit_of(id);
             if (lines.size() > 2 || lines.contains(v->line)) continue;
-            if (Checks still; confirm(std::to_string(id), &still) && still.empty()) {
+            Checks still;
+            const bool confirmed = confirm(std::to_string(id), &still) && still.empty();
+            if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+                fmt::print(stderr, "repair: alternative {} (line {}): {}\n", id, v->line,
+                           confirmed ? "confirmed" : "not confirmed");
+            if (confirmed) {
                 lines.insert(v->line);
                 said.push_back(v);
             }
@@ -618,7 +627,17 @@ public:
     // Not when a catalogued mistake reproduces every check (its name is the precise one), nor for a
     // repair of one check among three or more failing: one small case (d_head = 1, where a scale of
     // 1 is right) is easily passed by an edit that hides the slip rather than undoes it.
-    std::string partial(const std::vector<Effect>& parts) const {
+    std::string partial(const std::vector<Effect>& all) const {
+        // An edit that drops something, or replaces a computed value by 0, mends some checks by
+        // taking the rest out of play (`m_new = 0.0f` for a running maximum: no rescale is then
+        // missed) -- it hides the other slip rather than locates one.
+        std::vector<Effect> parts;
+        std::ranges::copy_if(all, std::back_inserter(parts), [](const Effect& e) {
+            const Variant& v = *e.edit;
+            const bool zeroed = v.kind == "a constant changed" && (v.replacement == "0.0f" || v.replacement == "0.0") &&
+                                v.end - v.begin > 6;
+            return !zeroed && !v.kind.ends_with("dropped");
+        });
         if (parts.empty() || std::ranges::any_of(report_.failures, [](const Failure& f) { return !f.mistake.empty(); }))
             return "";
         if (parts.front().fixes.size() == 1 && failing_.size() >= 3) return "";
@@ -911,6 +930,12 @@ private:
         return sanitized_[selection] = built ? sub / "grader" : fs::path();
     }
 
+public:
+    // The edit a repair of everything names first (null: none, or a repair of part).
+    const Variant* named() const { return named_; }
+
+private:
+    const Variant* named_ = nullptr;
     const Subject& s_;
     const RepairSetup& t_;
     const Report& report_;
@@ -1051,6 +1076,16 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     bool partly = false;
     if (sentence.empty()) sentence = repair.partial(parts), partly = !sentence.empty();
     if (sentence.empty() || !(report = read_report(s.report))) return {};
+    // A catalogued mistake that reproduces every check names the misconception; a repair that only
+    // drops a factor, a term or a statement beside it is one that makes up for it elsewhere (each
+    // head's projections at full width, and the count's `heads *` dropped), not the learner's line.
+    const bool catalogued = !report->failures.empty() && std::ranges::all_of(report->failures, [&](const Failure& f) {
+        return !f.mistake.empty() && f.mistake == report->failures.front().mistake;
+    });
+    if (catalogued && repair.named() != nullptr && repair.named()->kind.ends_with("dropped")) {
+        phase("a catalogued mistake reproduces every check; the repair only drops something: not said");
+        return {};
+    }
     report->repaired = sentence;
     report->repaired_partly = partly;
     // A search edit is the solution's line; the repair is the learner's own: the one to read.
