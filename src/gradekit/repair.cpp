@@ -550,9 +550,25 @@ public:
         std::vector<int> passing;
         for (const auto& [id, run] : screened)
             if (id != found.edit->id && run.failing.empty() && run.total == int(checks.size())) passing.push_back(id);
+        // The edits of lines that name what the found line names first (`scale`, made on one line and
+        // used on another): the two seconds may not reach the rest.
+        static const std::regex word(R"([A-Za-z_]\w*)");
+        std::set<std::string> names;
+        const std::string& line = found.edit->original_line;
+        for (std::sregex_iterator w(line.begin(), line.end(), word), end; w != end; ++w)
+            if (w->length() > 1 && w->str() != "const" && w->str() != "float" && w->str() != "std" &&
+                w->str() != "double" && w->str() != "size_t" && w->str() != "auto" && w->str() != "for")
+                names.insert(w->str());
+        std::vector<int> order = left;
+        std::ranges::stable_partition(order, [&](int id) {
+            const std::string& other = edit_of(id)->original_line;
+            for (std::sregex_iterator w(other.begin(), other.end(), word), end; w != end; ++w)
+                if (names.contains(w->str())) return true;
+            return false;
+        });
         const auto now = std::chrono::steady_clock::now();
         for (const auto& [id, run] :
-             each("alternatives", checks, left, {true, false, 0, std::min(deadline_, now + std::chrono::seconds(2))}))
+             each("alternatives", checks, order, {true, false, 0, std::min(deadline_, now + std::chrono::seconds(2))}))
             if (run.failing.empty() && run.total == int(checks.size())) passing.push_back(id);
         if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
             fmt::print(stderr, "repair: alternatives: {} left, {} pass the group's checks\n", left.size(),
@@ -988,6 +1004,7 @@ std::vector<HeaderStruct> included_structs(const fs::path& file, const fs::path&
         }
     };
     visit(file, 0);
+    std::ranges::move(header_structs(read_text(file)), std::back_inserter(structs));  // its own (a kernel's state)
     return structs;
 }
 

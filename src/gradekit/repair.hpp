@@ -99,7 +99,8 @@ std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std
                                                  std::size_t cap);
 
 // The structs (header_structs) a learner's file sees through its quoted includes, two levels deep,
-// each looked up beside the file, in src/, in exercises/common and at the top of the repository.
+// each looked up beside the file, in src/, in exercises/common and at the top of the repository,
+// and the file's own.
 std::vector<HeaderStruct> included_structs(const fs::path& file, const fs::path& source_dir);
 
 // After a failed run (s.report written by run_step): writes what it found into the report's
