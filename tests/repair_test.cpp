@@ -335,3 +335,20 @@ Tensor3 block(const Params& p, const Tensor3& x, Cache& cache, std::size_t t, bo
     CHECK(has("cache.length = t + 1;"));
     CHECK(has("const int last = causal ? i + 1 : n;"));
 }
+
+TEST_CASE("repair: a value saved before it is overwritten is read where the learner read the overwritten one") {
+    const Mutants m = generate_own_mutants(R"(namespace a {
+void rotate(float* pair, double cs, double sn) {
+    const double a = pair[0], b = pair[1];
+    pair[0] = float(a * cs - b * sn);
+    pair[1] = float(pair[1] * cs + pair[0] * sn);
+}
+}  // namespace a
+)");
+    const auto has = [&](const std::string& line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.edited_line == line; });
+    };
+    CHECK(has("pair[1] = float(pair[1] * cs + a * sn);"));
+    CHECK_FALSE(has("const double a = a, b = pair[1];"));  // not where it is saved
+    CHECK_FALSE(has("a = float(a * cs - b * sn);"));       // nor where it is written
+}

@@ -518,6 +518,7 @@ public:
         if (own_) rescale_put_back();
         if (own_) optional_term_put_back();
         if (own_) unused_member_put_back();
+        if (own_) saved_value_read();
         return out_;
     }
 
@@ -1067,6 +1068,33 @@ private:
                     const std::string x = text_.substr(t_[rhs].begin, t_[end - 1].end - t_[rhs].begin);
                     add(rhs, end, x + " * " + o + "." + name, "an unused member put back");
                 }
+    }
+
+    // A value saved before it is overwritten, read from where it was: `b * cs + a * sn` for
+    // `pair[1] * cs + pair[0] * sn` after `const double a = pair[0], b = pair[1];` and `pair[0] = ...`.
+    // Each later place that reads the saved element gets the saved name.
+    void saved_value_read() {
+        for (std::size_t q = 0; q + 4 < t_.size() && q < f_.first; ++q) {
+            if (t_[q].kind != Tok::ident || t_[q + 1].text != "=" || t_[q + 2].kind != Tok::ident ||
+                t_[q + 3].text != "[")
+                continue;
+            if (q > 0 && t_[q - 1].text != "," && t_[q - 1].kind != Tok::ident) continue;  // a declarator
+            std::size_t end = q + 3;
+            for (int depth = 0; end < t_.size(); ++end) {
+                depth += t_[end].text == "[" ? 1 : t_[end].text == "]" ? -1 : 0;
+                if (depth == 0) break;
+            }
+            ++end;  // after the `]`
+            if (end >= t_.size() || (t_[end].text != "," && t_[end].text != ";")) continue;
+            const std::size_t n = end - (q + 2);
+            for (std::size_t k = std::max(f_.first, end); k + n <= f_.last; ++k) {
+                bool same = t_[k - 1].text != ".";
+                for (std::size_t i = 0; i < n && same; ++i) same = t_[k + i].text == t_[q + 2 + i].text;
+                // Not where it is written: `pair[0] = ...`.
+                if (same && !(k + n < t_.size() && t_[k + n].text == "="))
+                    add(k, k + n, t_[q].text, "a saved value read");
+            }
+        }
     }
 
     // A count's optional term left out: `d * d + (bias ? d : 0)` for `d * d`, where another count
