@@ -307,7 +307,10 @@ private:
             const std::size_t comma = until(q, semi, {","});
             const std::string name = t_[q].text;
             const bool lambda = is(q + 1, "=") && is(q + 2, "[");  // auto f = [&](...) { ... };
-            if (is(q + 1, "=") && !lambda) {
+            // A learner's constexpr is evaluated at compile time: no run-time selector in it.
+            const bool compile_time = own_ && std::any_of(t_.begin() + long(p), t_.begin() + long(stop),
+                                                          [](const Token& x) { return x.text == "constexpr"; });
+            if (is(q + 1, "=") && !lambda && !compile_time) {
                 region(q + 2, comma, false, false);
                 if (!found.empty() && found.back().first == q + 2) found.back().type = type;
             }
@@ -519,6 +522,7 @@ public:
         if (own_) optional_term_put_back();
         if (own_) unused_member_put_back();
         if (own_) saved_value_read();
+        if (own_) pairs_swapped();
         return out_;
     }
 
@@ -626,6 +630,12 @@ private:
             if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
             return;
         }
+        // A learner's (a kernel's) C maximum for the minimum: fmaxf for fminf.
+        static const std::map<std::string, std::string> c_extremes = {
+            {"fmaxf", "fminf"}, {"fminf", "fmaxf"}, {"fmax", "fmin"}, {"fmin", "fmax"}};
+        if (const auto other = c_extremes.find(s);
+            own_ && other != c_extremes.end() && k + 1 < t_.size() && t_[k + 1].text == "(")
+            add(k, other->second, s + " for " + other->second);
         if (own_ && s == "range" && k >= 2 && t_[k - 1].text == "::" && k + 1 < t_.size() && t_[k + 1].text == "(")
             range_shifted(k + 1);
         if (own_ && k + 1 < t_.size() && t_[k + 1].text == "(" &&
@@ -986,13 +996,21 @@ private:
         static const std::set<std::string> assigned = {"=", "+=", "-=", "*=", "/=", "::", "++", "--"};
         for (const Var& u : vars_) {
             const bool scalar = (u.type == "float" || u.type == "double" || u.type == "auto");
-            if (u.loop || !scalar || f_.first < u.from || f_.last > u.to || read(u)) continue;
+            // A count computed and left out of the total: `scores + mixing` (a term only).
+            const bool count = u.type == "std::size_t" || u.type == "std::uint64_t" || u.type == "int" ||
+                               u.type == "long" || u.type == "unsigned";
+            if (u.loop || !(scalar || count) || f_.first < u.from || f_.last > u.to || read(u)) continue;
             for (std::size_t k = f_.first; k < f_.last; ++k) {
-                if (t_[k].kind != Tok::ident || (k > f_.first && !before.contains(t_[k - 1].text)) || !usable(u, k))
+                if (t_[k].kind != Tok::ident || t_[k].text == "return" ||
+                    (k > f_.first && !before.contains(t_[k - 1].text)) || !usable(u, k))
                     continue;
                 const std::size_t end = operand_end(k);
                 if (end <= k || end > f_.last || (end < f_.last && assigned.contains(t_[end].text))) continue;
                 const std::string x = text_.substr(t_[k].begin, t_[end - 1].end - t_[k].begin);
+                if (count) {
+                    add(k, end, x + " + " + u.name, "an unused value put back");
+                    continue;
+                }
                 add(k, end, "(" + x + " - " + u.name + ")", "an unused value put back");
                 add(k, end, x + " * " + u.name, "an unused value put back");
                 add(k, end, x + " / " + u.name, "an unused value put back");
@@ -1038,7 +1056,7 @@ private:
             if (m == 0 || q == f_.first) continue;
             const std::size_t end = q + 2 * m + 1;  // after `target = target`
             if (end + 1 < t_.size() && t_[end].text == "*" && t_[end + 1].kind == Tok::ident &&
-                (end + 2 >= t_.size() || t_[end + 2].text != "(" && t_[end + 2].text != "["))
+                (end + 2 >= t_.size() || (t_[end + 2].text != "(" && t_[end + 2].text != "[")))
                 factors.insert(t_[end + 1].text);
         }
         const std::string x = text_.substr(t_[operand].begin, t_[after - 1].end - t_[operand].begin);
@@ -1068,6 +1086,52 @@ private:
                     const std::string x = text_.substr(t_[rhs].begin, t_[end - 1].end - t_[rhs].begin);
                     add(rhs, end, x + " * " + o + "." + name, "an unused member put back");
                 }
+    }
+
+    // Two things in the wrong order: `{2 * i, 2 * i + 1}` for `{2 * i + 1, 2 * i}` (a pair made
+    // in braces), `weights(i, i - 1)` for `weights(i - 1, i)` (two adjacent arguments, each a
+    // short expression of a loop's counter).
+    void pairs_swapped() {
+        // [a, b): `i`, `i - 1`, `2 * i + 1` -- of a loop's counter (or, in braces, of any integer).
+        const auto counter_expression = [&](std::size_t a, std::size_t b, bool any_integer = false) {
+            if (b <= a || b - a > 5) return false;
+            return std::any_of(t_.begin() + long(a), t_.begin() + long(b), [&](const Token& x) {
+                return std::ranges::any_of(vars_, [&](const Var& v) {
+                    return v.name == x.text &&
+                           (v.loop || (any_integer && (v.type == "std::size_t" || v.type == "int")));
+                });
+            });
+        };
+        for (std::size_t open = f_.first; open < f_.last; ++open) {
+            const std::string& o = t_[open].text;
+            if (o != "{" && o != "(") continue;
+            const std::size_t close = close_in_region(open);
+            if (o == "{") {  // close_in_region counts ( and [ only
+                std::size_t c = open + 1;
+                for (int depth = 1; c < f_.last && depth > 0; ++c)
+                    depth += t_[c].text == "{" ? 1 : t_[c].text == "}" ? -1 : 0;
+                const std::size_t comma = until_comma(open + 1, c - 1);
+                if (c > f_.last || comma >= c - 1 || until_comma(comma + 1, c - 1) != c - 1) continue;
+                if (!counter_expression(open + 1, comma, true) || !counter_expression(comma + 1, c - 1, true)) continue;
+                const std::string a = text_.substr(t_[open + 1].begin, t_[comma - 1].end - t_[open + 1].begin);
+                const std::string b = text_.substr(t_[comma + 1].begin, t_[c - 2].end - t_[comma + 1].begin);
+                if (a != b) add(open + 1, c - 1, b + ", " + a, "a pair swapped");
+                continue;
+            }
+            if (close > f_.last || open == 0 || t_[open - 1].kind != Tok::ident) continue;
+            for (std::size_t a = open + 1; a < close - 1;) {
+                const std::size_t comma = until_comma(a, close - 1);
+                if (comma >= close - 1) break;
+                const std::size_t next = until_comma(comma + 1, close - 1);
+                if (counter_expression(a, comma) && counter_expression(comma + 1, next) &&
+                    next - comma - 1 + comma - a > 2) {
+                    const std::string x = text_.substr(t_[a].begin, t_[comma - 1].end - t_[a].begin);
+                    const std::string y = text_.substr(t_[comma + 1].begin, t_[next - 1].end - t_[comma + 1].begin);
+                    if (x != y) add(a, next, y + ", " + x, "arguments swapped");
+                }
+                a = comma + 1;
+            }
+        }
     }
 
     // A value saved before it is overwritten, read from where it was: `b * cs + a * sn` for
