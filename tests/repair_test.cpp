@@ -352,3 +352,22 @@ void rotate(float* pair, double cs, double sn) {
     CHECK_FALSE(has("const double a = a, b = pair[1];"));  // not where it is saved
     CHECK_FALSE(has("a = float(a * cs - b * sn);"));       // nor where it is written
 }
+
+TEST_CASE("repair: a functional cast gets its square root, a whole shape is no size, fminf turns to fmaxf") {
+    const Mutants m = generate_own_mutants(R"(namespace a {
+float f(const Tensor4& q, float x, float y) {
+    const auto& shape = q.shape();
+    const auto D = shape[3];
+    Tensor4 g = xt::zeros<float>(shape);
+    const float scale = 1.0f / float(D);
+    return fminf(x, y) * scale + g(0, 0, 0, 0);
+}
+}  // namespace a
+)");
+    const auto has = [&](const std::string& line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.edited_line == line; });
+    };
+    CHECK(has("const float scale = 1.0f / std::sqrt(float(D));"));
+    CHECK_FALSE(has("Tensor4 g = xt::zeros<float>(D);"));  // a shape swapped for a size would not compile
+    CHECK(has("return fmaxf(x, y) * scale + g(0, 0, 0, 0);"));
+}

@@ -323,6 +323,8 @@ private:
                 for (std::size_t r = q + 2; r < comma; ++r) {
                     const std::string& x = t_[r].text;
                     if (t_[r].kind == Tok::ident && is(r + 1, "(") && x != "shape" && x != "size") called = true;
+                    if (x == "{" || x == "array" || x == "vector") called = true;  // a list of sizes is no size
+                    if (x == "shape" && !is(r + 3, "[")) called = true;            // q.shape() whole: a shape, no size
                     sized = sized || x == "shape" || x == "size" || std::ranges::any_of(vars_, [&](const Var& v) {
                                 return v.name == x && v.type == "std::size_t" && v.from <= r && r < v.to;
                             });
@@ -613,6 +615,15 @@ private:
                 out_.push_back({t_[k - 2].begin, t_[close - 1].end,
                                 text_.substr(t_[k + 2].begin, t_[close - 2].end - t_[k + 2].begin),
                                 "a square root dropped"});
+        }
+        // And around a functional cast: std::sqrt(float(D)) for float(D).
+        if (own_ && (s == "float" || s == "double") && k + 1 < t_.size() && t_[k + 1].text == "(" &&
+            (k < 2 || t_[k - 1].text != "(" || t_[k - 2].text != "sqrt")) {
+            const std::size_t close = close_in_region(k + 1);
+            if (close <= f_.last && close > k + 2)
+                out_.push_back({t_[k].begin, t_[close - 1].end,
+                                "std::sqrt(" + text_.substr(t_[k].begin, t_[close - 1].end - t_[k].begin) + ")",
+                                "a square root added"});
         }
         if (own_ && s == "static_cast" && k + 1 < t_.size() && t_[k + 1].text == "<" &&
             (k < 2 || t_[k - 1].text != "(" || t_[k - 2].text != "sqrt")) {

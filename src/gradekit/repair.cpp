@@ -158,11 +158,16 @@ std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t
             if (found == schemata.line_to_variant.end()) continue;
             refused.insert(found->second);
             // A chain of ?: reports one mismatched type at a time (the innermost): every member of
-            // another type in that region goes at once.
-            if (line.find("operands to") != std::string::npos) {
+            // another type in that region goes at once. A template instantiated with the wrong type
+            // ("required from here") is reported for one alternative a compile: every swap of its
+            // region goes (xt::zeros<float>(H) for xt::zeros<float>(shape), then (N), then ...).
+            const bool instantiated = line.find("required from here") != std::string::npos;
+            if (line.find("operands to") != std::string::npos || (instantiated && attempt > 0)) {
                 const auto& v = *std::ranges::find(m.variants, found->second, &Variant::id);
                 for (const Variant& other : m.variants)
-                    if (other.region == v.region && other.kind == "member swap") refused.insert(other.id);
+                    if (other.region == v.region && other.kind == v.kind &&
+                        (v.kind == "member swap" || v.kind == "variable swap" || instantiated))
+                        refused.insert(other.id);
             }
         }
         if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr) {
