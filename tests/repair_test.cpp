@@ -371,3 +371,22 @@ float f(const Tensor4& q, float x, float y) {
     CHECK_FALSE(has("Tensor4 g = xt::zeros<float>(D);"));  // a shape swapped for a size would not compile
     CHECK(has("return fmaxf(x, y) * scale + g(0, 0, 0, 0);"));
 }
+
+TEST_CASE("repair: a skip another loop over the same counter has is put back before a statement") {
+    const Mutants m = generate_own_mutants(R"(namespace a {
+void f(float* w, const bool* hidden, int n) {
+    for (int j = 0; j < n; ++j) {
+        if (hidden[j]) continue;
+        w[j] = 1.0f;
+    }
+    float total = 0.0f;
+    for (int j = 0; j < n; ++j) total += w[j];
+}
+}  // namespace a
+)");
+    const auto has = [&](const std::string& line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.edited_line == line; });
+    };
+    CHECK(has("for (int j = 0; j < n; ++j) if (hidden[j]) continue; total += w[j];"));
+    CHECK_FALSE(has("if (hidden[j]) if (hidden[j]) continue; continue;"));  // never around a continue
+}

@@ -525,6 +525,7 @@ public:
         if (own_) unused_member_put_back();
         if (own_) saved_value_read();
         if (own_) pairs_swapped();
+        if (own_) guard_put_back();
         return out_;
     }
 
@@ -693,6 +694,15 @@ private:
         if (integral && !written && (argument || lone() || assigned_alone)) {
             add(k, s + " + 1", v->loop ? "index +1" : "bound +1");
             add(k, s + " - 1", v->loop ? "index -1" : "bound -1");
+        }
+        // A learner's pointer moved by a counter unscaled: `keys + j * d_head` for `keys + j`.
+        if (own_ && v->loop && !written && k >= 2 && t_[k - 1].text == "+" &&
+            (k + 1 >= t_.size() || t_[k + 1].text != "*")) {
+            const Var* base = var_at(k - 2);
+            if (base != nullptr && base->type.find('*') != std::string::npos)
+                for (const Var& size : vars_)
+                    if (!size.loop && size.type == "std::size_t" && size.from <= k && k < size.to)
+                        add(k, s + " * " + size.name, "an index scaled");
         }
         // A learner's pair or stride one step in two: `x + 2 * i` for `x + i` (RoPE's pairs, a block's bytes).
         if (own_ && v->loop && !written && (k == 0 || t_[k - 1].text != "*") &&
@@ -880,6 +890,9 @@ private:
                 if (in_a_fold(k)) add(k, "std::size_t{" + s + "}", "an int for a std::size_t");
             }
         }
+        // A high nibble masked where it is shifted down: `byte >> 4` for `byte & 0xF0`.
+        if (own_ && (s == "0xF0" || s == "0xf0") && k > 0 && t_[k - 1].text == "&")
+            out_.push_back({t_[k - 1].begin, t_[k].end, ">> 4", "a mask for a shift"});
         // After a minus, a negative number is bracketed (`-(-2.0)`, never `--2.0`).
         const bool after_minus = own_ && k > 0 && (t_[k - 1].text == "-" || t_[k - 1].text == "+");
         for (const auto& a : alternatives)
@@ -913,6 +926,8 @@ private:
         if (binary && (s == "+" || s == "-" || s == "*" || s == "/")) {
             static const std::map<std::string, std::string> flip = {{"+", "-"}, {"-", "+"}, {"*", "/"}, {"/", "*"}};
             add(k, flip.at(s), s + " for " + flip.at(s));
+            // A learner's sum for a product and back: `heads * d_head` for `heads + d_head`.
+            if (own_ && (s == "+" || s == "*")) add(k, s == "+" ? "*" : "+", s + " for " + (s == "+" ? "*" : "+"));
             if (s == "-" || s == "/") swap_operands(k);
             drop_operand(k);
         }
@@ -1097,6 +1112,32 @@ private:
                     const std::string x = text_.substr(t_[rhs].begin, t_[end - 1].end - t_[rhs].begin);
                     add(rhs, end, x + " * " + o + "." + name, "an unused member put back");
                 }
+    }
+
+    // A skip left out of one loop: `if (hidden(b, i, j)) continue;` that another loop of the function
+    // over the same counter has, put before a statement of this one (the exp loop that gave masked
+    // keys weight from stale scores).
+    void guard_put_back() {
+        if (!f_.statement || f_.loops.empty() || f_.loops.back().empty()) return;
+        const std::string& counter = f_.loops.back();
+        const std::string& first = t_[f_.first].text;
+        if (first == "if" || first == "continue" || first == "break" || first == "return") return;
+        std::set<std::string> guards;
+        for (std::size_t q = 0; q + 2 < t_.size(); ++q) {
+            if (t_[q].text != "if" || t_[q + 1].text != "(") continue;
+            std::size_t close = q + 1;
+            for (int depth = 0; close < t_.size(); ++close) {
+                depth += t_[close].text == "(" ? 1 : t_[close].text == ")" ? -1 : 0;
+                if (depth == 0) break;
+            }
+            if (close + 2 >= t_.size() || t_[close + 1].text != "continue" || t_[close + 2].text != ";") continue;
+            const bool about_counter = std::any_of(t_.begin() + long(q), t_.begin() + long(close),
+                                                   [&](const Token& x) { return x.text == counter; });
+            if (about_counter && !(q >= f_.first && q < f_.last))
+                guards.insert(text_.substr(t_[q].begin, t_[close + 2].end - t_[q].begin));
+        }
+        const std::string statement = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
+        for (const std::string& g : guards) add(f_.first, f_.last, g + " " + statement, "a skip put back");
     }
 
     // Two things in the wrong order: `{2 * i, 2 * i + 1}` for `{2 * i + 1, 2 * i}` (a pair made

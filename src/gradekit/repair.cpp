@@ -686,8 +686,8 @@ public:
         const bool one_function =
             std::ranges::all_of(still, [&](const std::string& c) { return c.starts_with(function + ":"); });
         return said + fmt::format(
-                          "; {} still fail{}: another slip, which no one edit of your lines undoes (a line or a "
-                          "term missing?)",
+                          "; {} still fail{}: another slip, which no single edit tried on your lines undoes (a "
+                          "line or a term missing, two tokens wrong?)",
                           still.size() == 1 ? fmt::format("the check \"{}\"", *still.begin())
                           : one_function    ? fmt::format("the {} checks of {}", still.size(), function)
                                             : fmt::format("{} checks", still.size()),
