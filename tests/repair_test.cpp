@@ -390,3 +390,93 @@ void f(float* w, const bool* hidden, int n) {
     CHECK(has("for (int j = 0; j < n; ++j) if (hidden[j]) continue; total += w[j];"));
     CHECK_FALSE(has("if (hidden[j]) if (hidden[j]) continue; continue;"));  // never around a continue
 }
+
+TEST_CASE(
+    "repair: a line is made like its twin, a range-for's copy made a reference, a mean, an offset, a tile's end") {
+    const Mutants m = generate_own_mutants(R"(namespace a {
+constexpr std::uint64_t kBytes = 4;
+void dequantize(const Block& block, float d, float m, float* dst) {
+    for (std::size_t j = 0; j < 16; ++j) {
+        dst[j] = d * float(block.qs[j] & 15);
+        dst[j + 16] = d * float(block.qs[j] >> 4) + m;
+    }
+}
+void store(Cache& cache, const Proj& proj, std::size_t t, std::size_t start, std::size_t n_new) {
+    for (std::size_t c = 0; c < 8; ++c) {
+        cache.k(t, c) = proj.k(0, c);
+        cache.v(t, c) = proj.k(0, c);
+    }
+    for (std::size_t n = 0; n < n_new; ++n) {
+        rotate(cache.k, start + n);
+        copy(cache.v, n);
+    }
+}
+void normalise(std::vector<float>& row, float total) {
+    for (auto w : row) w /= total;
+}
+float loss(const Tensor2& prob, Tensor2& grad, std::size_t counted) {
+    double sum = 0;
+    for (std::size_t i = 0; i < 4; ++i) grad(0, i) = float(prob(0, i) - 1.0);
+    return float(sum / double(counted));
+}
+std::uint64_t bytes(std::uint64_t n) { return n * n; }
+Tensor2 part_of(const Tensor2& w, std::size_t part, std::size_t d) {
+    return xt::view(w, xt::range(part, part + d), xt::all());
+}
+void tiles(int stop, float* out) {
+    constexpr int Bc = 4;
+    for (int s = 0; s < stop; s += Bc) {
+        const int rows = Bc;
+        out[s] = float(rows);
+    }
+}
+}  // namespace a
+)");
+    const auto edit = [&](const std::string& line) {
+        const auto v = std::ranges::find(m.variants, line, &Variant::edited_line);
+        return v == m.variants.end() ? std::string("none") : v->kind;
+    };
+    CHECK(edit("dst[j] = d * float(block.qs[j] & 15) + m;") == "made like its twin");  // the + m the twin has
+    CHECK(std::ranges::none_of(m.variants, [](const Variant& v) {  // lines calling two functions are no twins
+        return v.kind == "made like its twin" && v.line == 15;
+    }));
+    CHECK(edit("cache.v(t, c) = proj.v(0, c);") == "made like its twin");  // the twin, its k made v throughout
+    CHECK(edit("copy(cache.v, start + n);") == "an offset put back");
+    CHECK(edit("for (auto& w : row) w /= total;") == "a reference for a copy");
+    CHECK(edit("for (std::size_t i = 0; i < 4; ++i) grad(0, i) = float(prob(0, i) - 1.0) / double(counted);") ==
+          "a divisor put back");
+    CHECK(edit("std::uint64_t bytes(std::uint64_t n) { return n * n * kBytes; }") == "an unused constant put back");
+    CHECK(edit("const int rows = std::min(Bc, stop - s);") == "a tile cut at the end");
+    CHECK(edit("return xt::view(w, xt::range(part * d, (part + 1) * d), xt::all());") ==
+          "a block's start for its index");
+    // Evidence first: these edits pair with each other before the blind pair search's hundreds.
+    const auto rank = [&](const std::string& line) {
+        const auto v = std::ranges::find(m.variants, line, &Variant::edited_line);
+        return v == m.variants.end() ? -9 : headwise::gradekit::evidence_rank(*v);
+    };
+    CHECK(rank("cache.v(t, c) = proj.v(0, c);") == 0);
+    CHECK(rank("for (auto& w : row) w /= total;") == 0);
+    CHECK(rank("copy(cache.v, n + 1);") == -1);  // an index + 1: no trace in the file
+}
+
+TEST_CASE("repair: a line that adds into what the file never sets is named, one it zeroes or fills is not") {
+    const std::string file = R"(void attend(const float* w, const float* v, float* out, std::size_t n, std::size_t d) {
+    float* oh = out + d;
+    for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t c = 0; c < d; ++c) oh[c] += w[j] * v[j * d + c];
+}
+void summed(Tensor2& acc, Tensor2& grad, std::vector<float>& col, const Tensor2& x) {
+    acc.fill(0.0f);
+    for (std::size_t i = 0; i < 4; ++i) acc(0, i) += x(0, i);
+    for (std::size_t i = 0; i < 4; ++i) grad(0, i) = 0.0f;
+    for (std::size_t i = 0; i < 4; ++i) grad(0, i) += x(0, i);
+    std::vector<float> sums(4);
+    for (std::size_t i = 0; i < 4; ++i) sums[i] += x(0, i);
+}
+)";
+    const auto lines = headwise::gradekit::never_cleared(file, generate_own_mutants(file).variants);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front() ==
+          "your line 4 (`for (std::size_t c = 0; c < d; ++c) oh[c] += w[j] * v[j * d + c];`, in attend, the loop over "
+          "c) adds to `oh`");
+}

@@ -100,6 +100,7 @@ public:
         bool loop_condition = false;  // a for's condition: its counter is not swapped (an endless loop)
         std::string type;             // a declarator's initializer: the declared type
         std::string function;         // the function it is in
+        std::size_t range_copy = 0;   // a range-for that writes its copy: the copy's name
     };
     std::vector<Found> found;
     const std::vector<Var>& vars() const { return vars_; }
@@ -110,6 +111,9 @@ public:
     // BlockQ4_1): a member may be swapped for another of its family though the file never names it.
     const std::vector<HeaderStruct>& header_structs() const { return structs_; }
     void set_header_structs(std::vector<HeaderStruct> structs) { structs_ = std::move(structs); }
+    // A learner's numeric constants at namespace scope that the file never reads (constant_put_back).
+    const std::vector<std::string>& file_constants() const { return file_constants_; }
+    void set_file_constants(std::vector<std::string> names) { file_constants_ = std::move(names); }
 
 private:
     bool is(std::size_t p, const char* s) const { return p < t_.size() && t_[p].text == s; }
@@ -245,6 +249,8 @@ private:
 
     std::size_t for_statement(std::size_t p) {
         const std::size_t rp = close(p + 1);
+        if (own_)
+            if (const std::size_t end = range_copy_written(p, rp); end != 0) return end;
         const std::size_t s1 = until(p + 2, rp - 1, {";"}), s2 = until(s1 + 1, rp - 1, {";"});
         loops_.push_back("");
         std::size_t var = vars_.size();
@@ -264,6 +270,32 @@ private:
         const std::size_t end = statement(rp);
         if (var < vars_.size()) vars_[var].to = end;
         loops_.pop_back();
+        return end;
+    }
+
+    // A learner's `for (auto w : row) w /= total;`: each element copied, the copy written, the row
+    // unchanged. The whole loop is one region (its one extra edit: `auto& w`); the token after it,
+    // or 0 when the loop at `p` (its `)` before `rp`) is no range-for that writes its copy.
+    std::size_t range_copy_written(std::size_t p, std::size_t rp) {
+        const std::size_t colon = until(p + 2, rp - 1, {":"});
+        if (colon >= rp - 1 || colon < p + 4 || t_[colon - 1].kind != Tok::ident) return 0;
+        if (std::any_of(t_.begin() + long(p + 2), t_.begin() + long(colon),
+                        [](const Token& x) { return x.text == "&" || x.text == "&&" || x.text == "*"; }))
+            return 0;
+        static const std::set<std::string> writes = {"=", "+=", "-=", "*=", "/=", "++", "--"};
+        const std::string& name = t_[colon - 1].text;
+        std::size_t end = rp;
+        if (is(rp, "{")) {
+            end = close(rp);
+        } else {
+            end = until(rp, t_.size(), {";"}) + 1;
+        }
+        bool written = false;
+        for (std::size_t q = rp; q + 1 < end && !written; ++q)
+            written = t_[q].text == name && (writes.contains(t_[q + 1].text) || writes.contains(t_[q - 1].text));
+        if (!written || end > t_.size()) return 0;
+        found.push_back({p, end, true, false, loops_, false, {}, function_});
+        found.back().range_copy = colon - 1;
         return end;
     }
 
@@ -367,6 +399,7 @@ private:
     std::vector<std::string> loops_;
     bool own_ = false;
     std::vector<HeaderStruct> structs_;
+    std::vector<std::string> file_constants_;
 };
 
 // The function a block sits in, and its parameters: the last line before `at` that opens a
@@ -505,7 +538,8 @@ public:
           f_(f),
           own_(parser.own()),
           structs_(parser.header_structs()),
-          lambdas_(lambda_scopes(t_)) {}
+          lambdas_(lambda_scopes(t_)),
+          file_constants_(parser.file_constants()) {}
 
     std::vector<Edit> edits() {
         for (std::size_t k = f_.first; k < f_.last; ++k) {
@@ -519,6 +553,9 @@ public:
         // A scalar started at 0 instead of its value (float m = 0.0f for the row's first score).
         if ((f_.type == "float" || f_.type == "double") && f_.last > f_.first + 1)
             add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
+        if (f_.range_copy != 0)
+            add(f_.range_copy - 1, f_.range_copy + 1, t_[f_.range_copy - 1].text + "& " + t_[f_.range_copy].text,
+                "a reference for a copy");
         if (own_) unused_put_back();
         if (own_) rescale_put_back();
         if (own_) optional_term_put_back();
@@ -526,8 +563,18 @@ public:
         if (own_) saved_value_read();
         if (own_) pairs_swapped();
         if (own_) guard_put_back();
+        if (own_) normaliser_put_back();
+        if (own_) offset_put_back();
+        if (own_) tile_clipped();
+        if (own_) constant_put_back();
+        if (own_)
+            for (const Parser::Found* twin : twins_) made_like_twin(*twin);
         return out_;
     }
+
+    // The regions beside this one that are written like it (a learner's parallel lines: the key's
+    // line and the value's, the low nibble's and the high one's), as twin_regions finds them.
+    void set_twins(std::vector<const Parser::Found*> twins) { twins_ = std::move(twins); }
 
 private:
     // Whether `other` may be named at token k: not from outside a lambda that does not capture it.
@@ -1114,6 +1161,140 @@ private:
                 }
     }
 
+    // The whole right side of `element = rhs;` (a store through a subscript or a call), as token
+    // indices [rhs, end), or {0, 0}: the place a forgotten factor or divisor of the value goes.
+    std::pair<std::size_t, std::size_t> stored_value() const {
+        if (!f_.statement || f_.last < f_.first + 4 || t_[f_.last - 1].text != ";") return {0, 0};
+        std::size_t eq = f_.first;
+        while (eq < f_.last && t_[eq].text != "=")
+            eq = t_[eq].text == "(" || t_[eq].text == "[" ? close_in_region(eq) : eq + 1;
+        if (eq + 2 >= f_.last || eq == f_.first || (t_[eq - 1].text != ")" && t_[eq - 1].text != "]")) return {0, 0};
+        return {eq + 1, f_.last - 1};
+    }
+
+    // The right side as a factor's left operand: `a * b` as it is, `a + b` in parentheses.
+    std::string as_factor(std::size_t first, std::size_t last) const {
+        const std::string x = text_.substr(t_[first].begin, t_[last - 1].end - t_[first].begin);
+        for (std::size_t q = first; q < last; ++q) {
+            if (t_[q].text == "(" || t_[q].text == "[") {
+                q = close_in_region(q) - 1;
+                continue;
+            }
+            if (t_[q].text == "+" || t_[q].text == "-" || t_[q].text == "?") return "(" + x + ")";
+        }
+        return x;
+    }
+
+    // A mean taken in one place and forgotten in another: `dlogits(b, n, c) = float(p - y) /
+    // double(counted)` for `... = float(p - y)`, where the function divides by `double(counted)`
+    // elsewhere (its loss). A divisor is a name, or a name in a cast (`double(n)`, `static_cast<float>(n)`).
+    void normaliser_put_back() {
+        const auto [rhs, end] = stored_value();
+        if (rhs == 0) return;
+        std::set<std::string> divisors;
+        for (std::size_t q = 0; q + 2 < t_.size(); ++q) {
+            if (t_[q].text != "/" || (q >= f_.first && q < f_.last)) continue;
+            std::size_t d = q + 1, d_end = d;
+            if (t_[d].text == "static_cast" && d + 4 < t_.size() && t_[d + 1].text == "<") d_end = d + 4;
+            if (t_[d_end].kind == Tok::ident && d_end + 3 < t_.size() && t_[d_end + 1].text == "(" &&
+                t_[d_end + 2].kind == Tok::ident && t_[d_end + 3].text == ")" &&
+                (t_[d_end].text == "double" || t_[d_end].text == "float" || d_end > d))
+                d_end += 4;
+            else if (d_end == d && t_[d].kind == Tok::ident && d + 1 < t_.size() && t_[d + 1].text != "(" &&
+                     t_[d + 1].text != "[" && t_[d + 1].text != "." && t_[d + 1].text != "::")
+                d_end = d + 1;
+            else
+                continue;
+            divisors.insert(text_.substr(t_[d].begin, t_[d_end - 1].end - t_[d].begin));
+        }
+        for (const std::string& d : divisors) {
+            static const std::regex word(R"([A-Za-z_]\w*)");
+            std::string name;
+            for (auto it = std::sregex_iterator(d.begin(), d.end(), word); it != std::sregex_iterator(); ++it)
+                name = it->str();  // the last name: the one divided by
+            if (std::ranges::any_of(t_.begin() + long(rhs), t_.begin() + long(end),
+                                    [&](const Token& x) { return x.text == name; }))
+                continue;
+            if (std::ranges::none_of(
+                    vars_, [&](const Var& v) { return v.name == name && v.from <= f_.first && f_.first < v.to; }))
+                continue;
+            add(rhs, end, as_factor(rhs, end) + " / " + d, "a divisor put back");
+        }
+    }
+
+    // A unit the file names and never uses: `... * n * n * kBytesPerFloat` for `... * n * n`, where
+    // `constexpr std::uint64_t kBytesPerFloat = 4;` stands at namespace scope and nothing reads it:
+    // a factor of a returned value or of a stored one.
+    void constant_put_back() {
+        if (file_constants_.empty() || !f_.statement) return;
+        auto [first, last] = stored_value();
+        if (first == 0 && t_[f_.first].text == "return" && f_.last > f_.first + 2)
+            first = f_.first + 1, last = f_.last - 1;
+        if (first == 0) return;
+        for (const std::string& c : file_constants_)
+            add(first, last, as_factor(first, last) + " * " + c, "an unused constant put back");
+    }
+
+    // An offset left off an index: `cache.v(b, g, start + n, c)` for `cache.v(b, g, n, c)`, where the
+    // function adds `start` to the same counter elsewhere (`start + n` for the keys' row).
+    void offset_put_back() {
+        std::set<std::pair<std::string, std::string>> offsets;  // (offset, counter)
+        for (std::size_t q = 0; q + 2 < t_.size(); ++q)
+            if (t_[q].kind == Tok::ident && t_[q + 1].text == "+" && t_[q + 2].kind == Tok::ident &&
+                (q == 0 || (t_[q - 1].text != "." && t_[q - 1].text != "->" && t_[q - 1].text != "::")) &&
+                (q + 3 >= t_.size() || (t_[q + 3].text != "(" && t_[q + 3].text != "[" && t_[q + 3].text != ".")))
+                offsets.insert({t_[q].text, t_[q + 2].text});
+        if (offsets.empty()) return;
+        for (std::size_t k = f_.first + 1; k + 1 < f_.last; ++k) {
+            const std::string& b = t_[k - 1].text;
+            const std::string& a = t_[k + 1].text;
+            if (t_[k].kind != Tok::ident || (b != "(" && b != "," && b != "[") || (a != ")" && a != "," && a != "]"))
+                continue;
+            const Var* counter = var_at(k);
+            if (counter == nullptr || !counter->loop) continue;
+            for (const auto& [offset, name] : offsets)
+                if (name == t_[k].text && offset != name &&
+                    std::ranges::any_of(vars_, [&, &offset = offset](const Var& v) {
+                        return v.name == offset && !v.loop && v.from <= k && k < v.to;
+                    }))
+                    add(k, offset + " + " + name, "an offset put back");
+        }
+    }
+
+    // A tile taken whole where the last one is cut short: `imin(Bc, stop - s)` for `Bc`, in a loop
+    // `for (s = 0; s < stop; s += Bc)` (the file's own min function when it has one).
+    void tile_clipped() {
+        if (f_.statement || f_.last != f_.first + 1 || f_.loops.empty()) return;
+        const std::string& step = t_[f_.first].text;
+        for (std::size_t q = 0; q + 3 < f_.first; ++q) {
+            if (t_[q].text != "for" || t_[q + 1].text != "(") continue;
+            const std::size_t rp = close_in_all(q + 1);
+            if (rp > f_.first) continue;  // its header ends before this region
+            // `; s < stop ; s += step )`
+            std::size_t s1 = q + 2;
+            while (s1 < rp && t_[s1].text != ";") ++s1;
+            std::size_t s2 = s1 + 1;
+            while (s2 < rp && t_[s2].text != ";") ++s2;
+            if (s2 + 5 != rp || t_[s2 + 2].text != "+=" || t_[s2 + 3].text != step || t_[s1 + 2].text != "<") continue;
+            const std::string& counter = t_[s2 + 1].text;
+            if (t_[s1 + 1].text != counter || std::ranges::find(f_.loops, counter) == f_.loops.end()) continue;
+            const std::string stop = text_.substr(t_[s1 + 3].begin, t_[s2 - 1].end - t_[s1 + 3].begin);
+            const bool own_min = std::ranges::any_of(t_, [](const Token& x) { return x.text == "imin"; });
+            add(f_.first, f_.last, fmt::format("{}({}, {} - {})", own_min ? "imin" : "std::min", step, stop, counter),
+                "a tile cut at the end");
+        }
+    }
+
+    // The token after the bracket opened at q (over the whole function, not this region).
+    std::size_t close_in_all(std::size_t q) const {
+        int depth = 0;
+        for (; q < t_.size(); ++q) {
+            if (t_[q].text == "(" || t_[q].text == "[") ++depth;
+            if ((t_[q].text == ")" || t_[q].text == "]") && --depth == 0) return q + 1;
+        }
+        return t_.size();
+    }
+
     // A skip left out of one loop: `if (hidden(b, i, j)) continue;` that another loop of the function
     // over the same counter has, put before a statement of this one (the exp loop that gave masked
     // keys weight from stale scores).
@@ -1245,6 +1426,15 @@ private:
         };
         for (const int by : {1, -1})
             add(p + 1, close - 1, shifted(a, by) + ", " + shifted(b, by), "a range shifted by one");
+        // A block's index taken for its first row: `range(part * d, (part + 1) * d)` for
+        // `range(part, part + d)` (a block of length d, the part-th).
+        const std::size_t plus = comma + 2;
+        if (comma == p + 2 && t_[p + 1].kind == Tok::ident && close == comma + 5 && t_[comma + 1].text == a &&
+            t_[plus].text == "+" && (t_[plus + 1].kind == Tok::ident || t_[plus + 1].kind == Tok::number)) {
+            const std::string& length = t_[plus + 1].text;
+            add(p + 1, close - 1, fmt::format("{0} * {1}, ({0} + 1) * {1}", a, length),
+                "a block's start for its index");
+        }
     }
 
     // The first `,` at depth 0 in [from, to), or `to`.
@@ -1448,16 +1638,109 @@ private:
         add(left, right, b + " " + t_[k].text + " " + a, "operands swapped");
     }
 
+    // One of two parallel lines made like the other where they differ, beyond the names that set
+    // them apart (`lo` and `hi`, `k` and `v`): `dst[j] = d * float(lo) + m` from
+    // `dst[j + half] = d * float(hi) + m` for `dst[j] = d * float(lo)` (one difference at a time),
+    // and the twin whole with its names made this line's: `cache.v(...) = proj.v(...)` from
+    // `cache.k(...) = proj.k(...)` for `cache.v(...) = proj.k(...)`.
+    void made_like_twin(const Parser::Found& twin) {
+        const std::size_t a0 = f_.first, n = f_.last - f_.first, b0 = twin.first, m = twin.last - twin.first;
+        if (n < 3 || m < 3 || n > 80 || m > 80) return;
+        // The longest common subsequence of the two token texts, then the pieces between its matches.
+        std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));
+        for (std::size_t i = n; i-- > 0;)
+            for (std::size_t j = m; j-- > 0;)
+                lcs[i][j] =
+                    t_[a0 + i].text == t_[b0 + j].text ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+        if (10 * lcs[0][0] < 6 * static_cast<int>(std::max(n, m))) return;
+        struct Piece {
+            std::size_t a, a_end, b, b_end;  // this line's tokens [a, a_end), the twin's [b, b_end)
+        };
+        std::vector<Piece> pieces;
+        std::size_t i = 0, j = 0, ai = 0, bj = 0;
+        const auto close_piece = [&] {
+            if (ai < i || bj < j) pieces.push_back({a0 + ai, a0 + i, b0 + bj, b0 + j});
+        };
+        while (i < n && j < m) {
+            if (t_[a0 + i].text == t_[b0 + j].text) {
+                close_piece();
+                ai = ++i, bj = ++j;
+            } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
+                ++i;
+            } else {
+                ++j;
+            }
+        }
+        i = n, j = m;
+        close_piece();
+        // A piece of one name against one name is what sets the lines apart: the twin's name -> this one's.
+        std::map<std::string, std::string> names;
+        std::vector<Piece> differences;
+        // A function's name: one called that is no variable nor member (`accumulate`, not `cache.v(t, c)`).
+        const auto function_at = [&](std::size_t q) {
+            return t_[q].kind == Tok::ident && q + 1 < t_.size() && t_[q + 1].text == "(" && t_[q - 1].text != "." &&
+                   t_[q - 1].text != "->" &&
+                   std::ranges::none_of(vars_, [&](const Var& v) { return v.name == t_[q].text; });
+        };
+        for (const Piece& p : pieces) {
+            // Lines that call different functions are no twins (`max_element` and `accumulate`).
+            for (std::size_t q = p.a; q < p.a_end; ++q)
+                if (function_at(q)) return;
+            for (std::size_t q = p.b; q < p.b_end; ++q)
+                if (function_at(q)) return;
+            if (p.a_end == p.a + 1 && p.b_end == p.b + 1 && t_[p.a].kind == Tok::ident && t_[p.b].kind == Tok::ident)
+                names[t_[p.b].text] = t_[p.a].text;
+            else
+                differences.push_back(p);
+        }
+        if (differences.size() > 3) return;
+        // The twin's tokens [b, b_end) as text, its names made this line's, its own spacing kept.
+        const auto renamed = [&](std::size_t b, std::size_t b_end) {
+            std::string out;
+            for (std::size_t q = b; q < b_end; ++q) {
+                if (q > b) out += text_.substr(t_[q - 1].end, t_[q].begin - t_[q - 1].end);
+                const auto name = t_[q].kind == Tok::ident ? names.find(t_[q].text) : names.end();
+                out += name != names.end() ? name->second : t_[q].text;
+            }
+            return out;
+        };
+        const std::string line = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
+        // The text between the matched tokens around a piece, spacing and all: [end of the one
+        // before, start of the one after) -- or to the end of the last token, at the end.
+        const auto span = [&](std::size_t x, std::size_t x_end, std::size_t last) {
+            return std::pair{t_[x - 1].end, x_end < last ? t_[x_end].begin : t_[last - 1].end};
+        };
+        for (const Piece& p : differences) {
+            if (p.a == a0 || p.b == b0) continue;  // at the start: no token before it to keep
+            const auto [from, to] = span(p.a, p.a_end, f_.last);
+            const auto [b_from, b_to] = span(p.b, p.b_end, twin.last);
+            std::string with = text_.substr(b_from, b_to - b_from);
+            if (p.b_end > p.b) {
+                const std::size_t lead = t_[p.b].begin - b_from, tail = b_to - t_[p.b_end - 1].end;
+                with = with.substr(0, lead) + renamed(p.b, p.b_end) + with.substr(with.size() - tail);
+            }
+            std::string edited = line;
+            edited.replace(from - t_[f_.first].begin, to - from, with);
+            if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
+        }
+        if (!names.empty()) {
+            const std::string whole = renamed(b0, twin.last);
+            if (whole != line) add(f_.first, f_.last, whole, "made like its twin");
+        }
+    }
+
     const std::string& text_;
     const std::vector<Token>& t_;
     const std::vector<Var>& vars_;
     const Parser::Found& f_;
+    std::vector<const Parser::Found*> twins_;
     bool own_ = false;
     std::vector<Edit> out_;
     std::vector<Token> file_tokens_;  // the whole file's, for a learner's member swaps
     std::map<std::string, std::vector<const HeaderStruct*>> structs_of_;
     const std::vector<HeaderStruct>& structs_;
     std::vector<LambdaScope> lambdas_;
+    const std::vector<std::string>& file_constants_;
 };
 
 // The solution with comments blanked (same length, newlines kept): regions are copied from it.
@@ -1478,6 +1761,22 @@ std::string without_comments(const std::string& text) {
 
 namespace {
 
+// The regions near `f` (four either side, in the order they were read) of its kind, in the same
+// function and loops: a statement, or an initializer of the same type -- the lines a learner
+// writes in pairs.
+std::vector<const Parser::Found*> twin_regions(const Parser& parser, const Parser::Found& f) {
+    std::vector<const Parser::Found*> twins;
+    const auto& all = parser.found;
+    const auto at = static_cast<std::size_t>(&f - all.data());
+    for (std::size_t j = at >= 4 ? at - 4 : 0; j < all.size() && j <= at + 4; ++j) {
+        const Parser::Found& g = all[j];
+        if (j != at && g.statement == f.statement && g.loops == f.loops && g.type == f.type &&
+            g.function == f.function && !g.loop_condition && !f.loop_condition)
+            twins.push_back(&g);
+    }
+    return twins;
+}
+
 // The regions and variants of one parsed block, appended to `m` (ids go on from `id`).
 void add_variants(Mutants& m, int& id, const std::string& text, const std::string& code, const Parser& parser) {
     for (const auto& f : parser.found) {
@@ -1489,6 +1788,7 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
                 break;
             }
         Editor editor(code, parser, f);
+        if (parser.own()) editor.set_twins(twin_regions(parser, f));
         const std::size_t r = m.regions.size();
         m.regions.push_back({parser.tokens()[f.first].begin, parser.tokens()[f.last - 1].end, f.statement});
         std::set<std::pair<std::size_t, std::string>> seen;
@@ -1633,6 +1933,7 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
     Mutants m;
     const std::string code = without_comments(file);
     const std::vector<Token> t = tokenize(code, 0, code.size());
+    std::vector<std::string> constants;  // those before a function, unread (constant_put_back)
     int id = 0;
     std::size_t p = 0;
     while (p < t.size()) {
@@ -1653,6 +1954,18 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
         }
         if (q >= t.size()) break;
         if (t[q].text == ";") {
+            // `constexpr std::uint64_t kBytesPerFloat = 4;` that nothing else in the file reads.
+            const bool numeric = std::any_of(t.begin() + long(p), t.begin() + long(q), [](const Token& x) {
+                return x.text == "int" || x.text == "float" || x.text == "double" || x.text.ends_with("_t") ||
+                       x.text == "long" || x.text == "unsigned";
+            });
+            const bool constant = t[p].text == "constexpr" || t[p].text == "const" ||
+                                  (t[p].text == "static" && p + 1 < q && t[p + 1].text.starts_with("const"));
+            std::size_t eq = p;
+            while (eq < q && t[eq].text != "=") ++eq;
+            if (numeric && constant && eq < q && eq > p + 1 && t[eq - 1].kind == Tok::ident &&
+                std::ranges::count(t, t[eq - 1].text, &Token::text) == 1)
+                constants.push_back(t[eq - 1].text);
             p = q + 1;
             continue;
         }
@@ -1660,6 +1973,7 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
         if (q > p && t[q - 1].text == ")") {
             Parser parser(code, {t.begin() + long(p), t.begin() + long(end)}, "", {}, true);
             parser.set_header_structs(structs);
+            parser.set_file_constants(constants);
             parser.run();
             add_variants(m, id, file, code, parser);
         }

@@ -63,7 +63,12 @@ Mutants generate_mutants(const std::string& solution);
 // int literal that ends a call's arguments made a float (`std::accumulate(a, b, 0.0f)` for `0`);
 // an integer twice or half what it is (16 for 32); a value computed and never read put back into
 // each operand after it (`std::exp(e - top)` for `std::exp(e)`); the same object's members from
-// anywhere in the file (cache.v for cache.k); their `auto` sizes swapped with each other.
+// anywhere in the file (cache.v for cache.k); their `auto` sizes swapped with each other; one of two
+// parallel lines made like the other (`dst[j] = d * float(lo) + m` beside `... float(hi) + m`), a
+// range-for's written copy made a reference, a divisor or an offset the function uses elsewhere put
+// back (`/ double(counted)`, `start + n`), a tile cut at the loop's end (`imin(Bc, stop - s)`), a
+// namespace constant nothing reads made a factor, a block's index made its first row
+// (`range(part * d, (part + 1) * d)`).
 // `structs`: the structs its headers declare (header_structs); a member of one of them may stand
 // for another of the same type, where the members the file uses on that object are all its.
 struct HeaderStruct {

@@ -98,6 +98,21 @@ struct ScreenedEdit {
 std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std::vector<ScreenedEdit> edits,
                                                  std::size_t cap);
 
+// How strongly the learner's own file points at an edit, lower first, or -1 for none: an edit made
+// from something their code shows -- a line written unlike its twin, a copy written in a range-for,
+// a divisor or an offset the function uses elsewhere, a constant or a member never read, a range
+// `(part, part + d)` of a block's index -- 0; a value
+// they computed and never read put back at the end of a statement's value (`scores[j] = s *
+// inv_sqrt_d`), 1; put back anywhere else, 2. The repair pairs these few with each other before the
+// blind pair search (two slips on the same checks, each one's trace in the file).
+int evidence_rank(const Variant& v);
+
+// The learner's lines that add (`+=`) into elements of something their file never sets -- no
+// element assigned, no fill, no zeros, no std::vector -- each as "your line 72 (`...`, in attend)
+// adds to `oh`" (its place's words from `variants` of that line): where the memory the grader
+// found added in (its "added (+=) to elements never set") comes in.
+std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants);
+
 // The structs (header_structs) a learner's file sees through its quoted includes, two levels deep,
 // each looked up beside the file, in src/, in exercises/common and at the top of the repository,
 // and the file's own.
