@@ -88,21 +88,29 @@ std::string selector_prelude(int max_id) {
 // them (exercise 6: its kernels are templates
 // instantiated for five head sizes, and ~1000 edits took ~26 s to compile with the sanitizers,
 // ~10 s without (a machine under load); the emulator checks every global and shared access itself).
+// Its {"budget_s": s} ends the step sooner than RepairSetup's budget (exercise 7: every edit runs a
+// real layer; a repair found in the first seconds is worth the wait, a screen of all of them is not).
 enum class SchemataBuild { none, sanitized, unsanitized };
+struct RepairPlan {
+    SchemataBuild build = SchemataBuild::sanitized;
+    int budget_s = 0;  // 0: RepairSetup's
+};
 
-SchemataBuild schemata_build(const Subject& s) {
+RepairPlan repair_plan(const Subject& s) {
     std::ifstream in(s.source_dir / "course.json");
     const auto course = nlohmann::json::parse(in, nullptr, false);
-    if (course.is_discarded() || !course.contains("lessons")) return SchemataBuild::sanitized;
+    if (course.is_discarded() || !course.contains("lessons")) return {};
     for (const auto& lesson : course["lessons"]) {
         const auto& exercise = lesson.value("exercise", nlohmann::json::object());
         if (exercise.value("id", "") != s.id) continue;
         const auto grading = exercise.value("grading", nlohmann::json::object());
         const auto repair = grading.value("repair", nlohmann::json(true));
-        if (repair.is_object() && repair.value("build", "") == "unsanitized") return SchemataBuild::unsanitized;
-        return repair.is_boolean() && !repair.get<bool>() ? SchemataBuild::none : SchemataBuild::sanitized;
+        if (repair.is_object())
+            return {repair.value("build", "") == "unsanitized" ? SchemataBuild::unsanitized : SchemataBuild::sanitized,
+                    repair.value("budget_s", 0)};
+        return {repair.is_boolean() && !repair.get<bool>() ? SchemataBuild::none : SchemataBuild::sanitized, 0};
     }
-    return SchemataBuild::sanitized;
+    return {};
 }
 
 // The recipe's compile without the sanitizers, unoptimised, no debug information (the last -O,
@@ -1186,7 +1194,8 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     };
     auto report = read_report(s.report);
-    const SchemataBuild how = schemata_build(s);
+    const RepairPlan plan = repair_plan(s);
+    const SchemataBuild how = plan.build;
     if (!report || !worth_locating(*report) || s.files.empty() || how == SchemataBuild::none) return {};
     const Checks failing = failing_tests(*report);
     const fs::path source = s.files.front();
@@ -1211,6 +1220,20 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
         phase(fmt::format("the failing checks took {:.1f} s: no repair", probe_s));
         return {};
     }
+    // An exercise with a budget of its own (course.json) is not compiled for when even its quickest
+    // failing check, a quarter of it for each of half the edits (the screens' own reckoning,
+    // reached_in_time), would not fit after a compile as long as the probe: exercise 7's real
+    // layers (~800 edits over 0.5 s checks), not its one quick previous_token_score check.
+    const int budget_s = plan.budget_s > 0 ? std::min(plan.budget_s, t.budget_s) : t.budget_s;
+    if (plan.budget_s > 0 && !theirs.seconds.empty()) {
+        const double quickest = std::ranges::min(theirs.seconds | std::views::values);
+        const double left = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        if (double(m.variants.size()) / 2 * quickest / std::max(1, t.jobs) / 4 > left - 2 * probe_s - 4) {
+            phase(fmt::format("{} edits over checks of {:.2f} s at least: past the budget, no repair",
+                              m.variants.size(), quickest));
+            return {};
+        }
+    }
     if (progress) progress(fmt::format("repairing: compiling {} edits of your lines", m.variants.size()));
     auto built = build_schemata(s, t, *recipe, dir, text, m, how);
     phase(fmt::format("{} of {} edits compiled", built ? built->kept.size() : 0, m.variants.size()));
@@ -1219,7 +1242,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     // their run (whole seconds, one at least; two and more before, and exercise 9's endless `h += 0`
     // loops cost a grade 8 s).
     Repair repair(s, t, *report, m, std::move(*built), dir, static_cast<int>(std::max(1.0, std::ceil(2 * probe_s))),
-                  probe_s, theirs.seconds, began + std::chrono::seconds(t.budget_s));
+                  probe_s, theirs.seconds, began + std::chrono::seconds(budget_s));
     if (!repair.probe(only)) return {};
     phase("probe run");
     if (progress) progress("repairing: trying edits of your lines");
