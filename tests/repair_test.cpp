@@ -423,6 +423,15 @@ std::uint64_t bytes(std::uint64_t n) { return n * n; }
 Tensor2 part_of(const Tensor2& w, std::size_t part, std::size_t d) {
     return xt::view(w, xt::range(part, part + d), xt::all());
 }
+double log_z(const std::vector<float>& row, float top) {
+    double sum = 0.0;
+    for (float x : row) sum += std::exp(double(x - top));
+    return std::log(sum);
+}
+void append(Cache& cache, const Tensor3& x) {
+    const auto t = cache.length;
+    for (std::size_t c = 0; c < 4; ++c) cache.k(t, c) = x(0, 0, c);
+}
 void tiles(int stop, float* out) {
     constexpr int Bc = 4;
     for (int s = 0; s < stop; s += Bc) {
@@ -447,6 +456,9 @@ void tiles(int stop, float* out) {
           "a divisor put back");
     CHECK(edit("std::uint64_t bytes(std::uint64_t n) { return n * n * kBytes; }") == "an unused constant put back");
     CHECK(edit("const int rows = std::min(Bc, stop - s);") == "a tile cut at the end");
+    CHECK(edit("return top + std::log(sum);") == "a shift added back");
+    CHECK(edit("for (std::size_t c = 0; c < 4; ++c) cache.k(t, c) = x(0, 0, c); cache.length = t + 1;") ==
+          "a count advanced");
     CHECK(edit("return xt::view(w, xt::range(part * d, (part + 1) * d), xt::all());") ==
           "a block's start for its index");
     // Evidence first: these edits pair with each other before the blind pair search's hundreds.

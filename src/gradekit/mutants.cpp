@@ -567,6 +567,8 @@ public:
         if (own_) offset_put_back();
         if (own_) tile_clipped();
         if (own_) constant_put_back();
+        if (own_) shift_put_back();
+        if (own_) count_advanced();
         if (own_)
             for (const Parser::Found* twin : twins_) made_like_twin(*twin);
         return out_;
@@ -1233,6 +1235,68 @@ private:
         if (first == 0) return;
         for (const std::string& c : file_constants_)
             add(first, last, as_factor(first, last) + " * " + c, "an unused constant put back");
+    }
+
+    // A log-sum-exp's shift not added back: `top + std::log(sum)` for `std::log(sum)`, where the
+    // function's exp() subtracts `top` (`std::exp(x - top)`).
+    void shift_put_back() {
+        std::set<std::string> shifts;
+        for (std::size_t q = 0; q + 1 < t_.size(); ++q) {
+            const std::string& e = t_[q].text;
+            if ((e != "exp" && e != "expf") || t_[q + 1].text != "(") continue;
+            const std::size_t close = close_in_all(q + 1);
+            for (std::size_t r = q + 2; r + 2 < close; ++r)  // `- top)`, at any depth
+                if (t_[r].text == "-" && t_[r + 1].kind == Tok::ident && t_[r + 2].text == ")")
+                    shifts.insert(t_[r + 1].text);
+        }
+        for (std::size_t k = f_.first; k + 1 < f_.last; ++k) {
+            const std::string& l = t_[k].text;
+            if ((l != "log" && l != "logf") || t_[k + 1].text != "(") continue;
+            const std::size_t first = k >= 2 && t_[k - 1].text == "::" ? k - 2 : k;
+            const std::size_t close = close_in_region(k + 1);
+            if (close > f_.last) continue;
+            const std::string call = text_.substr(t_[first].begin, t_[close - 1].end - t_[first].begin);
+            for (const std::string& shift : shifts)
+                if (std::ranges::any_of(vars_,
+                                        [&](const Var& v) { return v.name == shift && v.from <= k && k < v.to; }) &&
+                    std::none_of(t_.begin() + long(f_.first), t_.begin() + long(f_.last),
+                                 [&](const Token& x) { return x.text == shift; }))
+                    add(first, close, shift + " + " + call, "a shift added back");
+        }
+    }
+
+    // A count never advanced: `cache.length = t + 1;` after a store at `t`, where the function reads
+    // `const auto t = cache.length;` from an object it may change and never writes the count.
+    void count_advanced() {
+        if (!f_.statement || f_.last < f_.first + 4 || t_[f_.last - 1].text != ";") return;
+        for (std::size_t q = 0; q + 6 < t_.size(); ++q) {
+            // `t = obj . count ;` in a declaration
+            if (t_[q].kind != Tok::ident || t_[q + 1].text != "=" || t_[q + 2].kind != Tok::ident ||
+                t_[q + 3].text != "." || t_[q + 4].kind != Tok::ident || t_[q + 5].text != ";")
+                continue;
+            const std::string &name = t_[q].text, &object = t_[q + 2].text, &count = t_[q + 4].text;
+            const bool declared = std::ranges::any_of(vars_, [&](const Var& v) { return v.name == name; });
+            const bool param =
+                std::ranges::any_of(vars_, [&](const Var& v) { return v.name == object && !v.constant; });
+            if (!declared || !param || f_.first < q) continue;
+            bool written = false, stored_at = false;
+            for (std::size_t r = 0; r + 3 < t_.size(); ++r)
+                if (t_[r].text == object && t_[r + 1].text == "." && t_[r + 2].text == count && r != q + 2)
+                    written = written || written_at(r + 2);
+            const std::size_t eq = [&] {
+                std::size_t e = f_.first;
+                while (e < f_.last && t_[e].text != "=") ++e;
+                return e;
+            }();
+            for (std::size_t r = f_.first; r + 1 < eq; ++r)
+                stored_at = stored_at || (t_[r].text == object && t_[r + 1].text == ".");
+            stored_at = stored_at && std::any_of(t_.begin() + long(f_.first), t_.begin() + long(eq),
+                                                 [&](const Token& x) { return x.text == name; });
+            if (written || !stored_at || eq >= f_.last) continue;
+            const std::string statement = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
+            add(f_.first, f_.last, fmt::format("{} {}.{} = {} + 1;", statement, object, count, name),
+                "a count advanced");
+        }
     }
 
     // An offset left off an index: `cache.v(b, g, start + n, c)` for `cache.v(b, g, n, c)`, where the

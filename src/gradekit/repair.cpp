@@ -402,7 +402,8 @@ int evidence_rank(const Variant& v) {
     static const std::set<std::string> shown = {"made like its twin",        "a reference for a copy",
                                                 "a divisor put back",        "an offset put back",
                                                 "a tile cut at the end",     "an unused constant put back",
-                                                "an unused member put back", "a block's start for its index"};
+                                                "an unused member put back", "a block's start for its index",
+                                                "a shift added back",        "a count advanced"};
     return shown.contains(v.kind) ? 0 : -1;
 }
 

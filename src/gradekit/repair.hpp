@@ -101,7 +101,8 @@ std::vector<std::pair<int, int>> rank_edit_pairs(const ScreenedEdit& theirs, std
 // How strongly the learner's own file points at an edit, lower first, or -1 for none: an edit made
 // from something their code shows -- a line written unlike its twin, a copy written in a range-for,
 // a divisor or an offset the function uses elsewhere, a constant or a member never read, a range
-// `(part, part + d)` of a block's index -- 0; a value
+// `(part, part + d)` of a block's index, a log of exps without their shift, a count read and never
+// advanced -- 0; a value
 // they computed and never read put back at the end of a statement's value (`scores[j] = s *
 // inv_sqrt_d`), 1; put back anywhere else, 2. The repair pairs these few with each other before the
 // blind pair search (two slips on the same checks, each one's trace in the file).
