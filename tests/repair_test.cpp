@@ -432,6 +432,7 @@ void append(Cache& cache, const Tensor3& x) {
     const auto t = cache.length;
     for (std::size_t c = 0; c < 4; ++c) cache.k(t, c) = x(0, 0, c);
 }
+float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(h / pow2) + x / d * 2.0f; }
 void tiles(int stop, float* out) {
     constexpr int Bc = 4;
     for (int s = 0; s < stop; s += Bc) {
@@ -457,6 +458,10 @@ void tiles(int stop, float* out) {
     CHECK(edit("std::uint64_t bytes(std::uint64_t n) { return n * n * kBytes; }") == "an unused constant put back");
     CHECK(edit("const int rows = std::min(Bc, stop - s);") == "a tile cut at the end");
     CHECK(edit("return top + std::log(sum);") == "a shift added back");
+    CHECK(edit("float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(double(h) / pow2) + "
+               "x / d * 2.0f; }") == "an integer division made real");
+    CHECK(edit("float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(h / pow2) + x / (d * "
+               "2.0f); }") == "a product divided whole");
     CHECK(edit("for (std::size_t c = 0; c < 4; ++c) cache.k(t, c) = x(0, 0, c); cache.length = t + 1;") ==
           "a count advanced");
     CHECK(edit("return xt::view(w, xt::range(part * d, (part + 1) * d), xt::all());") ==
@@ -491,4 +496,27 @@ void summed(Tensor2& acc, Tensor2& grad, std::vector<float>& col, const Tensor2&
     CHECK(lines.front() ==
           "your line 4 (`for (std::size_t c = 0; c < d; ++c) oh[c] += w[j] * v[j * d + c];`, in attend, the loop over "
           "c) adds to `oh`");
+}
+
+TEST_CASE("repair: a tensor made with from_shape and never filled is named by the line that makes it") {
+    const std::string file = R"(void masked(const Tensor4& scores, Tensor4& weights) {
+    weights = Tensor4::from_shape(scores.shape());
+    for (std::size_t j = 0; j < 4; ++j) {
+        if (j > 2) continue;
+        weights(0, 0, 0, j) = scores(0, 0, 0, j);
+    }
+}
+void filled(Tensor4& out) {
+    out = Tensor4::from_shape({1, 1, 1, 4});
+    out.fill(0.0f);
+}
+)";
+    const auto variants = generate_own_mutants(file).variants;
+    const auto weights = headwise::gradekit::never_filled(file, "weights", variants);
+    REQUIRE(weights.has_value());
+    CHECK(*weights ==
+          "your line 2 (`weights = Tensor4::from_shape(scores.shape());`, in masked) makes `weights` "
+          "without filling it");
+    CHECK_FALSE(headwise::gradekit::never_filled(file, "out", variants).has_value());     // filled after
+    CHECK_FALSE(headwise::gradekit::never_filled(file, "scores", variants).has_value());  // never made here
 }

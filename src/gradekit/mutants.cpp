@@ -984,9 +984,35 @@ private:
         if (binary && (s == "/" || s == "%") && integer_operand(k - 1))
             add(k, s == "/" ? "%" : "/", s + " for " + (s == "/" ? "%" : "/"));
         if (own_ && binary && s == "%") swap_operands(k);  // `heads % d_model` for `d_model % heads`
+        if (own_ && binary && s == "/") real_division(k);
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
         if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
+    }
+
+    // A learner's division that truncates or binds too little: `double(h) / double(pow2)` for
+    // `h / pow2` (two integers; `1.0 / n` for `1 / n`), and `a / (b * c)` for `a / b * c`.
+    void real_division(std::size_t k) {
+        const auto integer_literal = [&](std::size_t q) {
+            return t_[q].kind == Tok::number && t_[q].text.find_first_of(".eEfxX") == std::string::npos;
+        };
+        const auto single = [&](std::size_t q) {  // token q is an operand by itself
+            return (integer_literal(q) || integer_operand(q)) && q + 1 < t_.size() && t_[q + 1].text != "(" &&
+                   t_[q + 1].text != "[" && t_[q + 1].text != "." && t_[q + 1].text != "->";
+        };
+        const bool left_alone =
+            k - 1 == f_.first || (t_[k - 2].kind == Tok::punct && t_[k - 2].text != ")" && t_[k - 2].text != "]" &&
+                                  t_[k - 2].text != "." && t_[k - 2].text != "->" && t_[k - 2].text != "::");
+        if (k + 1 < f_.last && left_alone && single(k - 1) && single(k + 1) &&
+            (integer_literal(k - 1) || integer_literal(k + 1) || integer_operand(k + 1)))
+            add(k - 1, integer_literal(k - 1) ? t_[k - 1].text + ".0" : "double(" + t_[k - 1].text + ")",
+                "an integer division made real");
+        const std::size_t b_end = operand_end(k + 1);
+        if (b_end == 0 || b_end + 1 >= f_.last || t_[b_end].text != "*") return;
+        const std::size_t c_end = operand_end(b_end + 1);
+        if (c_end == 0 || c_end > f_.last) return;
+        add(k + 1, c_end, "(" + text_.substr(t_[k + 1].begin, t_[c_end - 1].end - t_[k + 1].begin) + ")",
+            "a product divided whole");
     }
 
     // Whether token `k` is an argument of std::accumulate, std::inner_product or std::reduce.

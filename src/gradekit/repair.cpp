@@ -391,6 +391,30 @@ std::vector<std::string> never_cleared(const std::string& text, const std::vecto
 }
 
 // (repair.hpp)
+std::optional<std::string> never_filled(const std::string& text, const std::string& name,
+                                        const std::vector<Variant>& variants) {
+    const std::regex made("\\b" + name + R"(\s*=\s*[\w:<>]*(?:from_shape|empty)\b)");
+    const std::regex filled("\\b" + name + R"(\s*\.\s*fill\s*\(|fill(?:_n)?\s*\(\s*)" + name + "\\b|\\b" + name +
+                            R"(\s*=\s*[\w:<>]*zeros\b)");
+    if (std::regex_search(text, filled)) return std::nullopt;
+    std::istringstream in(text);
+    int number = 0;
+    std::optional<std::string> found;
+    for (std::string line; std::getline(in, line);) {
+        ++number;
+        if (!std::regex_search(line, made)) continue;
+        if (found) return std::nullopt;  // made twice: which one is not known
+        const auto place = std::ranges::find(variants, number, &Variant::line);
+        const std::string where =
+            place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
+        const auto first = line.find_first_not_of(" \t");
+        found = fmt::format("your line {} (`{}`{}) makes `{}` without filling it", number,
+                            first == std::string::npos ? line : line.substr(first), where, name);
+    }
+    return found;
+}
+
+// (repair.hpp)
 int evidence_rank(const Variant& v) {
     if (v.kind == "an unused value put back") {
         const auto end = v.edited_line.find_last_not_of(" ;");
@@ -765,13 +789,32 @@ public:
     // sets: "they add memory never set: your line 72 (...) adds to `oh`, which nothing in your file
     // sets first (a fill or a zeroing left out?)"; else empty.
     std::string never_cleared_words(const Checks& among) const {
-        const bool said_so = std::ranges::any_of(report_.failures, [&](const Failure& f) {
-            const auto has = [](const std::string& x) {
-                return x.find("added (+=) to elements never set") != std::string::npos;
-            };
-            return among.contains(f.test) && (has(f.message) || std::ranges::any_of(f.details, has));
-        });
-        if (!said_so || s_.files.empty()) return "";
+        const auto said = [&](const std::string& words) {
+            return std::ranges::any_of(report_.failures, [&](const Failure& f) {
+                const auto has = [&](const std::string& x) { return x.find(words) != std::string::npos; };
+                return among.contains(f.test) && (has(f.message) || std::ranges::any_of(f.details, has));
+            });
+        };
+        if (s_.files.empty()) return "";
+        // "weights: first differs ... elements read or returned before they were ever written": the
+        // tensor the learner made with from_shape and wrote in part (a skipped key's weight).
+        if (said("elements read or returned before they were ever written")) {
+            static const std::regex output(R"(([A-Za-z_]\w*): first differs)");
+            std::set<std::string> names;
+            for (const Failure& f : report_.failures) {
+                std::smatch m;
+                if (among.contains(f.test) && std::regex_search(f.message, m, output)) names.insert(m[1].str());
+            }
+            std::vector<std::string> lines;
+            for (const std::string& name : names)
+                if (auto line = never_filled(read_text(s_.files.front()), name, m_.variants)) lines.push_back(*line);
+            if (lines.size() == 1)
+                return fmt::format(
+                    "they read memory never written: {}, and your code writes only some of its "
+                    "elements (a fill or a zeroing left out?)",
+                    lines.front());
+        }
+        if (!said("added (+=) to elements never set")) return "";
         const auto lines = never_cleared(read_text(s_.files.front()), m_.variants);
         if (lines.empty() || lines.size() > 2) return "";
         return fmt::format(

@@ -50,6 +50,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,13 @@ int evidence_rank(const Variant& v);
 // adds to `oh`" (its place's words from `variants` of that line): where the memory the grader
 // found added in (its "added (+=) to elements never set") comes in.
 std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants);
+
+// The line of the learner's file that makes `name` with from_shape (or xt::empty) when the file
+// never fills it -- no fill, no zeros -- as "your line 37 (`...`, in masked_attention) makes
+// `weights` without filling it"; nullopt when there is no such line, or two. The grader's "elements
+// read or returned before they were ever written" in `name` then has its place.
+std::optional<std::string> never_filled(const std::string& text, const std::string& name,
+                                        const std::vector<Variant>& variants);
 
 // The structs (header_structs) a learner's file sees through its quoted includes, two levels deep,
 // each looked up beside the file, in src/, in exercises/common and at the top of the repository,
