@@ -592,10 +592,8 @@ private:
     }
 
     // Whether the variable at token k is written there: `k0 += Bc`, `++j`, `out(b, i, j) = x`, `w[j] /= s`.
-    bool written_at(std::size_t k) const {
-        static const std::set<std::string> writes = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "++", "--"};
-        if (k > 0 && (t_[k - 1].text == "++" || t_[k - 1].text == "--")) return true;
-        std::size_t q = k + 1;
+    // The token after the subscripts and calls that start at q (`(b, i, j)[0]` in `out(b, i, j)[0] = x`).
+    std::size_t after_subscripts(std::size_t q) const {
         while (q < t_.size() && (t_[q].text == "(" || t_[q].text == "[")) {
             int depth = 0;
             for (; q < t_.size(); ++q) {
@@ -604,6 +602,13 @@ private:
             }
             ++q;
         }
+        return q;
+    }
+
+    bool written_at(std::size_t k) const {
+        static const std::set<std::string> writes = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "++", "--"};
+        if (k > 0 && (t_[k - 1].text == "++" || t_[k - 1].text == "--")) return true;
+        const std::size_t q = after_subscripts(k + 1);
         // Where a std algorithm writes: `std::transform(a.begin(), a.end(), out.begin(), f)`.
         if (k + 2 < t_.size() && t_[k + 1].text == "." && (t_[k + 2].text == "begin" || t_[k + 2].text == "data")) {
             const auto [call, at] = argument_of(k);
@@ -1133,14 +1138,7 @@ private:
             std::size_t eq = q + 1;
             while (eq + 1 < t_.size() && (t_[eq].text == "." || t_[eq].text == "->") && t_[eq + 1].kind == Tok::ident)
                 eq += 2;  // st.acc[c]
-            while (eq < t_.size() && (t_[eq].text == "[" || t_[eq].text == "(")) {
-                int depth = 0;
-                for (; eq < t_.size(); ++eq) {
-                    if (t_[eq].text == "[" || t_[eq].text == "(") ++depth;
-                    if ((t_[eq].text == "]" || t_[eq].text == ")") && --depth == 0) break;
-                }
-                ++eq;
-            }
+            eq = after_subscripts(eq);
             if (eq >= t_.size() || t_[eq].text != "=") return 0;
             return same(q, eq + 1, eq - q) ? eq - q : 0;
         };
