@@ -810,8 +810,8 @@ public:
                 if (auto line = never_filled(read_text(s_.files.front()), name, m_.variants)) lines.push_back(*line);
             if (lines.size() == 1)
                 return fmt::format(
-                    "they read memory never written: {}, and your code writes only some of its "
-                    "elements (a fill or a zeroing left out?)",
+                    "they read memory never written: {}, and some of its elements are never written (a fill "
+                    "left out, or a loop that skips them?)",
                     lines.front());
         }
         if (!said("added (+=) to elements never set")) return "";
