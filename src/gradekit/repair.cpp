@@ -197,7 +197,7 @@ std::optional<RepairBuild> build_schemata(const Subject& s, const RepairSetup& t
 
 // One run of the repair grader with `selection` switched on (on the checks in `only`, when given).
 struct RepairRun {
-    bool ran = false;  // it finished and wrote its report
+    bool ran = false;  // it finished and wrote its report (or stopped at a crash it reported: that check failed)
     int total = 0;
     Checks failing;
     std::map<std::string, double> seconds;  // each check's own time (Catch2's --durations), when asked
@@ -224,7 +224,8 @@ RepairRun run_selection(const Subject& s, const fs::path& grader, const fs::path
     RepairRun r;
     if (durations) args.insert(args.end(), {"--durations", "yes"});
     run_step(v, grader, args, durations ? durations_into(r.seconds) : nullptr, timeout_s, env);
-    if (const auto report = read_report(v.report); report && report->compiled && report->finished) {
+    if (const auto report = read_report(v.report);
+        report && report->compiled && (report->finished || !report->failures.empty())) {
         r.ran = true;
         r.total = report->total;
         r.failing = failing_tests(*report);
@@ -1240,7 +1241,11 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     auto report = read_report(s.report);
     const RepairPlan plan = repair_plan(s);
     const SchemataBuild how = plan.build;
-    if (!report || !worth_locating(*report) || s.files.empty() || how == SchemataBuild::none) return {};
+    // A grade stopped by a crash in one check (an empty range read: the count the learner's code
+    // never advanced) is repaired on that check: an edit that makes the whole grade pass undoes it.
+    const bool crashed = report && report->compiled && !report->finished && report->failures.size() == 1 &&
+                         !report->failures.front().where.empty();
+    if (!report || !(worth_locating(*report) || crashed) || s.files.empty() || how == SchemataBuild::none) return {};
     const Checks failing = failing_tests(*report);
     const fs::path source = s.files.front();
     const std::string text = read_text(source);
