@@ -433,6 +433,16 @@ void append(Cache& cache, const Tensor3& x) {
     for (std::size_t c = 0; c < 4; ++c) cache.k(t, c) = x(0, 0, c);
 }
 float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(h / pow2) + x / d * 2.0f; }
+float gelu(float z, float p, float g, float inner) { return 0.5f * z * std::erf(z / 2.0f) + p * g - inner; }
+Tensor4 shaped(std::size_t B, std::size_t N, std::size_t H, std::size_t D) {
+    for (std::size_t h = 1; h < H; ++h) use(h);
+    return Tensor4::from_shape({B, N, H, D});
+}
+std::size_t length_after(RopeCache& cache, std::size_t fresh) {
+    const std::size_t start = cache.length;
+    cache.length += fresh;
+    return cache.length;
+}
 void tiles(int stop, float* out) {
     constexpr int Bc = 4;
     for (int s = 0; s < stop; s += Bc) {
@@ -458,6 +468,17 @@ void tiles(int stop, float* out) {
     CHECK(edit("std::uint64_t bytes(std::uint64_t n) { return n * n * kBytes; }") == "an unused constant put back");
     CHECK(edit("const int rows = std::min(Bc, stop - s);") == "a tile cut at the end");
     CHECK(edit("return top + std::log(sum);") == "a shift added back");
+    CHECK(edit("float gelu(float z, float p, float g, float inner) { return 0.5f * z * std::erf(z / std::sqrt(2.0f)) "
+               "+ p * g - inner; }") == "a square root added");
+    CHECK(edit("float gelu(float z, float p, float g, float inner) { return 0.5f * z * std::erf(z / 2.0f) + p * (g "
+               "- inner); }") == "a difference multiplied whole");
+    CHECK(edit("return Tensor4::from_shape({B, H, N, D});") == "a pair swapped");  // two sizes of a shape
+    CHECK(edit("for (std::size_t h = 1; h < H; h += 2) use(h);") == "a step doubled");
+    CHECK(std::ranges::none_of(m.variants, [](const Variant& v) {  // nor another name in the step: endless
+        return v.line == 43 && v.edited_line.starts_with("for (") && v.edited_line.find("++h)") == std::string::npos &&
+               v.kind != "a step doubled";
+    }));
+    CHECK(edit("return start;") == "a saved value read");  // the count read after it is advanced
     CHECK(edit("float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(double(h) / pow2) + "
                "x / d * 2.0f; }") == "an integer division made real");
     CHECK(edit("float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(h / pow2) + x / (d * "
@@ -489,6 +510,9 @@ void summed(Tensor2& acc, Tensor2& grad, std::vector<float>& col, const Tensor2&
     for (std::size_t i = 0; i < 4; ++i) grad(0, i) += x(0, i);
     std::vector<float> sums(4);
     for (std::size_t i = 0; i < 4; ++i) sums[i] += x(0, i);
+}
+void elsewhere(float* oh) {  // another function's `oh`, set: not the one attend never sets
+    for (std::size_t c = 0; c < 4; ++c) oh[c] = 0.0f;
 }
 )";
     const auto lines = headwise::gradekit::never_cleared(file, generate_own_mutants(file).variants);

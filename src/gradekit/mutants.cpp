@@ -266,7 +266,11 @@ private:
         region(s1 + 1, s2, false, false);
         if (!found.empty() && found.back().first == s1 + 1) found.back().loop_condition = true;
         // A learner's step other than ++: `h += 2` (every other slope), its size one of the edits.
-        if (own_ && rp - 1 > s2 + 3) region(s2 + 1, rp - 1, false, false);
+        // And `++h` (every other: `h += 2`). Its counter is not swapped there either (an endless loop).
+        if (own_ && rp - 1 >= s2 + 3) {
+            region(s2 + 1, rp - 1, false, false);
+            if (!found.empty() && found.back().first == s2 + 1) found.back().loop_condition = true;
+        }
         const std::size_t end = statement(rp);
         if (var < vars_.size()) vars_[var].to = end;
         loops_.pop_back();
@@ -569,6 +573,8 @@ public:
         if (own_) constant_put_back();
         if (own_) shift_put_back();
         if (own_) count_advanced();
+        if (own_) step_doubled();
+        if (own_) list_neighbours_swapped();
         if (own_)
             for (const Parser::Found* twin : twins_) made_like_twin(*twin);
         return out_;
@@ -697,8 +703,9 @@ private:
             return;
         }
         // A learner's (a kernel's) C maximum for the minimum: fmaxf for fminf.
-        static const std::map<std::string, std::string> c_extremes = {
-            {"fmaxf", "fminf"}, {"fminf", "fmaxf"}, {"fmax", "fmin"}, {"fmin", "fmax"}};
+        static const std::map<std::string, std::string> c_extremes = {{"fmaxf", "fminf"}, {"fminf", "fmaxf"},
+                                                                      {"fmax", "fmin"},   {"fmin", "fmax"},
+                                                                      {"isnan", "isinf"}, {"isinf", "isnan"}};
         if (const auto other = c_extremes.find(s);
             own_ && other != c_extremes.end() && k + 1 < t_.size() && t_[k + 1].text == "(")
             add(k, other->second, s + " for " + other->second);
@@ -910,6 +917,10 @@ private:
     void number(std::size_t k) {
         const std::string& s = t_[k].text;
         const bool floating = s.find_first_of(".eE") != std::string::npos && s.rfind("0x", 0) != 0;
+        // A square root forgotten around a constant: `z / std::sqrt(2.0f)` for `z / 2.0f`.
+        if (own_ && floating && k > f_.first && (t_[k - 1].text == "/" || t_[k - 1].text == "*") &&
+            (k + 1 >= t_.size() || t_[k + 1].text != "("))
+            add(k, "std::sqrt(" + s + ")", "a square root added");
         std::set<std::string> alternatives;
         if (floating) {
             const std::string suffix = s.back() == 'f' ? "f" : "";
@@ -990,6 +1001,7 @@ private:
             add(k, s == "/" ? "%" : "/", s + " for " + (s == "/" ? "%" : "/"));
         if (own_ && binary && s == "%") swap_operands(k);  // `heads % d_model` for `d_model % heads`
         if (own_ && binary && s == "/") real_division(k);
+        if (own_ && binary && s == "*") multiplied_whole(k, "-");
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
         if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
@@ -1012,12 +1024,19 @@ private:
             (integer_literal(k - 1) || integer_literal(k + 1) || integer_operand(k + 1)))
             add(k - 1, integer_literal(k - 1) ? t_[k - 1].text + ".0" : "double(" + t_[k - 1].text + ")",
                 "an integer division made real");
+        multiplied_whole(k, "*");
+    }
+
+    // `a / (b * c)` for `a / b * c` (at `/`), `a * (b - c)` for `a * b - c` (at `*`): the operator
+    // at k taken over the next operation too.
+    void multiplied_whole(std::size_t k, const std::string& next) {
         const std::size_t b_end = operand_end(k + 1);
-        if (b_end == 0 || b_end + 1 >= f_.last || t_[b_end].text != "*") return;
+        if (b_end == 0 || b_end + 1 >= f_.last || (t_[b_end].text != next && !(next == "-" && t_[b_end].text == "+")))
+            return;
         const std::size_t c_end = operand_end(b_end + 1);
         if (c_end == 0 || c_end > f_.last) return;
         add(k + 1, c_end, "(" + text_.substr(t_[k + 1].begin, t_[c_end - 1].end - t_[k + 1].begin) + ")",
-            "a product divided whole");
+            next == "*" ? "a product divided whole" : "a difference multiplied whole");
     }
 
     // Whether token `k` is an argument of std::accumulate, std::inner_product or std::reduce.
@@ -1261,6 +1280,35 @@ private:
             add(first, last, as_factor(first, last) + " * " + c, "an unused constant put back");
     }
 
+    // A loop that should take every other value: `h += 2` for `++h` (a loop's step region).
+    void step_doubled() {
+        if (f_.statement || f_.last != f_.first + 2) return;
+        const std::size_t name = t_[f_.first].text == "++" ? f_.first + 1 : f_.first;
+        if (t_[name].kind != Tok::ident || t_[name == f_.first ? f_.first + 1 : f_.first].text != "++") return;
+        add(f_.first, f_.last, t_[name].text + " += 2", "a step doubled");
+    }
+
+    // Two neighbours of a list of names swapped: `{B, H, N, d_head}` for `{B, N, H, d_head}` (a shape
+    // made in another order), in a brace list of three names or more.
+    void list_neighbours_swapped() {
+        for (std::size_t open = f_.first; open < f_.last; ++open) {
+            if (t_[open].text != "{") continue;
+            std::vector<std::size_t> names;
+            std::size_t q = open + 1;
+            for (; q + 1 < f_.last && t_[q].kind == Tok::ident && (t_[q + 1].text == "," || t_[q + 1].text == "}");
+                 q += 2) {
+                names.push_back(q);
+                if (t_[q + 1].text == "}") break;
+            }
+            if (names.size() < 3 || q + 1 >= f_.last || t_[q + 1].text != "}") continue;
+            for (std::size_t i = 0; i + 1 < names.size(); ++i) {
+                const std::size_t a = names[i], b = names[i + 1];
+                if (t_[a].text == t_[b].text) continue;
+                out_.push_back({t_[a].begin, t_[b].end, t_[b].text + ", " + t_[a].text, "a pair swapped"});
+            }
+        }
+    }
+
     // A log-sum-exp's shift not added back: `top + std::log(sum)` for `std::log(sum)`, where the
     // function's exp() subtracts `top` (`std::exp(x - top)`).
     void shift_put_back() {
@@ -1352,6 +1400,12 @@ private:
     // A tile taken whole where the last one is cut short: `imin(Bc, stop - s)` for `Bc`, in a loop
     // `for (s = 0; s < stop; s += Bc)` (the file's own min function when it has one).
     void tile_clipped() {
+        // `imin(Bc, stop)`: the tile's end not taken from where it starts.
+        if (!f_.statement && f_.last == f_.first + 6 && (t_[f_.first].text == "imin" || t_[f_.first].text == "min") &&
+            t_[f_.first + 1].text == "(" && t_[f_.first + 3].text == "," && t_[f_.first + 5].text == ")")
+            for (const std::string& counter : f_.loops)
+                if (!counter.empty())
+                    add(f_.first + 4, f_.first + 5, t_[f_.first + 4].text + " - " + counter, "a tile cut at the end");
         if (f_.statement || f_.last != f_.first + 1 || f_.loops.empty()) return;
         const std::string& step = t_[f_.first].text;
         for (std::size_t q = 0; q + 3 < f_.first; ++q) {
@@ -1460,23 +1514,26 @@ private:
     // Each later place that reads the saved element gets the saved name.
     void saved_value_read() {
         for (std::size_t q = 0; q + 4 < t_.size() && q < f_.first; ++q) {
+            // `a = pair[0]`, or a member saved before it is counted on: `start = cache.length`.
+            const bool member = t_[q + 3].text == "." && t_[q + 4].kind == Tok::ident;
             if (t_[q].kind != Tok::ident || t_[q + 1].text != "=" || t_[q + 2].kind != Tok::ident ||
-                t_[q + 3].text != "[")
+                (t_[q + 3].text != "[" && !member))
                 continue;
             if (q > 0 && t_[q - 1].text != "," && t_[q - 1].kind != Tok::ident) continue;  // a declarator
             std::size_t end = q + 3;
-            for (int depth = 0; end < t_.size(); ++end) {
+            for (int depth = 0; end < t_.size() && !member; ++end) {
                 depth += t_[end].text == "[" ? 1 : t_[end].text == "]" ? -1 : 0;
                 if (depth == 0) break;
             }
-            ++end;  // after the `]`
+            end = member ? q + 5 : end + 1;  // after the `]`, or the member
             if (end >= t_.size() || (t_[end].text != "," && t_[end].text != ";")) continue;
             const std::size_t n = end - (q + 2);
             for (std::size_t k = std::max(f_.first, end); k + n <= f_.last; ++k) {
                 bool same = t_[k - 1].text != ".";
                 for (std::size_t i = 0; i < n && same; ++i) same = t_[k + i].text == t_[q + 2 + i].text;
-                // Not where it is written: `pair[0] = ...`.
-                if (same && !(k + n < t_.size() && t_[k + n].text == "="))
+                // Not where it is written: `pair[0] = ...`, `cache.length += n`.
+                if (same && !(k + n < t_.size() && (t_[k + n].text == "=" || t_[k + n].text == "+=" ||
+                                                    t_[k + n].text == "-=" || t_[k + n].text == "++")))
                     add(k, k + n, t_[q].text, "a saved value read");
             }
         }

@@ -376,12 +376,29 @@ std::vector<std::string> never_cleared(const std::string& text, const std::vecto
         if (!std::regex_search(line, m, added)) continue;
         const std::string name = m[1].str();
         if (named.contains(name)) continue;
+        // Only the lines of the same function count as setting it (`out` is a name many functions use):
+        // the lines its edits are on, by their place's words.
+        const auto place = std::ranges::find(variants, number, &Variant::line);
+        std::string function_text = text;
+        if (place != variants.end() && place->context.starts_with("in ")) {
+            const std::string function = place->context.substr(0, place->context.find(','));
+            int first = number, last = number;
+            for (const Variant& v : variants)
+                if (v.context == function || v.context.starts_with(function + ",")) {
+                    first = std::min(first, v.line);
+                    last = std::max(last, v.line);
+                }
+            std::istringstream all(text);
+            function_text.clear();
+            int at = 0;
+            for (std::string l; std::getline(all, l);)
+                if (++at >= first && at <= last) function_text += l + "\n";
+        }
         const std::regex set("\\b" + name + R"(\s*(?:\[[^\]]*\]|\([^()]*(?:\([^()]*\)[^()]*)*\))+\s*=[^=])" + "|\\b" +
                              name + R"(\s*\.\s*fill\s*\(|fill(?:_n)?\s*\(\s*)" + name + R"(\b|memset\s*\(\s*)" + name +
                              "\\b|\\b" + name + R"(\s*=\s*xt::zeros|vector<[^;]*>\s+)" + name + "\\b");
-        if (std::regex_search(text, set)) continue;
+        if (std::regex_search(function_text, set)) continue;
         named.insert(name);
-        const auto place = std::ranges::find(variants, number, &Variant::line);
         const std::string where =
             place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
         const auto first = line.find_first_not_of(" \t");
@@ -981,10 +998,16 @@ private:
                        std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
         };
         // Half of every edit the failing checks reach, when even that would not fit, is not worth
-        // the probe that counts them (a model's run, 2 s).
-        if (!fits(ids_.size() / 2)) return std::nullopt;
+        // the probe that counts them (a model's run, 2 s) -- but the few the learner's file points
+        // at (evidence_rank: a range-for's copy written in a real layer's GELU) are screened alone.
+        const auto evidence = [&](std::vector<int> ids) -> std::optional<std::vector<int>> {
+            std::erase_if(ids, [&](int id) { return evidence_rank(*edit_of(id)) != 0; });
+            if (ids.empty() || !fits(ids.size())) return std::nullopt;
+            return ids;
+        };
+        if (!fits(ids_.size() / 2)) return evidence(ids_);
         std::vector<int> ids = reached_by(checks, tag);
-        if (!fits(ids.size())) return std::nullopt;
+        if (!fits(ids.size())) return evidence(std::move(ids));
         return ids;
     }
 
@@ -1272,9 +1295,11 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     // An exercise with a budget of its own (course.json) is not compiled for when even its quickest
     // failing check, a quarter of it for each of half the edits (the screens' own reckoning,
     // reached_in_time), would not fit after a compile as long as the probe: exercise 7's real
-    // layers (~800 edits over 0.5 s checks), not its one quick previous_token_score check.
+    // layers (~800 edits over 0.5 s checks), not its one quick previous_token_score check -- unless
+    // the file points at edits of its own (evidence_rank 0), which are then screened alone.
     const int budget_s = plan.budget_s > 0 ? std::min(plan.budget_s, t.budget_s) : t.budget_s;
-    if (plan.budget_s > 0 && !theirs.seconds.empty()) {
+    const bool pointed_at = std::ranges::any_of(m.variants, [](const Variant& v) { return evidence_rank(v) == 0; });
+    if (plan.budget_s > 0 && !theirs.seconds.empty() && !pointed_at) {
         const double quickest = std::ranges::min(theirs.seconds | std::views::values);
         const double left = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         if (double(m.variants.size()) / 2 * quickest / std::max(1, t.jobs) / 4 > left - 2 * probe_s - 4) {
