@@ -573,6 +573,7 @@ public:
         if (own_) constant_put_back();
         if (own_) shift_put_back();
         if (own_) count_advanced();
+        if (own_) sum_put_back();
         if (own_) step_doubled();
         if (own_) list_neighbours_swapped();
         if (own_)
@@ -1280,6 +1281,41 @@ private:
             add(first, last, as_factor(first, last) + " * " + c, "an unused constant put back");
     }
 
+    // A sum left at 0: `row[j] = std::exp(s - top); sum += row[j];` for `row[j] = std::exp(s - top);`,
+    // where `float sum = 0.0f;` is read later and written nowhere: the element each pass of a loop
+    // stores, added in.
+    void sum_put_back() {
+        const auto [rhs, end] = stored_value();
+        if (rhs == 0 || f_.loops.empty()) return;
+        const std::size_t lhs_end = rhs - 1;  // the `=`
+        const std::string stored = text_.substr(t_[f_.first].begin, t_[lhs_end - 1].end - t_[f_.first].begin);
+        for (std::size_t q = 0; q + 3 < f_.first; ++q) {
+            // `sum = 0.0f ;` in a declaration (a type's name before it)
+            if (t_[q].kind != Tok::ident || t_[q + 1].text != "=" || t_[q + 2].kind != Tok::number ||
+                t_[q + 3].text != ";" ||
+                std::stod(t_[q + 2].text.substr(0, t_[q + 2].text.find_first_of("fFuUlL"))) != 0.0 || q == 0 ||
+                t_[q - 1].kind != Tok::ident)
+                continue;
+            const std::string& name = t_[q].text;
+            bool written = false, read = false;
+            for (std::size_t r = q + 4; r < t_.size(); ++r)
+                if (t_[r].text == name && (r == 0 || (t_[r - 1].text != "." && t_[r - 1].text != "->"))) {
+                    if (written_at(r))
+                        written = true;
+                    else
+                        read = true;
+                }
+            if (written || !read || !std::ranges::any_of(vars_, [&](const Var& x) {
+                    return x.name == name && x.from <= f_.first && f_.first < x.to;
+                }))
+                continue;
+            add(f_.first, f_.last,
+                text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin) + " " + name +
+                    " += " + stored + ";",
+                "a sum put back");
+        }
+    }
+
     // A loop that should take every other value: `h += 2` for `++h` (a loop's step region).
     void step_doubled() {
         if (f_.statement || f_.last != f_.first + 2) return;
@@ -1915,12 +1951,16 @@ std::vector<const Parser::Found*> twin_regions(const Parser& parser, const Parse
     std::vector<const Parser::Found*> twins;
     const auto& all = parser.found;
     const auto at = static_cast<std::size_t>(&f - all.data());
-    for (std::size_t j = at >= 4 ? at - 4 : 0; j < all.size() && j <= at + 4; ++j) {
+    if (f.loop_condition) return twins;
+    // Four regions of its kind either side (a loop's own regions between them are not counted).
+    const auto look = [&](std::size_t j) {
         const Parser::Found& g = all[j];
-        if (j != at && g.statement == f.statement && g.loops == f.loops && g.type == f.type &&
-            g.function == f.function && !g.loop_condition && !f.loop_condition)
-            twins.push_back(&g);
-    }
+        if (g.statement != f.statement || g.loop_condition) return false;
+        if (g.loops == f.loops && g.type == f.type && g.function == f.function) twins.push_back(&g);
+        return true;
+    };
+    for (std::size_t j = at, seen = 0; j-- > 0 && seen < 4;) seen += look(j) ? 1 : 0;
+    for (std::size_t j = at + 1, seen = 0; j < all.size() && seen < 4; ++j) seen += look(j) ? 1 : 0;
     return twins;
 }
 

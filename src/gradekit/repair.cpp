@@ -364,7 +364,7 @@ long differing_values(const ScreenedEdit& run) {
 }  // namespace
 
 // (repair.hpp)
-std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants) {
+std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants, bool made_only) {
     static const std::regex added(R"(([A-Za-z_]\w*)\s*(?:\[[^\]]*\]|\([^()]*(?:\([^()]*\)[^()]*)*\))+\s*\+=)");
     std::vector<std::string> lines;
     std::istringstream in(text);
@@ -398,12 +398,24 @@ std::vector<std::string> never_cleared(const std::string& text, const std::vecto
                              name + R"(\s*\.\s*fill\s*\(|fill(?:_n)?\s*\(\s*)" + name + R"(\b|memset\s*\(\s*)" + name +
                              "\\b|\\b" + name + R"(\s*=\s*xt::zeros|vector<[^;]*>\s+)" + name + "\\b");
         if (std::regex_search(function_text, set)) continue;
+        // Made with from_shape (or xt::empty) in that function: its elements hold whatever was there.
+        const std::regex made("\\b" + name + R"(\s*=\s*[\w:<>]*(?:from_shape|empty)\b|\b)" + name +
+                              R"(\s*\(\s*[\w:<>]*(?:from_shape|empty)\b)");
+        std::string made_at;
+        {
+            std::istringstream all(text);
+            int at = 0;
+            for (std::string l; std::getline(all, l) && at < number;)
+                if (++at < number && std::regex_search(l, made) && function_text.find(l + "\n") != std::string::npos)
+                    made_at = fmt::format(", made with from_shape on your line {}", at);
+        }
+        if (made_only && made_at.empty()) continue;
         named.insert(name);
         const std::string where =
             place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
         const auto first = line.find_first_not_of(" \t");
-        lines.push_back(fmt::format("your line {} (`{}`{}) adds to `{}`", number,
-                                    first == std::string::npos ? line : line.substr(first), where, name));
+        lines.push_back(fmt::format("your line {} (`{}`{}) adds to `{}`{}", number,
+                                    first == std::string::npos ? line : line.substr(first), where, name, made_at));
     }
     return lines;
 }
@@ -773,6 +785,17 @@ public:
         if (parts.empty() || std::ranges::any_of(report_.failures, [](const Failure& f) { return !f.mistake.empty(); }))
             return "";
         if (parts.front().fixes.size() == 1 && failing_.size() >= 3) return "";
+        // Nor one that mends only some of a function's failing checks: the hand-worked cases alone
+        // (`std::min` for `std::max` in a softmax whose last line forgot the shift) make up for a slip
+        // elsewhere rather than undo one. A slip of its own mends every check of its function.
+        const auto whole_function = [&](const Checks& fixes) {
+            return std::ranges::any_of(fixes, [&](const std::string& name) {
+                const std::string function = name.substr(0, name.find(':')) + ":";
+                return std::ranges::all_of(
+                    failing_, [&](const std::string& c) { return !c.starts_with(function) || fixes.contains(c); });
+            });
+        };
+        if (!whole_function(parts.front().fixes)) return "";
         std::vector<const Effect*> kept = {&parts.front()};
         Checks still = parts.front().still_failing, fixed = parts.front().fixes;
         std::string selection = std::to_string(parts.front().edit->id);
@@ -841,8 +864,10 @@ public:
                     "left out, or a loop that skips them?)",
                     lines.front());
         }
-        if (!said("added (+=) to elements never set")) return "";
-        const auto lines = never_cleared(read_text(s_.files.front()), m_.variants);
+        // Without the grader's words only a tensor made with from_shape is known unset (a pointer's
+        // memory may be the caller's, zeroed).
+        const auto lines =
+            never_cleared(read_text(s_.files.front()), m_.variants, !said("added (+=) to elements never set"));
         if (lines.empty() || lines.size() > 2) return "";
         return fmt::format(
             "they add in memory never set: {}, which nothing in your file sets first (a fill or a "
@@ -922,6 +947,17 @@ public:
             for (const auto& [rank, place, a, b] : order) {
                 if (pairs.size() >= t_.max_pairs) break;
                 pairs.emplace_back(a, b);
+            }
+            // Then each edit the checks reached with one the file points at that they did not reach:
+            // a slip that stops the checks early (an empty view thrown at, a crash) hides the line
+            // of the other (the value cache filled after the projection that threw).
+            for (const int u : built_.kept) {
+                if (screened_[g].runs.contains(u) || evidence_rank(*edit_of(u)) != 0) continue;
+                for (const auto& [id, run] : screened_[g].runs) {
+                    const Variant *a = edit_of(id), *b = edit_of(u);
+                    if (pairs.size() < t_.max_pairs && a->region != b->region && a->line != b->line)
+                        pairs.emplace_back(std::min(id, u), std::max(id, u));
+                }
             }
             phase(fmt::format("evidence, group {}: {} edits, {} pairs to try", g + 1, ranked.size(), pairs.size()));
             if (pairs.empty()) continue;

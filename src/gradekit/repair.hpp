@@ -113,7 +113,10 @@ int evidence_rank(const Variant& v);
 // element assigned, no fill, no zeros, no std::vector -- each as "your line 72 (`...`, in attend)
 // adds to `oh`" (its place's words from `variants` of that line): where the memory the grader
 // found added in (its "added (+=) to elements never set") comes in.
-std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants);
+// `made_only`: only those it makes with from_shape (or xt::empty) in the same function, then said
+// ("adds to `ctx`, made with from_shape on your line 50"): unset whatever the checks show.
+std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants,
+                                       bool made_only = false);
 
 // The line of the learner's file that makes `name` with from_shape (or xt::empty) when the file
 // never fills it -- no fill, no zeros -- as "your line 37 (`...`, in masked_attention) makes
