@@ -437,6 +437,7 @@ void normalised(std::vector<float>& row, float top) {
     for (std::size_t j = 0; j < row.size(); ++j) row[j] = std::exp(row[j] - top);
     for (std::size_t j = 0; j < row.size(); ++j) row[j] /= sum;
 }
+bool divides(std::size_t heads, std::size_t width) { return heads == 0 && width % heads != 0; }
 float slope(std::size_t h, std::size_t pow2, float x, float d) { return float(h / pow2) + x / d * 2.0f; }
 float gelu(float z, float p, float g, float inner) { return 0.5f * z * std::erf(z / 2.0f) + p * g - inner; }
 Tensor4 shaped(std::size_t B, std::size_t N, std::size_t H, std::size_t D) {
@@ -473,6 +474,8 @@ void tiles(int stop, float* out) {
     CHECK(edit("std::uint64_t bytes(std::uint64_t n) { return n * n * kBytes; }") == "an unused constant put back");
     CHECK(edit("const int rows = std::min(Bc, stop - s);") == "a tile cut at the end");
     CHECK(edit("return top + std::log(sum);") == "a shift added back");
+    CHECK(edit("bool divides(std::size_t heads, std::size_t width) { return heads == 0 || width % heads != 0; }") ==
+          "&& for ||");
     CHECK(edit("for (std::size_t j = 0; j < row.size(); ++j) row[j] = std::exp(row[j] - top); sum += row[j];") ==
           "a sum put back");  // `sum` read, never added to
     CHECK(edit("float gelu(float z, float p, float g, float inner) { return 0.5f * z * std::erf(z / std::sqrt(2.0f)) "

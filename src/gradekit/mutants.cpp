@@ -1002,6 +1002,7 @@ private:
             add(k, s == "/" ? "%" : "/", s + " for " + (s == "/" ? "%" : "/"));
         if (own_ && binary && s == "%") swap_operands(k);  // `heads % d_model` for `d_model % heads`
         if (own_ && binary && s == "/") real_division(k);
+        if (own_ && (s == "&&" || s == "||")) add(k, s == "&&" ? "||" : "&&", s + " for " + (s == "&&" ? "||" : "&&"));
         if (own_ && binary && s == "*") multiplied_whole(k, "-");
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};

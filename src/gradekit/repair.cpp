@@ -951,11 +951,15 @@ public:
             // Then each edit the checks reached with one the file points at that they did not reach:
             // a slip that stops the checks early (an empty view thrown at, a crash) hides the line
             // of the other (the value cache filled after the projection that threw).
+            // At most 60 of these: a pair whose first edit leaves the slip that stops the checks runs
+            // into code no check reached before (a crash's pairs took 20 s at 300).
+            const std::size_t reached_pairs = pairs.size();
             for (const int u : built_.kept) {
                 if (screened_[g].runs.contains(u) || evidence_rank(*edit_of(u)) != 0) continue;
                 for (const auto& [id, run] : screened_[g].runs) {
                     const Variant *a = edit_of(id), *b = edit_of(u);
-                    if (pairs.size() < t_.max_pairs && a->region != b->region && a->line != b->line)
+                    if (pairs.size() < std::min(t_.max_pairs, reached_pairs + 60) && a->region != b->region &&
+                        a->line != b->line)
                         pairs.emplace_back(std::min(id, u), std::max(id, u));
                 }
             }
@@ -1043,19 +1047,12 @@ private:
                        std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
         };
         // Half of every edit the failing checks reach, when even that would not fit, is not worth
-        // the probe that counts them (a model's run, 2 s) -- but the few the learner's file points
-        // at (evidence_rank: a range-for's copy written in a real layer's GELU) are screened alone.
-        // Each of those runs its checks whole, in half the time left at most (exercise 12's model:
-        // two such edits over its decode steps took 24 s).
-        const auto evidence = [&](std::vector<int> ids) -> std::optional<std::vector<int>> {
-            std::erase_if(ids, [&](int id) { return evidence_rank(*edit_of(id)) != 0; });
-            const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
-            if (ids.empty() || double(ids.size()) * total / jobs > left / 2) return std::nullopt;
-            return ids;
-        };
-        if (!fits(ids_.size() / 2)) return evidence(ids_);
+        // the probe that counts them (a model's run, 2 s). (The edits the file points at were
+        // screened alone here too, once: a repaired run goes through the model's every decode step
+        // where the learner's stopped at its first, and two such edits took 24 s.)
+        if (!fits(ids_.size() / 2)) return std::nullopt;
         std::vector<int> ids = reached_by(checks, tag);
-        if (!fits(ids.size())) return evidence(std::move(ids));
+        if (!fits(ids.size())) return std::nullopt;
         return ids;
     }
 
@@ -1343,11 +1340,9 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     // An exercise with a budget of its own (course.json) is not compiled for when even its quickest
     // failing check, a quarter of it for each of half the edits (the screens' own reckoning,
     // reached_in_time), would not fit after a compile as long as the probe: exercise 7's real
-    // layers (~800 edits over 0.5 s checks), not its one quick previous_token_score check -- unless
-    // the file points at edits of its own (evidence_rank 0), which are then screened alone.
+    // layers (~800 edits over 0.5 s checks), not its one quick previous_token_score check.
     const int budget_s = plan.budget_s > 0 ? std::min(plan.budget_s, t.budget_s) : t.budget_s;
-    const bool pointed_at = std::ranges::any_of(m.variants, [](const Variant& v) { return evidence_rank(v) == 0; });
-    if (plan.budget_s > 0 && !theirs.seconds.empty() && !pointed_at) {
+    if (plan.budget_s > 0 && !theirs.seconds.empty()) {
         const double quickest = std::ranges::min(theirs.seconds | std::views::values);
         const double left = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
         if (double(m.variants.size()) / 2 * quickest / std::max(1, t.jobs) / 4 > left - 2 * probe_s - 4) {
