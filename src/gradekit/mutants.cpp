@@ -1601,9 +1601,15 @@ private:
         const std::string a = text_.substr(t_[p + 1].begin, t_[comma - 1].end - t_[p + 1].begin);
         const std::string b = text_.substr(t_[comma + 1].begin, t_[close - 2].end - t_[comma + 1].begin);
         if (b.find(',') != std::string::npos) return;            // a step too: left alone
-        const auto shifted = [](const std::string& x, int by) {  // `last - 1` + 1 is `last`
+        const auto shifted = [](const std::string& x, int by) {  // `last - 1` + 1 is `last`, `n - 2` + 1 is `n - 1`
             const std::string undo = by > 0 ? " - 1" : " + 1";
             if (x.ends_with(undo)) return x.substr(0, x.size() - undo.size());
+            static const std::regex constant(R"((.*) ([+-]) ([0-9]+)$)");
+            std::smatch m;
+            if (std::regex_match(x, m, constant)) {
+                const long n = (m[2] == "+" ? 1 : -1) * std::stol(m[3]) + by;
+                return m[1].str() + (n > 0 ? " + " : " - ") + std::to_string(n > 0 ? n : -n);
+            }
             return x + (by > 0 ? " + 1" : " - 1");
         };
         for (const int by : {1, -1})

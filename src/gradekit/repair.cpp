@@ -885,7 +885,8 @@ public:
     // Two slips that fail the same checks, where one of them is repaired by an edit that takes the
     // checks further: screened, the run passes more assertions of the first failing check before it
     // stops (the weights right now, the output still wrong -- a wrong value index after a wrong
-    // maximum). Each such edit, the furthest first (at most three), is kept on while every other
+    // maximum). Each such edit, the furthest first (at most three; eight where the learner's first
+    // failing check threw, each edit that stops the throw counted further), is kept on while every other
     // edit is screened on the group's checks; a pair that passes them must pass every check
     // (confirm). Cheaper than the blind pair search (one screen per edit kept, not a run per pair),
     // and it needs no edit to pass a whole check alone.
@@ -894,16 +895,37 @@ public:
             const Screened& group = screened_[g];
             if (!group.theirs) continue;
             std::vector<std::pair<int, int>> further;  // (assertions passed, id)
-            for (const auto& [id, run] : group.runs)
-                if (run.passed == group.theirs->passed && run.assertions > group.theirs->assertions)
+            // Where the learner's first failing check threw, an edit after which it fails without
+            // throwing gets further too, and first (an empty range no longer projected: the check
+            // now reaches the value cache).
+            const auto threw = [&](const EachRun& r) {
+                const auto f = r.failures.find(group.checks.front());
+                return f != r.failures.end() && f->second.find("threw an exception") != std::string::npos;
+            };
+            for (const auto& [id, run] : group.runs) {
+                if (run.passed != group.theirs->passed) continue;
+                if (threw(*group.theirs) && run.failures.contains(group.checks.front()) && !threw(run))
+                    further.emplace_back(run.assertions + 1'000'000, id);
+                else if (run.assertions > group.theirs->assertions)
                     further.emplace_back(run.assertions, id);
+            }
             std::ranges::sort(further, std::greater{});
-            if (further.size() > 3) further.resize(3);
-            phase(fmt::format("advancing, group {}: {} edits get further", g + 1, further.size()));
+            // (Many edits stop a throw, each differently: up to eight of those.)
+            const std::size_t cap = threw(*group.theirs) ? 8 : 3;
+            if (further.size() > cap) further.resize(cap);
+            phase(fmt::format("advancing, group {}: {} edits get further{}", g + 1, further.size(),
+                              threw(*group.theirs) ? " (their first check threw)" : ""));
             for (const auto& [assertions, first] : further) {
                 std::vector<int> others;
                 for (const auto& [id, run] : group.runs)
                     if (edit_of(id)->region != edit_of(first)->region) others.push_back(id);
+                // With it on the checks run further, into lines they never reached: the edits the
+                // file points at there too (the value cache filled with the keys, after a
+                // projection of an empty range that threw).
+                for (const int id : built_.kept)
+                    if (!group.runs.contains(id) && evidence_rank(*edit_of(id)) == 0 &&
+                        edit_of(id)->region != edit_of(first)->region)
+                        others.push_back(id);
                 const auto screen =
                     each(fmt::format("advancing{}_{}", g, first), group.checks, others, true, true, first);
                 phase(fmt::format("advancing, group {}: {} screened with edit {} on", g + 1, screen.size(), first));
@@ -1358,7 +1380,14 @@ std::string repair_step(const Subject& s, const RepairSetup& t,
     // An edit that runs far longer than the learner's code (an endless loop) is stopped: at twice
     // their run (whole seconds, one at least; two and more before, and exercise 9's endless `h += 0`
     // loops cost a grade 8 s).
-    Repair repair(s, t, *report, m, std::move(*built), dir, static_cast<int>(std::max(1.0, std::ceil(2 * probe_s))),
+    // Where their checks stopped at once -- a throw, a crash -- a repair runs them to their end, far
+    // longer: three seconds at least (exercise 8's range of the previous token, which threw at the
+    // first step: its repair's run took over the one second twice theirs allowed).
+    const bool stopped_at_once = crashed || std::ranges::any_of(report->failures, [](const Failure& f) {
+                                     return f.message.find("threw an exception") != std::string::npos;
+                                 });
+    const double floor_s = stopped_at_once ? 3.0 : 1.0;
+    Repair repair(s, t, *report, m, std::move(*built), dir, static_cast<int>(std::max(floor_s, std::ceil(2 * probe_s))),
                   probe_s, theirs.seconds, began + std::chrono::seconds(budget_s));
     if (!repair.probe(only)) return {};
     phase("probe run");
