@@ -649,6 +649,34 @@ private:
         out_.push_back({t_[first].begin, t_[last - 1].end, std::move(with), std::move(kind)});
     }
 
+    // A learner's square root forgotten, or one too many: std::sqrt(x) for x (a cast, a size) and
+    // back, and around a functional cast or a static_cast: std::sqrt(float(D)) for float(D).
+    void square_root_edits(std::size_t k) {
+        const std::string& s = t_[k].text;
+        if (s == "sqrt" && k >= 2 && t_[k - 1].text == "::" && t_[k - 2].text == "std" && k + 1 < t_.size() &&
+            t_[k + 1].text == "(") {
+            const std::size_t close = close_in_region(k + 1);
+            if (close <= f_.last && close > k + 3)
+                out_.push_back({t_[k - 2].begin, t_[close - 1].end,
+                                text_.substr(t_[k + 2].begin, t_[close - 2].end - t_[k + 2].begin),
+                                "a square root dropped"});
+        }
+        // The cast's `(` (a functional cast's, or a static_cast's after its `<...>`).
+        std::size_t open = 0;
+        if ((s == "float" || s == "double") && k + 1 < t_.size() && t_[k + 1].text == "(") open = k + 1;
+        if (s == "static_cast" && k + 1 < t_.size() && t_[k + 1].text == "<") {
+            std::size_t q = k + 1;
+            while (q < f_.last && t_[q].text != ">") ++q;
+            if (q + 1 < f_.last && t_[q + 1].text == "(") open = q + 1;
+        }
+        if (open == 0 || (k >= 2 && t_[k - 1].text == "(" && t_[k - 2].text == "sqrt")) return;
+        const std::size_t close = close_in_region(open);
+        if (close <= f_.last && close > open + 1)
+            out_.push_back({t_[k].begin, t_[close - 1].end,
+                            "std::sqrt(" + text_.substr(t_[k].begin, t_[close - 1].end - t_[k].begin) + ")",
+                            "a square root added"});
+    }
+
     void identifier(std::size_t k) {
         const std::string& s = t_[k].text;
         if (k >= 2 && (t_[k - 1].text == "." || t_[k - 1].text == "->") && t_[k - 2].kind == Tok::ident) {
@@ -669,36 +697,7 @@ private:
         // A learner's std algorithms: the other end (std::max_element for std::min_element).
         if (own_ && (s == "max_element" || s == "min_element") && k > 0 && t_[k - 1].text == "::")
             add(k, s == "max_element" ? "min_element" : "max_element", "std::max_element for std::min_element");
-        // A square root forgotten, or one too many: std::sqrt(x) for x (a cast, a size) and back.
-        if (own_ && s == "sqrt" && k >= 2 && t_[k - 1].text == "::" && t_[k - 2].text == "std" && k + 1 < t_.size() &&
-            t_[k + 1].text == "(") {
-            const std::size_t close = close_in_region(k + 1);
-            if (close <= f_.last && close > k + 3)
-                out_.push_back({t_[k - 2].begin, t_[close - 1].end,
-                                text_.substr(t_[k + 2].begin, t_[close - 2].end - t_[k + 2].begin),
-                                "a square root dropped"});
-        }
-        // And around a functional cast: std::sqrt(float(D)) for float(D).
-        if (own_ && (s == "float" || s == "double") && k + 1 < t_.size() && t_[k + 1].text == "(" &&
-            (k < 2 || t_[k - 1].text != "(" || t_[k - 2].text != "sqrt")) {
-            const std::size_t close = close_in_region(k + 1);
-            if (close <= f_.last && close > k + 2)
-                out_.push_back({t_[k].begin, t_[close - 1].end,
-                                "std::sqrt(" + text_.substr(t_[k].begin, t_[close - 1].end - t_[k].begin) + ")",
-                                "a square root added"});
-        }
-        if (own_ && s == "static_cast" && k + 1 < t_.size() && t_[k + 1].text == "<" &&
-            (k < 2 || t_[k - 1].text != "(" || t_[k - 2].text != "sqrt")) {
-            std::size_t q = k + 1;
-            while (q < f_.last && t_[q].text != ">") ++q;
-            if (q + 1 < f_.last && t_[q + 1].text == "(") {
-                const std::size_t close = close_in_region(q + 1);
-                if (close <= f_.last)
-                    out_.push_back({t_[k].begin, t_[close - 1].end,
-                                    "std::sqrt(" + text_.substr(t_[k].begin, t_[close - 1].end - t_[k].begin) + ")",
-                                    "a square root added"});
-            }
-        }
+        if (own_) square_root_edits(k);
         if (s == "max" || s == "min") {
             if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
             return;
@@ -1377,7 +1376,8 @@ private:
     // A count never advanced: `cache.length = t + 1;` after a store at `t`, where the function reads
     // `const auto t = cache.length;` from an object it may change and never writes the count.
     void count_advanced() {
-        if (!f_.statement || f_.last < f_.first + 4 || t_[f_.last - 1].text != ";") return;
+        const std::size_t eq = stored_value().first - 1;  // the store's `=`
+        if (eq + 1 == 0) return;
         for (std::size_t q = 0; q + 6 < t_.size(); ++q) {
             // `t = obj . count ;` in a declaration
             if (t_[q].kind != Tok::ident || t_[q + 1].text != "=" || t_[q + 2].kind != Tok::ident ||
@@ -1392,16 +1392,11 @@ private:
             for (std::size_t r = 0; r + 3 < t_.size(); ++r)
                 if (t_[r].text == object && t_[r + 1].text == "." && t_[r + 2].text == count && r != q + 2)
                     written = written || written_at(r + 2);
-            const std::size_t eq = [&] {
-                std::size_t e = f_.first;
-                while (e < f_.last && t_[e].text != "=") ++e;
-                return e;
-            }();
             for (std::size_t r = f_.first; r + 1 < eq; ++r)
                 stored_at = stored_at || (t_[r].text == object && t_[r + 1].text == ".");
             stored_at = stored_at && std::any_of(t_.begin() + long(f_.first), t_.begin() + long(eq),
                                                  [&](const Token& x) { return x.text == name; });
-            if (written || !stored_at || eq >= f_.last) continue;
+            if (written || !stored_at) continue;
             const std::string statement = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
             add(f_.first, f_.last, fmt::format("{} {}.{} = {} + 1;", statement, object, count, name),
                 "a count advanced");

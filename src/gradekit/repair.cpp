@@ -361,6 +361,15 @@ long differing_values(const ScreenedEdit& run) {
     return sum;
 }
 
+// "your line 72 (`for (...) oh[c] += ...;`, in attend, the loop over c)": a line of the learner's
+// file, trimmed, with its place's words from the edits made on it.
+std::string your_line(int number, const std::string& line, const std::vector<Variant>& variants) {
+    const auto place = std::ranges::find(variants, number, &Variant::line);
+    const std::string where = place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
+    const auto first = line.find_first_not_of(" \t");
+    return fmt::format("your line {} (`{}`{})", number, first == std::string::npos ? line : line.substr(first), where);
+}
+
 }  // namespace
 
 // (repair.hpp)
@@ -411,11 +420,7 @@ std::vector<std::string> never_cleared(const std::string& text, const std::vecto
         }
         if (made_only && made_at.empty()) continue;
         named.insert(name);
-        const std::string where =
-            place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
-        const auto first = line.find_first_not_of(" \t");
-        lines.push_back(fmt::format("your line {} (`{}`{}) adds to `{}`{}", number,
-                                    first == std::string::npos ? line : line.substr(first), where, name, made_at));
+        lines.push_back(fmt::format("{} adds to `{}`{}", your_line(number, line, variants), name, made_at));
     }
     return lines;
 }
@@ -434,12 +439,7 @@ std::optional<std::string> never_filled(const std::string& text, const std::stri
         ++number;
         if (!std::regex_search(line, made)) continue;
         if (found) return std::nullopt;  // made twice: which one is not known
-        const auto place = std::ranges::find(variants, number, &Variant::line);
-        const std::string where =
-            place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
-        const auto first = line.find_first_not_of(" \t");
-        found = fmt::format("your line {} (`{}`{}) makes `{}` without filling it", number,
-                            first == std::string::npos ? line : line.substr(first), where, name);
+        found = fmt::format("{} makes `{}` without filling it", your_line(number, line, variants), name);
     }
     return found;
 }
