@@ -131,7 +131,11 @@ std::string check_located(const Mistake& spec, const LocatedSetup& l) {
     } else if (!edit.empty() && !spec.expected("expect-located").empty()) {
         return "the search named an edit, so the transplant step would not run: " + edit;
     }
-    const Findings f = after_failed_run(l.subject, {l.build_dir, l.target, l.grader, l.solution}, {});
+    // Through the compile begun in a thread of its own, as `headwise grade` runs it (here after the
+    // build and the run: the grade's order, not its overlap).
+    const AfterRun after{l.build_dir, l.target, l.grader, l.solution};
+    Begun begun = begin_before_build(l.subject, after);
+    const Findings f = after_failed_run(l.subject, after, {}, &begun);
     if (auto wrong = check_lines(spec, "expect-repaired", "repair", f.repaired); !wrong.empty()) return wrong;
     if (auto wrong = check_lines(spec, "expect-located", "transplant", f.located); !wrong.empty()) return wrong;
     if (auto wrong = check_lines(spec, "expect-fresh", "fresh-memory", f.fresh); !wrong.empty()) return wrong;

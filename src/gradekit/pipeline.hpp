@@ -1,5 +1,7 @@
 // gradekit/pipeline.hpp -- grading one exercise, its steps in their one order.
 //
+//   (begun)      the repair's compile of the learner's file, in a thread of its own while the grader
+//                is built and run: it needs nothing they make (schemata.hpp; headwise grade only)
 //   build        the grader, with the learner's file (steps.hpp)
 //   run          the grader: every check, the search, the catalogue (steps.hpp)
 //   after a failed run, each step only when the one before left something to say:
@@ -14,6 +16,7 @@
 #include "gradekit/steps.hpp"
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace headwise::gradekit {
@@ -25,6 +28,17 @@ struct AfterRun {
     fs::path solution;   // the solution of the subject's first file (empty: found under solutions/)
 };
 
+class SchemataInAdvance;
+
+// What is begun before the build, and stopped when the grade ends without it (a pass).
+struct Begun {
+    Begun();
+    Begun(Begun&&) noexcept;
+    ~Begun();
+    std::unique_ptr<SchemataInAdvance> schemata;
+};
+Begun begin_before_build(const Subject& s, const AfterRun& a);
+
 // What each step said (empty: nothing), also written into s.report.
 struct Findings {
     std::string repaired, located, fresh;
@@ -32,6 +46,8 @@ struct Findings {
 
 // The steps after a failed run (s.report written by run_step), in order. `progress` (may be empty)
 // hears one line now and then.
-Findings after_failed_run(const Subject& s, const AfterRun& a, const std::function<void(const std::string&)>& progress);
+// `begun` (may be null): what begin_before_build began for this grade.
+Findings after_failed_run(const Subject& s, const AfterRun& a, const std::function<void(const std::string&)>& progress,
+                          Begun* begun = nullptr);
 
 }  // namespace headwise::gradekit

@@ -39,21 +39,28 @@ std::optional<Recipe> recipe_of(const fs::path& build_dir, const std::string& ta
 }
 
 bool build_variant(const fs::path& build_dir, const Recipe& r, const fs::path& source, const fs::path& variant,
-                   const fs::path& executable, std::string* log, int timeout_s) {
+                   const fs::path& executable, const BuildOptions& o) {
     const std::string object = variant.string() + ".o";
     std::string compile = replace_all(r.compile, r.object, object);
     compile = replace_all(compile, " -c " + source.string(),
                           " -iquote " + source.parent_path().string() + " -c " + variant.string());
     std::string link = replace_all(r.link, r.object, object);
     link = replace_all(link, " -o " + r.executable + " ", " -o " + executable.string() + " ");
-    const std::string script = "cd \"$1\" && " + compile + " && " + link;
-    // coreutils' timeout stops the whole process group: the compiler too, not only its shell.
+    using Steps = BuildOptions::Steps;
+    const std::string script = "cd \"$1\" && " + (o.steps == Steps::link      ? link
+                                                  : o.steps == Steps::compile ? compile
+                                                                              : compile + " && " + link);
+    // coreutils' timeout stops the whole process group (its own: it makes one): the compiler too,
+    // not only its shell.
     std::vector<std::string> command = {"sh", "-c", script, "sh", build_dir.string()};
-    if (timeout_s > 0) command.insert(command.begin(), {"timeout", "-s", "KILL", std::to_string(timeout_s)});
-    return run_captured(command, {}, [&](const std::string& line) {
-               if (log != nullptr) *log += line + "\n";
-               return false;
-           }) == 0;
+    if (o.timeout_s > 0) command.insert(command.begin(), {"timeout", "-s", "KILL", std::to_string(o.timeout_s)});
+    return run_captured(
+               command, {},
+               [&](const std::string& line) {
+                   if (o.log != nullptr) *o.log += line + "\n";
+                   return false;
+               },
+               0, o.child) == 0;
 }
 
 }  // namespace headwise::gradekit

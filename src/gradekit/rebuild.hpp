@@ -3,6 +3,7 @@
 // (repair.hpp) are compiled and linked exactly as ninja built the grader, with ninja's own commands.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,11 +17,18 @@ struct Recipe {
 std::optional<Recipe> recipe_of(const std::filesystem::path& build_dir, const std::string& target,
                                 const std::filesystem::path& source);
 
-// Compiles `variant` in place of `source` and links it as `executable`, in the build directory.
-// `log` (may be null) receives the compiler's and linker's output; a build still running after
-// `timeout_s` seconds (0: none) is stopped, and fails.
+// How build_variant builds: which of its two steps, for how long, and what it says.
+struct BuildOptions {
+    enum class Steps { both, compile, link } steps = Steps::both;  // link: the object compile made
+    std::string* log = nullptr;         // receives the compiler's and linker's output (may be null)
+    int timeout_s = 0;                  // a build still running after it (0: none) is stopped, and fails
+    std::atomic<int>* child = nullptr;  // the running command's process group (run_captured), to stop it
+};
+
+// Compiles `variant` in place of `source` (into `variant`.o) and links it as `executable`, in the
+// build directory.
 bool build_variant(const std::filesystem::path& build_dir, const Recipe& r, const std::filesystem::path& source,
                    const std::filesystem::path& variant, const std::filesystem::path& executable,
-                   std::string* log = nullptr, int timeout_s = 0);
+                   const BuildOptions& o = {});
 
 }  // namespace headwise::gradekit

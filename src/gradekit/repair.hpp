@@ -44,6 +44,14 @@
 // each graded as one more child of the grader; a pair that passes every check (with fresh memory
 // too) names both lines. Nothing is said when nothing repairs: the step names only what it has
 // reproduced.
+//
+// A fill left out (their `+=` into memory nothing sets) is no edit either: beside another slip, the
+// failing checks are run again with fresh memory zeroed -- what the fill would have done -- and the
+// other slip is repaired there, named after the fill's lines ("...; with that memory zeroed, with
+// `...` in place of your line 46 (...), every check passes").
+//
+// The schemata and its compile are schemata.hpp's; `headwise grade` begins that compile before it
+// builds the grader (SchemataInAdvance), and this step takes it.
 #pragma once
 
 #include "gradekit/steps.hpp"
@@ -56,6 +64,8 @@
 #include <vector>
 
 namespace headwise::gradekit {
+
+class SchemataInAdvance;
 
 struct RepairSetup {
     fs::path build_dir;           // a Ninja build directory holding the grader's target
@@ -133,7 +143,9 @@ std::vector<HeaderStruct> included_structs(const fs::path& file, const fs::path&
 // After a failed run (s.report written by run_step): writes what it found into the report's
 // "repaired" sentence. `progress` (may be empty) hears one line now and then. Returns the
 // sentence (empty: nothing repaired, or nothing to try).
-std::string repair_step(const Subject& s, const RepairSetup& t,
-                        const std::function<void(const std::string&)>& progress);
+// `begun` (may be null): the schemata's compile begun before the grader was built (schemata.hpp),
+// taken when made for the file as it is.
+std::string repair_step(const Subject& s, const RepairSetup& t, const std::function<void(const std::string&)>& progress,
+                        SchemataInAdvance* begun = nullptr);
 
 }  // namespace headwise::gradekit

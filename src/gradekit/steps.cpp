@@ -124,7 +124,7 @@ int wait_exit_code(pid_t pid) {
 }
 
 int run_captured(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                 const std::function<bool(const std::string&)>& on_line, int timeout_s) {
+                 const std::function<bool(const std::string&)>& on_line, int timeout_s, std::atomic<int>* child) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
     std::fflush(stdout);
@@ -140,6 +140,7 @@ int run_captured(const std::vector<std::string>& args, const std::vector<std::st
         exec_or_exit(args, "");
     }
     ::close(fds[1]);
+    if (child != nullptr) child->store(pid);
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     int signals_sent = 0;
@@ -176,6 +177,7 @@ int run_captured(const std::vector<std::string>& args, const std::vector<std::st
     }
     if (!pending.empty() && on_line && !stopped) on_line(pending);
     ::close(fds[0]);
+    if (child != nullptr) child->store(0);
     return wait_exit_code(pid);
 }
 

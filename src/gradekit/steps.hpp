@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,9 +42,11 @@ int wait_exit_code(pid_t pid);
 // Runs `args` (PATH searched) with `env` added, feeding each line of its merged stdout and stderr
 // to `on_line`; when it returns true the program is stopped (SIGKILL). After `timeout_s` seconds
 // (0: none) it gets SIGABRT (a sanitized program prints its stack), SIGKILL 5 s later. Returns its
-// exit code, or 128 + the signal that ended it.
+// exit code, or 128 + the signal that ended it. `child` (may be null) holds the program's pid while
+// it runs (0 before and after): another thread may stop it (the repair's compile begun in advance).
 int run_captured(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                 const std::function<bool(const std::string&)>& on_line, int timeout_s = 0);
+                 const std::function<bool(const std::string&)>& on_line, int timeout_s = 0,
+                 std::atomic<int>* child = nullptr);
 
 // The grader's ASAN_OPTIONS ("ASAN_OPTIONS=..."): fresh heap memory filled with `fill_byte` (190,
 // 0xbe, in a grade: a float made of it reads -1.69474e+38, easy to recognise).

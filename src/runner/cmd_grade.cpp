@@ -60,6 +60,10 @@ void grade_one(const Exercise& e) {
         fmt::print("\r\033[K  {} building: {}", e.id, shown);
         std::fflush(stdout);
     };
+    const fs::path grader = binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id);
+    const gradekit::AfterRun after{binary_dir(), "headwise_grade_" + e.id, grader, {}};
+    // The repair step's compile, on the other core while this one builds and runs the grader.
+    gradekit::Begun begun = gradekit::begin_before_build(s, after);
     const bool built = gradekit::build_step(s, binary_dir(), "headwise_grade_" + e.id, progress);
     if (tty) fmt::print("\r\033[K");
     if (!built) return;
@@ -67,14 +71,16 @@ void grade_one(const Exercise& e) {
         fmt::print("  {} running its grader...", e.id);
         std::fflush(stdout);
     }
-    const fs::path grader = binary_dir() / "tests" / "grade" / ("headwise_grade_" + e.id);
     gradekit::run_step(s, grader, {}, {});
     // A failed run: the steps that locate the learner's slip (gradekit/pipeline.hpp).
-    gradekit::after_failed_run(s, {binary_dir(), "headwise_grade_" + e.id, grader, {}}, [&](const std::string& line) {
-        if (!tty) return;
-        fmt::print("\r\033[K  {} {}...", e.id, line);
-        std::fflush(stdout);
-    });
+    gradekit::after_failed_run(
+        s, after,
+        [&](const std::string& line) {
+            if (!tty) return;
+            fmt::print("\r\033[K  {} {}...", e.id, line);
+            std::fflush(stdout);
+        },
+        &begun);
     if (tty) fmt::print("\r\033[K");
 }
 
