@@ -418,6 +418,9 @@ public:
         int confirmed = 0;
         for (std::size_t g = 0; g < groups.size() && !late(); ++g) {
             auto reached = reached_in_time(groups[g], fmt::format("group{}", g));
+            if (!reached && (reached = evidence_in_time(groups[g])))
+                phase(fmt::format("group {}: too slow for every edit, its {} the file points at screened", g + 1,
+                                  reached->size()));
             if (!reached) {
                 phase(fmt::format("group {}: its edits would not be screened in time: skipped", g + 1));
                 continue;
@@ -918,6 +921,25 @@ private:
         return ids;
     }
 
+    // Where every edit would not fit (reached_in_time), the few the learner's file points at
+    // (evidence_rank 0: a range-for's copy made a reference, a line made like its twin), each taken
+    // to run the group's checks to their end -- a repair does -- when that fits in the time left and
+    // the checks take under a second (exercise 7's real layers; not a real model's decode steps,
+    // where a repaired run goes through every step: two such edits took 24 s).
+    std::optional<std::vector<int>> evidence_in_time(const std::vector<std::string>& checks) const {
+        double total = 0;
+        for (const auto& name : checks)
+            total += check_s_.contains(name) ? check_s_.at(name) : probe_s_ / double(failing_.size());
+        const double jobs = std::max(1, t_.jobs);
+        std::vector<int> ids;
+        std::ranges::copy_if(ids_, std::back_inserter(ids), [&](int id) { return evidence_rank(*edit_of(id)) == 0; });
+        const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+        if (ids.empty() || ids.size() > 2 * static_cast<std::size_t>(jobs) ||
+            total / double(checks.size()) >= 1.0 || double(ids.size()) * total / jobs > left)
+            return std::nullopt;
+        return ids;
+    }
+
     bool late() const { return std::chrono::steady_clock::now() >= deadline_; }
 
     const Variant* edit_of(int id) const { return &*std::ranges::find(m_.variants, id, &Variant::id); }
@@ -1242,10 +1264,19 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
     // grade does not wait for them (nor compiles the edits).
     const fs::path only = dir / "failing.txt";
     write_check_list(only, {failing.begin(), failing.end()});
-    const auto timed = std::chrono::steady_clock::now();
-    const RepairRun theirs = run_selection(s, t.build_dir / recipe->executable, dir, "0", only,
-                                           static_cast<int>(t.slowest_probe_s) + 1, {}, 190, true);
-    const double probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
+    // The grade's own run timed each failing check (Failure::seconds): not run again (exercise 6's
+    // kernels on the emulator, 3 s). A grader's start under the sanitizers is counted as half a second.
+    RepairRun theirs;
+    double probe_s = 0.5;
+    if (report->finished && std::ranges::all_of(report->failures, [](const Failure& f) { return f.seconds > 0; })) {
+        theirs = {true, report->total, failing, {}};
+        for (const Failure& f : report->failures) theirs.seconds[f.test] = f.seconds, probe_s += f.seconds;
+    } else {
+        const auto timed = std::chrono::steady_clock::now();
+        theirs = run_selection(s, t.build_dir / recipe->executable, dir, "0", only,
+                               static_cast<int>(t.slowest_probe_s) + 1, {}, 190, true);
+        probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
+    }
     if (!theirs.ran || theirs.failing != failing || probe_s > t.slowest_probe_s) {
         phase(fmt::format("the failing checks took {:.1f} s: no repair", probe_s));
         return {};

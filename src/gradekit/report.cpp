@@ -30,7 +30,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                             {"where", f.where},
                             {"source", f.source},
                             {"lesson", f.lesson},
-                            {"details", f.details}});
+                            {"details", f.details},
+                            {"seconds", f.seconds}});
     }
     json parts = json::array();
     for (const Part& p : r.parts)
@@ -81,6 +82,7 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         for (const auto& f : j.value("failures", json::array())) {
             Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
                       text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};
+            x.seconds = f.value("seconds", 0.0);
             for (const auto& d : f.value("details", json::array()))
                 if (d.is_string()) x.details.push_back(d.get<std::string>());
             r.failures.push_back(std::move(x));

@@ -35,6 +35,7 @@ struct Failure {
     std::string source;                // that line of source
     std::string lesson;                // the lesson section or doc that explains the concept
     std::vector<std::string> details;  // what `headwise grade N -v` prints
+    double seconds = 0;                // how long the test ran (0: not known -- it crashed)
 };
 
 // A milestone: the test cases tagged [partN] (and [optional]) of an exercise.

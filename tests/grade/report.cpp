@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -64,6 +65,7 @@ public:
         case_failures().clear();
         other_.clear();
         report_.running = info.name;
+        started_ = std::chrono::steady_clock::now();
         // Counted as run when it starts: a test the sanitizer stops in ran (and failed).
         if (const std::string part = part_of(info); !part.empty()) ++report_.parts[part_index_[part]].ran;
         write();
@@ -110,6 +112,7 @@ public:
             } else {
                 f.message = other_.empty() ? "failed" : other_;
             }
+            f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
             report_.failures.push_back(std::move(f));
         }
         case_failures().clear();
@@ -150,6 +153,7 @@ private:
     gradekit::Report report_;
     std::map<std::string, std::size_t> part_index_;
     std::string other_;
+    std::chrono::steady_clock::time_point started_;  // the running test's start
 };
 
 }  // namespace
