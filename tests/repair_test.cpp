@@ -507,6 +507,34 @@ void tiles(int stop, float* out) {
     CHECK(rank("copy(cache.v, n + 1);") == -1);  // an index + 1: no trace in the file
 }
 
+TEST_CASE("repair: a line made like its twin names only the variables in scope on its line") {
+    // The scores' dot product and the values' sum are twins; the values' line names `w`, declared
+    // in its own loop: made like it, the dot product's line would not compile.
+    const std::string text =
+        R"(float attend(const float* q, const float* k, const float* v, float* out, unsigned long n) {
+    float s = 0.0f;
+    for (unsigned long c = 0; c < n; ++c) s += q[c] * k[c];
+    for (unsigned long c = 0; c < n; ++c) {
+        const float w = s;
+        out[c] += w * v[c];
+    }
+    return s;
+}
+)";
+    const Mutants m = generate_own_mutants(text, {});
+    const auto twin_edits = [&](int line) {
+        std::vector<std::string> edited;
+        for (const Variant& v : m.variants)
+            if (v.kind == "made like its twin" && v.line == line) edited.push_back(v.edited_line);
+        return edited;
+    };
+    CHECK(twin_edits(3).empty());  // `out[c] += w * k[c]` names `w` outside its loop
+    const auto values_line = twin_edits(6);
+    const bool dot_made_like_it = std::ranges::any_of(
+        values_line, [](const std::string& e) { return e.find("s += q[c] * v[c]") != std::string::npos; });
+    CHECK(dot_made_like_it);  // `s` is in scope there
+}
+
 TEST_CASE("repair: a line that adds into what the file never sets is named, one it zeroes or fills is not") {
     const std::string file = R"(void attend(const float* w, const float* v, float* out, std::size_t n, std::size_t d) {
     float* oh = out + d;

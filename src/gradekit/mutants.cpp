@@ -1889,6 +1889,23 @@ private:
             }
             return out;
         };
+        // Whether every variable the twin's tokens [b, b_end) name, renamed, is in scope on this
+        // line (`s += qh * kh` made like `ctx(...) += w * vh(...)` names `ctx` and `w` where they are
+        // not: three edits the compiler refused, a second compile of the whole schemata).
+        const auto in_scope = [&](std::size_t b, std::size_t b_end) {
+            for (std::size_t q = b; q < b_end; ++q) {
+                if (t_[q].kind != Tok::ident ||
+                    (q > 0 && (t_[q - 1].text == "." || t_[q - 1].text == "->" || t_[q - 1].text == "::")))
+                    continue;
+                const auto name = names.find(t_[q].text);
+                const std::string& n = name != names.end() ? name->second : t_[q].text;
+                const auto named = [&](const Var& v) { return v.name == n; };
+                if (std::ranges::any_of(vars_, named) &&
+                    std::ranges::none_of(vars_, [&](const Var& v) { return named(v) && v.from <= a0 && a0 < v.to; }))
+                    return false;
+            }
+            return true;
+        };
         const std::string line = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
         // The text between the matched tokens around a piece, spacing and all: [end of the one
         // before, start of the one after) -- or to the end of the last token, at the end.
@@ -1896,7 +1913,7 @@ private:
             return std::pair{t_[x - 1].end, x_end < last ? t_[x_end].begin : t_[last - 1].end};
         };
         for (const Piece& p : differences) {
-            if (p.a == a0 || p.b == b0) continue;  // at the start: no token before it to keep
+            if (p.a == a0 || p.b == b0 || !in_scope(p.b, p.b_end)) continue;  // at the start: no token before it
             const auto [from, to] = span(p.a, p.a_end, f_.last);
             const auto [b_from, b_to] = span(p.b, p.b_end, twin.last);
             std::string with = text_.substr(b_from, b_to - b_from);
@@ -1908,7 +1925,7 @@ private:
             edited.replace(from - t_[f_.first].begin, to - from, with);
             if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
         }
-        if (!names.empty()) {
+        if (!names.empty() && in_scope(b0, twin.last)) {
             const std::string whole = renamed(b0, twin.last);
             if (whole != line) add(f_.first, f_.last, whole, "made like its twin");
         }
