@@ -992,7 +992,11 @@ private:
             static const std::map<std::string, std::string> flip = {{"+", "-"}, {"-", "+"}, {"*", "/"}, {"/", "*"}};
             add(k, flip.at(s), s + " for " + flip.at(s));
             // A learner's sum for a product and back: `heads * d_head` for `heads + d_head`.
-            if (own_ && (s == "+" || s == "*")) add(k, s == "+" ? "*" : "+", s + " for " + (s == "+" ? "*" : "+"));
+            // Not a pointer's offset: `x * h` does not compile (exercise 12's `q + h * d_head`).
+            const Var* left = t_[k - 1].kind == Tok::ident ? var_at(k - 1) : nullptr;
+            const bool pointer = left != nullptr && left->type.ends_with("*");
+            if (own_ && (s == "+" || s == "*") && !pointer)
+                add(k, s == "+" ? "*" : "+", s + " for " + (s == "+" ? "*" : "+"));
             if (s == "-" || s == "/") swap_operands(k);
             drop_operand(k);
         }
