@@ -533,6 +533,16 @@ TEST_CASE("repair: a line made like its twin names only the variables in scope o
     const bool dot_made_like_it = std::ranges::any_of(
         values_line, [](const std::string& e) { return e.find("s += q[c] * v[c]") != std::string::npos; });
     CHECK(dot_made_like_it);  // `s` is in scope there
+
+    // A twin that reaches a member (`proj.k`) where this line's name is bare (`tokens`): no member put in.
+    const std::string sizes = R"(unsigned long count(const Tensor3& tokens, const Projection& proj) {
+    const unsigned long seen = tokens.shape()[1];
+    const unsigned long heads = proj.k.shape()[1];
+    return seen * heads;
+}
+)";
+    for (const Variant& v : generate_own_mutants(sizes, {}).variants)
+        if (v.kind == "made like its twin") CHECK(v.edited_line.find("tokens.k") == std::string::npos);
 }
 
 TEST_CASE("repair: a line that adds into what the file never sets is named, one it zeroes or fills is not") {

@@ -1918,6 +1918,9 @@ private:
         };
         for (const Piece& p : differences) {
             if (p.a == a0 || p.b == b0 || !in_scope(p.b, p.b_end)) continue;  // at the start: no token before it
+            // Nor a member access put in (`tokens.q.shape()` from `proj.q.shape()`: a Tensor3 has no q).
+            const auto member = [&](std::size_t q) { return t_[q].text == "." || t_[q].text == "->"; };
+            if (p.a == p.a_end && (member(p.b) || member(p.b - 1))) continue;
             const auto [from, to] = span(p.a, p.a_end, f_.last);
             const auto [b_from, b_to] = span(p.b, p.b_end, twin.last);
             std::string with = text_.substr(b_from, b_to - b_from);
@@ -1929,7 +1932,25 @@ private:
             edited.replace(from - t_[f_.first].begin, to - from, with);
             if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
         }
-        if (!names.empty() && in_scope(b0, twin.last)) {
+        // Two variables of different types set the lines apart: no twins as a whole (`seen =
+        // tokens.shape()[1]` and `H = proj.q.shape()[1]`: a Tensor3 has no q).
+        const auto type_of = [&](const std::string& name) {
+            const auto v = std::ranges::find(vars_, name, &Var::name);
+            return v == vars_.end() ? std::string() : v->type;
+        };
+        // Nor where the twin reaches a member through a name this line uses bare (`tokens` for
+        // `proj.k`: a parameter, whose type the parser does not hold).
+        const auto member_after = [&](std::size_t from, std::size_t to, const std::string& name) {
+            for (std::size_t q = from; q + 1 < to; ++q)
+                if (t_[q].text == name && (t_[q + 1].text == "." || t_[q + 1].text == "->")) return true;
+            return false;
+        };
+        const bool same_types = std::ranges::all_of(names, [&](const auto& n) {
+            const std::string a = type_of(n.first), b = type_of(n.second);
+            return (a.empty() || b.empty() || a == b) &&
+                   (!member_after(b0, twin.last, n.first) || member_after(a0, f_.last, n.second));
+        });
+        if (!names.empty() && same_types && in_scope(b0, twin.last)) {
             const std::string whole = renamed(b0, twin.last);
             if (whole != line) add(f_.first, f_.last, whole, "made like its twin");
         }
