@@ -1825,6 +1825,46 @@ private:
         add(left, right, b + " " + t_[k].text + " " + a, "operands swapped");
     }
 
+    // Whether every variable the twin's tokens [b, b_end) name, renamed by `names`, is in scope at
+    // token `at` (`s += qh * kh` made like `ctx(...) += w * vh(...)` names `ctx` and `w` where they are
+    // not: three edits the compiler refused, a second compile of the whole schemata).
+    bool names_in_scope(std::size_t b, std::size_t b_end, const std::map<std::string, std::string>& names,
+                        std::size_t at) const {
+        for (std::size_t q = b; q < b_end; ++q) {
+            if (t_[q].kind != Tok::ident ||
+                (q > 0 && (t_[q - 1].text == "." || t_[q - 1].text == "->" || t_[q - 1].text == "::")))
+                continue;
+            const auto name = names.find(t_[q].text);
+            const std::string& n = name != names.end() ? name->second : t_[q].text;
+            const auto named = [&](const Var& v) { return v.name == n; };
+            if (std::ranges::any_of(vars_, named) &&
+                std::ranges::none_of(vars_, [&](const Var& v) { return named(v) && v.from <= at && at < v.to; }))
+                return false;
+        }
+        return true;
+    }
+
+    // Whether the names that set this line apart from its twin (twin's -> this one's) can stand for
+    // each other: not two variables of different types (`seen = tokens.shape()[1]` and `H =
+    // proj.q.shape()[1]`: a Tensor3 has no q), nor a name the twin reaches a member through where
+    // this line uses it bare (`tokens` for `proj.k`: a parameter, whose type the parser does not hold).
+    bool names_alike(const std::map<std::string, std::string>& names, const Parser::Found& twin) const {
+        const auto type_of = [&](const std::string& name) {
+            const auto v = std::ranges::find(vars_, name, &Var::name);
+            return v == vars_.end() ? std::string() : v->type;
+        };
+        const auto member_after = [&](std::size_t from, std::size_t to, const std::string& name) {
+            for (std::size_t q = from; q + 1 < to; ++q)
+                if (t_[q].text == name && (t_[q + 1].text == "." || t_[q + 1].text == "->")) return true;
+            return false;
+        };
+        return std::ranges::all_of(names, [&](const auto& n) {
+            const std::string a = type_of(n.first), b = type_of(n.second);
+            return (a.empty() || b.empty() || a == b) &&
+                   (!member_after(twin.first, twin.last, n.first) || member_after(f_.first, f_.last, n.second));
+        });
+    }
+
     // One of two parallel lines made like the other where they differ, beyond the names that set
     // them apart (`lo` and `hi`, `k` and `v`): `dst[j] = d * float(lo) + m` from
     // `dst[j + half] = d * float(hi) + m` for `dst[j] = d * float(lo)` (one difference at a time),
@@ -1893,23 +1933,7 @@ private:
             }
             return out;
         };
-        // Whether every variable the twin's tokens [b, b_end) name, renamed, is in scope on this
-        // line (`s += qh * kh` made like `ctx(...) += w * vh(...)` names `ctx` and `w` where they are
-        // not: three edits the compiler refused, a second compile of the whole schemata).
-        const auto in_scope = [&](std::size_t b, std::size_t b_end) {
-            for (std::size_t q = b; q < b_end; ++q) {
-                if (t_[q].kind != Tok::ident ||
-                    (q > 0 && (t_[q - 1].text == "." || t_[q - 1].text == "->" || t_[q - 1].text == "::")))
-                    continue;
-                const auto name = names.find(t_[q].text);
-                const std::string& n = name != names.end() ? name->second : t_[q].text;
-                const auto named = [&](const Var& v) { return v.name == n; };
-                if (std::ranges::any_of(vars_, named) &&
-                    std::ranges::none_of(vars_, [&](const Var& v) { return named(v) && v.from <= a0 && a0 < v.to; }))
-                    return false;
-            }
-            return true;
-        };
+        const auto in_scope = [&](std::size_t b, std::size_t b_end) { return names_in_scope(b, b_end, names, a0); };
         const std::string line = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
         // The text between the matched tokens around a piece, spacing and all: [end of the one
         // before, start of the one after) -- or to the end of the last token, at the end.
@@ -1932,25 +1956,7 @@ private:
             edited.replace(from - t_[f_.first].begin, to - from, with);
             if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
         }
-        // Two variables of different types set the lines apart: no twins as a whole (`seen =
-        // tokens.shape()[1]` and `H = proj.q.shape()[1]`: a Tensor3 has no q).
-        const auto type_of = [&](const std::string& name) {
-            const auto v = std::ranges::find(vars_, name, &Var::name);
-            return v == vars_.end() ? std::string() : v->type;
-        };
-        // Nor where the twin reaches a member through a name this line uses bare (`tokens` for
-        // `proj.k`: a parameter, whose type the parser does not hold).
-        const auto member_after = [&](std::size_t from, std::size_t to, const std::string& name) {
-            for (std::size_t q = from; q + 1 < to; ++q)
-                if (t_[q].text == name && (t_[q + 1].text == "." || t_[q + 1].text == "->")) return true;
-            return false;
-        };
-        const bool same_types = std::ranges::all_of(names, [&](const auto& n) {
-            const std::string a = type_of(n.first), b = type_of(n.second);
-            return (a.empty() || b.empty() || a == b) &&
-                   (!member_after(b0, twin.last, n.first) || member_after(a0, f_.last, n.second));
-        });
-        if (!names.empty() && same_types && in_scope(b0, twin.last)) {
+        if (!names.empty() && names_alike(names, twin) && in_scope(b0, twin.last)) {
             const std::string whole = renamed(b0, twin.last);
             if (whole != line) add(f_.first, f_.last, whole, "made like its twin");
         }

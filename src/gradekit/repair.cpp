@@ -904,10 +904,7 @@ private:
     std::optional<std::vector<int>> reached_in_time(const std::vector<std::string>& checks,
                                                     const std::string& tag) const {
         // Most edits fail the group's first check: an average check's time bounds an edit's cost.
-        double total = 0;
-        for (const auto& name : checks)
-            total += check_s_.contains(name) ? check_s_.at(name) : probe_s_ / double(failing_.size());
-        const double each = total / static_cast<double>(checks.size()), jobs = std::max(1, t_.jobs);
+        const double each = average_check_s(checks), jobs = std::max(1, t_.jobs);
         // Most edits fail long before the check's end (exercise 8's 526, over a check of 0.12 s,
         // were screened in 3 s): a quarter of it each.
         const auto fits = [&](std::size_t edits) {
@@ -925,20 +922,25 @@ private:
         return ids;
     }
 
+    // The average of the checks' own times in the learner's run (each failing check's, else the
+    // whole run's share).
+    double average_check_s(const std::vector<std::string>& checks) const {
+        double total = 0;
+        for (const auto& name : checks)
+            total += check_s_.contains(name) ? check_s_.at(name) : probe_s_ / double(failing_.size());
+        return total / static_cast<double>(checks.size());
+    }
+
     // Where every edit would not fit (reached_in_time), the few the learner's file points at
     // (evidence_rank 0: a range-for's copy made a reference, a line made like its twin), each taken
     // to cost a whole check (not the quarter of one reached_in_time counts: a repair runs on), when
     // that fits in the time left and the checks take under a second (exercise 7's real layers; not a real model's decode steps,
     // where a repaired run goes through every step: two such edits took 24 s).
     std::optional<std::vector<int>> evidence_in_time(const std::vector<std::string>& checks) const {
-        double total = 0;
-        for (const auto& name : checks)
-            total += check_s_.contains(name) ? check_s_.at(name) : probe_s_ / double(failing_.size());
-        const double jobs = std::max(1, t_.jobs);
+        const double each = average_check_s(checks), jobs = std::max(1, t_.jobs);
         std::vector<int> ids;
         std::ranges::copy_if(ids_, std::back_inserter(ids), [&](int id) { return evidence_rank(*edit_of(id)) == 0; });
         const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
-        const double each = total / double(checks.size());
         if (ids.empty() || each >= 1.0 || double(ids.size()) * each / jobs > left) return std::nullopt;
         return ids;
     }
@@ -1147,6 +1149,24 @@ private:
     std::vector<Screened> screened_;
 };
 
+// The learner's own run of the failing checks (`only`, their names) and its time in seconds. The
+// grade's own run timed each failing check (Failure::seconds): not run again (exercise 6's kernels
+// on the emulator, 3 s), a grader's start counted as a tenth of a second (it takes 0.02 s; half a
+// second doubled exercise 9's edit time limit, where endless loops wait it out). A grade stopped
+// by a crash has no times: its failing checks are run once more.
+std::pair<RepairRun, double> their_failing_run(const Subject& s, const RepairSetup& t, const Report& report,
+                                               const Checks& failing, const fs::path& grader, const fs::path& only) {
+    if (report.finished && std::ranges::all_of(report.failures, [](const Failure& f) { return f.seconds > 0; })) {
+        std::pair<RepairRun, double> out{{true, report.total, failing, {}}, 0.1};
+        for (const Failure& f : report.failures) out.first.seconds[f.test] = f.seconds, out.second += f.seconds;
+        return out;
+    }
+    const auto timed = std::chrono::steady_clock::now();
+    RepairRun theirs =
+        run_selection(s, grader, only.parent_path(), "0", only, static_cast<int>(t.slowest_probe_s) + 1, {}, 190, true);
+    return {std::move(theirs), std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count()};
+}
+
 // Two slips, one of them a fill left out (their `+=` into memory nothing sets: `fill`, the
 // never_cleared words): every check run again with fresh memory zeroed -- what the fill would have
 // done -- and the other slip looked for there as a first slip, by `again` (a Repair of the same
@@ -1267,20 +1287,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
     // grade does not wait for them (nor compiles the edits).
     const fs::path only = dir / "failing.txt";
     write_check_list(only, {failing.begin(), failing.end()});
-    // The grade's own run timed each failing check (Failure::seconds): not run again (exercise 6's
-    // kernels on the emulator, 3 s). A grader's start is counted as a tenth of a second (it takes
-    // 0.02 s; half a second doubled exercise 9's edit time limit, where endless loops wait it out).
-    RepairRun theirs;
-    double probe_s = 0.1;
-    if (report->finished && std::ranges::all_of(report->failures, [](const Failure& f) { return f.seconds > 0; })) {
-        theirs = {true, report->total, failing, {}};
-        for (const Failure& f : report->failures) theirs.seconds[f.test] = f.seconds, probe_s += f.seconds;
-    } else {
-        const auto timed = std::chrono::steady_clock::now();
-        theirs = run_selection(s, t.build_dir / recipe->executable, dir, "0", only,
-                               static_cast<int>(t.slowest_probe_s) + 1, {}, 190, true);
-        probe_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
-    }
+    const auto [theirs, probe_s] = their_failing_run(s, t, *report, failing, t.build_dir / recipe->executable, only);
     if (!theirs.ran || theirs.failing != failing || probe_s > t.slowest_probe_s) {
         phase(fmt::format("the failing checks took {:.1f} s: no repair", probe_s));
         return {};
