@@ -12,6 +12,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -568,6 +569,7 @@ public:
         if (own_) pairs_swapped();
         if (own_) guard_put_back();
         if (own_) normaliser_put_back();
+        if (own_) factor_put_back();
         if (own_) offset_put_back();
         if (own_) tile_clipped();
         if (own_) constant_put_back();
@@ -1270,6 +1272,60 @@ private:
                 continue;
             add(rhs, end, as_factor(rhs, end) + " / " + d, "a divisor put back");
         }
+    }
+
+    // A scale applied in one place and forgotten in another: `const float w = dS(j) * scale;` for
+    // `dS(j)`, where the function multiplies by `scale` elsewhere (`P(j) = s * scale`: the
+    // backward's 1/sqrt(d) left off the scores' gradient), or `params(i) -= o.lr * o.weight_decay *
+    // params(i)` for `... -= o.weight_decay * params(i)`, where `o.lr` is a factor elsewhere (AdamW's
+    // decay taken without the learning rate). A factor is a floating constant of the function (not
+    // a loop's) or a member of one of its variables; put into a floating declaration's value, a
+    // stored element's, or what a `+=` or `-=` adds.
+    void factor_put_back() {
+        auto [first, last] = stored_value();
+        if (first == 0) std::tie(first, last) = compound_value();
+        if (first == 0 && (f_.type == "float" || f_.type == "double") && f_.last > f_.first)
+            first = f_.first, last = f_.last;
+        if (first == 0) return;
+        const auto text_is = [&](std::size_t q, std::string_view x) { return q < t_.size() && t_[q].text == x; };
+        std::set<std::vector<std::string>> factors;  // a name, or a name, ".", a member
+        for (const Var& u : vars_) {
+            if (u.loop || f_.first < u.from || f_.first >= u.to) continue;
+            const bool floating = u.constant && (u.type == "float" || u.type == "double");
+            for (std::size_t q = std::max<std::size_t>(u.from, 1); q < u.to && q + 3 < t_.size(); ++q) {
+                if (t_[q].kind != Tok::ident || t_[q].text != u.name || text_is(q - 1, ".") || text_is(q - 1, "->"))
+                    continue;
+                if (floating && !text_is(q + 1, ".") && (text_is(q - 1, "*") || text_is(q + 1, "*")))
+                    factors.insert({u.name});
+                if (text_is(q + 1, ".") && t_[q + 2].kind == Tok::ident && !text_is(q + 3, "(") &&
+                    !text_is(q + 3, ".") && (text_is(q - 1, "*") || text_is(q + 3, "*")))
+                    factors.insert({u.name, ".", t_[q + 2].text});
+            }
+        }
+        bool variable = false;  // a value of no variable (`0.0f`, -infinity) is no scaled one
+        for (std::size_t q = first; q < last; ++q)
+            variable = variable || (t_[q].kind == Tok::ident &&
+                                    std::ranges::any_of(vars_, [&](const Var& v) { return v.name == t_[q].text; }));
+        if (!variable) return;
+        for (const auto& factor : factors) {
+            bool here = false;
+            for (std::size_t q = first; q + factor.size() <= last && !here; ++q)
+                here = std::ranges::equal(factor.begin(), factor.end(), t_.begin() + long(q),
+                                          t_.begin() + long(q + factor.size()), {}, {}, &Token::text);
+            std::string name;
+            for (const auto& part : factor) name += part;
+            if (!here) add(first, last, as_factor(first, last) + " * " + name, "a factor put back");
+        }
+    }
+
+    // What a `+=` or `-=` statement adds (its right side, `;` left out), or {0, 0}.
+    std::pair<std::size_t, std::size_t> compound_value() const {
+        if (!f_.statement || f_.last < f_.first + 4 || t_[f_.last - 1].text != ";") return {0, 0};
+        std::size_t op = f_.first;
+        while (op < f_.last && t_[op].text != "+=" && t_[op].text != "-=" && t_[op].text != "=")
+            op = t_[op].text == "(" || t_[op].text == "[" ? close_in_region(op) : op + 1;
+        if (op + 2 >= f_.last || op == f_.first || t_[op].text == "=") return {0, 0};
+        return {op + 1, f_.last - 1};
     }
 
     // A unit the file names and never uses: `... * n * n * kBytesPerFloat` for `... * n * n`, where

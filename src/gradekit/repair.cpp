@@ -52,8 +52,8 @@ RepairRun run_selection(const Subject& s, const fs::path& grader, const fs::path
                         bool durations = false) {
     Subject v = s;
     v.report = dir / fmt::format("run_{}_{}.json", selection == "-1" ? "probe" : selection, fill_byte);
-    std::vector<std::string> env = {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR=" + selection,
-                                    asan_options(fill_byte)};
+    std::vector<std::string> env = {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off",
+                                    "HEADWISE_REPAIR=" + selection, asan_options(fill_byte)};
     if (!probe.empty()) env.push_back("HEADWISE_REPAIR_PROBE=" + probe.string());
     std::vector<std::string> args;
     if (!only.empty()) args = {"-f", only.string()};
@@ -174,7 +174,7 @@ std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, 
         static_cast<int>(std::max<long>(
             1,
             std::chrono::duration_cast<std::chrono::seconds>(how.deadline - std::chrono::steady_clock::now()).count())),
-        {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_REPAIR_EACH=" + list,
+        {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off", "HEADWISE_REPAIR_EACH=" + list,
          "HEADWISE_REPAIR_REPORTS=" + reports.path.string(), fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s),
          fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs), fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0),
          fmt::format("HEADWISE_REPAIR_WITH={}", how.with), asan});
@@ -299,6 +299,13 @@ int evidence_rank(const Variant& v) {
 }
 
 namespace {
+
+// The order of edits the file points at: by evidence_rank (none, -1, last), then a factor put back
+// where a value is stored before the same one put into each term of a sum (`w[j] = dot * scale;`
+// before `dot += q * k * scale;` in the loop above it): the learner's line is the store.
+std::pair<unsigned, bool> evidence_order(const Variant& v) {
+    return {static_cast<unsigned>(evidence_rank(v)), v.original_line.find("+=") != std::string::npos};
+}
 
 // An edit's place in the pair search's order, lower first (rank_edit_pairs).
 std::pair<int, long> change_rank(const ScreenedEdit& theirs, long theirs_differing, const ScreenedEdit& e) {
@@ -497,6 +504,10 @@ public:
             if (!parts.empty()) break;
         }
         std::stable_sort(parts.begin(), parts.end(), most_fixes);
+        if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+            for (const Effect& e : parts)
+                fmt::print(stderr, "repair: part: {} fixes {}, {} still fail\n", edit_words(*e.edit), e.fixes.size(),
+                           e.still_failing.size());
         return "";
     }
 
@@ -557,6 +568,33 @@ public:
     // pass every check, each named with the checks it repairs; else empty. Only what passes every
     // check is said: an edit that repairs part may only hide the slip (the shift dropped from both
     // exp()s, where one lacked it, passes all but the large scores).
+    // Of `ids`, screened on `checks` with the first slip's repair kept on, the edit that with it
+    // passes every check (confirmed), the one that fixes most of what the first left failing; or
+    // nullptr. `fixes`: the checks it fixes.
+    const Variant* second_among(const Effect& first, const std::vector<std::string>& checks,
+                                const std::vector<int>& ids, const std::string& tag,
+                                const std::function<void(const std::string&)>& phase, Checks& fixes) const {
+        if (ids.empty()) return nullptr;
+        const auto screen = each(tag, checks, ids, true, false, first.edit->id);
+        std::vector<int> promising;
+        for (const auto& [id, run] : screen)
+            if (run.passed > 0) promising.push_back(id);
+        phase(fmt::format("{}: {} screened, {} got further", tag, screen.size(), promising.size()));
+        const Variant* second = nullptr;
+        for (const auto& [id, run] :
+             each(tag + "_fix", all_failing_, promising, {false, false, first.edit->id, deadline_, whole_run_s()})) {
+            Checks fixed = fixed_by(run, first.still_failing), both;
+            const bool confirmed = run.total == int(failing_.size()) && fixed.size() > fixes.size() &&
+                                   confirm(fmt::format("{},{}", first.edit->id, id), &both) && both.empty();
+            if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
+                fmt::print(stderr, "repair: second slip {}: {} of {} checks ran, fixes {}, {}\n",
+                           edit_words(*edit_of(id)), run.total, failing_.size(), fixed.size(),
+                           confirmed ? "confirmed" : "not confirmed");
+            if (confirmed) second = edit_of(id), fixes = std::move(fixed);
+        }
+        return second;
+    }
+
     std::string second_slip(const Effect& first, const std::function<void(const std::string&)>& phase) {
         const Checks& rest = first.still_failing;
         const auto groups = failing_groups(report_, rest);
@@ -569,31 +607,18 @@ public:
             std::vector<int> others;
             for (const int id : *reached)
                 if (edit_of(id)->region != first.edit->region) others.push_back(id);
-            // The edits the file points at first, alone: one that passes every check of the group
-            // saves the screen of the rest (exercise 6's tiled checks on the emulator: 12 s).
+            // The edits the file points at first, alone: one that is confirmed saves the screen of
+            // the rest (exercise 6's tiled checks on the emulator: 12 s); where none is (a twin's
+            // `shape()[1]` passes the refusal of a full cache by making it smaller), the rest.
             std::vector<int> pointed;
             std::ranges::copy_if(others, std::back_inserter(pointed),
                                  [&](int id) { return evidence_rank(*edit_of(id)) == 0; });
             std::erase_if(others, [&](int id) { return evidence_rank(*edit_of(id)) == 0; });
-            auto screen = each(fmt::format("second_pointed{}", g), groups[g], pointed, true, false, first.edit->id);
-            if (std::ranges::none_of(screen, [&](const auto& r) {
-                    return r.second.failing.empty() && r.second.total == int(groups[g].size());
-                }))
-                screen.merge(each(fmt::format("second_screen{}", g), groups[g], others, true, false, first.edit->id));
-            std::vector<int> promising;
-            for (const auto& [id, run] : screen)
-                if (run.passed > 0) promising.push_back(id);
-            phase(fmt::format("second slip, group {}: {} screened, {} got further", g + 1, screen.size(),
-                              promising.size()));
-            const Variant* second = nullptr;
             Checks second_fixes;
-            for (const auto& [id, run] : each(fmt::format("second_fix{}", g), all_failing_, promising,
-                                              {false, false, first.edit->id, deadline_, whole_run_s()})) {
-                Checks fixes = fixed_by(run, rest), both;
-                if (run.total == int(failing_.size()) && fixes.size() > second_fixes.size() &&
-                    confirm(fmt::format("{},{}", first.edit->id, id), &both) && both.empty())
-                    second = edit_of(id), second_fixes = std::move(fixes);
-            }
+            const Variant* second =
+                second_among(first, groups[g], pointed, fmt::format("second_pointed{}", g), phase, second_fixes);
+            if (second == nullptr && !late())
+                second = second_among(first, groups[g], others, fmt::format("second_screen{}", g), phase, second_fixes);
             if (second == nullptr) continue;
             const std::string fixed =
                 second_fixes == rest
@@ -822,16 +847,30 @@ public:
             // of the other (the value cache filled after the projection that threw).
             // At most 60 of these: a pair whose first edit leaves the slip that stops the checks runs
             // into code no check reached before (a crash's pairs took 20 s at 300).
+            // A value computed and never read put back at the end of its statement (rank 1: the
+            // compiler's unused-variable warning) counts too: exercise 8's `w[j] = dot * scale;`,
+            // in a loop over the cached keys the count never advanced left empty.
             const std::size_t reached_pairs = pairs.size();
-            for (const int u : built_.kept) {
-                if (screened_[g].runs.contains(u) || evidence_rank(*edit_of(u)) != 0) continue;
-                for (const auto& [id, run] : screened_[g].runs) {
-                    const Variant *a = edit_of(id), *b = edit_of(u);
-                    if (pairs.size() < std::min(t_.max_pairs, reached_pairs + 60) && a->region != b->region &&
-                        a->line != b->line)
-                        pairs.emplace_back(std::min(id, u), std::max(id, u));
-                }
-            }
+            std::vector<int> unreached;
+            for (const int u : built_.kept)
+                if (const int rank = evidence_rank(*edit_of(u));
+                    !screened_[g].runs.contains(u) && rank >= 0 && rank <= 1)
+                    unreached.push_back(u);
+            std::ranges::stable_sort(unreached, std::less<>(), [&](int u) { return evidence_order(*edit_of(u)); });
+            // With the reached edits the file points at first (the count put back), then the rest.
+            std::vector<int> partners;
+            for (const auto& [rank, id] : ranked) partners.push_back(id);
+            for (const auto& [id, run] : screened_[g].runs)
+                if (evidence_rank(*edit_of(id)) < 0) partners.push_back(id);
+            for (const bool pointed : {true, false})
+                for (const int u : unreached)
+                    for (std::size_t p = pointed ? 0 : ranked.size(); p < (pointed ? ranked.size() : partners.size());
+                         ++p) {
+                        const Variant *a = edit_of(partners[p]), *b = edit_of(u);
+                        if (pairs.size() < std::min(t_.max_pairs, reached_pairs + 60) && a->region != b->region &&
+                            a->line != b->line)
+                            pairs.emplace_back(std::min(a->id, u), std::max(a->id, u));
+                    }
             phase(fmt::format("evidence, group {}: {} edits, {} pairs to try", g + 1, ranked.size(), pairs.size()));
             if (pairs.empty()) continue;
             if (const auto found = repairing_pair(g, pairs, phase, "evidence")) {
@@ -880,7 +919,13 @@ private:
             checks.front().substr(0, checks.front().find(':')));
     }
 
-    static bool most_fixes(const Effect& a, const Effect& b) { return a.fixes.size() > b.fixes.size(); }
+    // The most checks fixed first; of as many, the one the learner's file points at (evidence_rank:
+    // `w[j] = dot * scale;` on the line that never read `scale`, before the same factor put into the
+    // loop above it), so that a second slip is looked for beside the learner's own line.
+    static bool most_fixes(const Effect& a, const Effect& b) {
+        if (a.fixes.size() != b.fixes.size()) return a.fixes.size() > b.fixes.size();
+        return evidence_order(*a.edit) < evidence_order(*b.edit);
+    }
 
     // The edits the learner's file points at (evidence_rank) first, the likeliest first, the rest
     // after them in their order: a screen cut short by the budget (exercise 6's kernels on the
@@ -1263,8 +1308,10 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
     const SchemataBuild how = plan.build;
     // A grade stopped by a crash in one check (an empty range read: the count the learner's code
     // never advanced) is repaired on that check: an edit that makes the whole grade pass undoes it.
-    const bool crashed = report && report->compiled && !report->finished && report->failures.size() == 1 &&
-                         !report->failures.front().where.empty();
+    // The crash may come after other failing checks (a second slip's: exercise 2's `heads == 0 &&`
+    // division by zero after its slices' mismatch).
+    const bool crashed = report && report->compiled && !report->finished && !report->failures.empty() &&
+                         !report->failures.back().where.empty();
     if (!report || !(worth_locating(*report) || crashed) || s.files.empty() || how == SchemataBuild::none) return {};
     const Checks failing = failing_tests(*report);
     const fs::path source = s.files.front();

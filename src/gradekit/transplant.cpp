@@ -120,7 +120,8 @@ Try try_hunks(const Subject& s, const fs::path& dir, const Recipe& recipe, const
     Subject v = s;
     v.files.front() = variant;
     v.report = dir / fmt::format("try{}.json", n);
-    const std::vector<std::string> no_search = {"HEADWISE_GRADE_SEARCH=off"};  // the copy needs no search of its own
+    // The copy needs no search of its own, nor the catalogue: only which tests pass is read.
+    const std::vector<std::string> no_search = {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off"};
     run_step(v, executable, {"-f", failing.string()}, {}, 20, no_search);
     if (const auto r = read_report(v.report); !r || !r->finished || r->passed == 0) return t;
     run_step(v, executable, {}, {}, 20, no_search);

@@ -864,7 +864,13 @@ std::set<std::string>& ruled_out() {
 }  // namespace
 
 bool still_possible(const std::string& name) {
-    if (ruled_out().contains(name)) return false;
+    // The repair step's runs (gradekit/repair.cpp) read only which checks pass and what the failing
+    // ones say: no catalogued mistake is run beside them (a third of each edit's run, exercise 10).
+    static const bool catalogue_off = [] {
+        const char* c = std::getenv("HEADWISE_GRADE_CATALOGUE");
+        return c != nullptr && std::string_view(c) == "off";
+    }();
+    if (catalogue_off || ruled_out().contains(name)) return false;
     return std::ranges::all_of(
         run_failures(), [&](const Diagnosis& d) { return std::ranges::find(d.matching, name) != d.matching.end(); });
 }

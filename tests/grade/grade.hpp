@@ -30,6 +30,7 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -183,6 +184,7 @@ void rule_out(const std::string& name, const std::string& check);
 // exercise is left undone ("not implemented yet": exercise 06's catalogue) says nothing here.
 template <class Api, class Same>
 void rule_out_by_passing_check(const std::string& check, const Same& same) {
+    const GraderWork timed;
     for (const Mistake<Api>& m : catalogue<Api>()) {
         if (!still_possible(m.name)) continue;
         try {
@@ -197,6 +199,7 @@ void rule_out_by_passing_check(const std::string& check, const Same& same) {
 template <class Api, class Call, class Result>
 std::vector<std::string> diagnose(const Call& call, const Result& actual, const Result& expected, std::string_view dims,
                                   Tolerance tol) {
+    const GraderWork timed;
     std::vector<std::string> names;
     for (const Mistake<Api>& m : catalogue<Api>()) {
         remember_explanation(m.name, m.explanation);
@@ -224,6 +227,7 @@ std::string without_locations(std::string_view message);
 // (locations aside) as the subject did on this case.
 template <class Api, class Call>
 std::vector<std::string> diagnose_throw(const Call& call, const std::exception& subject_error) {
+    const GraderWork timed;
     std::vector<std::string> names;
     const std::string expected = without_locations(subject_error.what());
     for (const Mistake<Api>& m : catalogue<Api>()) {
@@ -343,6 +347,7 @@ void expect_usage_error(const std::string& what, const Call& call) {
         d.lesson = std::move(thrown.lesson);
     }
     d.message = (d.where.empty() ? "" : d.where + ": ") + what + ": " + problem;
+    const GraderWork timed;
     for (const Mistake<Api>& m : catalogue<Api>()) {  // mistakes that fail to refuse it too
         remember_explanation(m.name, m.explanation);
         if (!still_possible(m.name)) continue;

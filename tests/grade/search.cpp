@@ -102,6 +102,7 @@ bool already_compared() {
 
 void observe(std::string_view what, char status, long error_line, bool informative,
              const std::function<std::string()>& digest, const std::function<Match()>& same) {
+    const GraderWork timed;
     State& s = state();
     std::string name;
     if (auto* capture = Catch::getCurrentContext().getResultCapture()) name = capture->getCurrentTestName();
