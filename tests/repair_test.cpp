@@ -336,6 +336,38 @@ Tensor3 block(const Params& p, const Tensor3& x, Cache& cache, std::size_t t, bo
     CHECK(has("const int last = causal ? i + 1 : n;"));
 }
 
+TEST_CASE(
+    "repair: a factor or a divisor the function applies elsewhere, a square's factor, a product over part of a sum") {
+    const Mutants m = generate_own_mutants(R"(namespace a {
+float backward(const Tensor1& dS, Tensor1& P, const Options& o, Tensor1& params, float s, std::size_t j) {
+    const float scale = 1.0f / std::sqrt(4.0f);
+    P(j) = s * scale;
+    const float w = dS(j);
+    params(j) -= o.weight_decay * params(j);
+    params(j) -= o.lr * w;
+    return w;
+}
+float loss(const Tensor1& g, std::size_t B, std::size_t N, std::size_t counted, double total) {
+    const double mean_g = g(0) / double(counted);
+    return float(total / double(B * N)) + float(mean_g);
+}
+std::uint64_t count(std::uint64_t d, std::uint64_t heads, std::uint64_t per_head, std::uint64_t out) {
+    const std::uint64_t total = 3 * d * d + d;
+    return total + heads * (per_head + out);
+}
+}  // namespace a
+)");
+    const auto has = [&](const std::string& line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.edited_line == line; });
+    };
+    CHECK(has("const float w = dS(j) * scale;"));                          // a constant read as a factor elsewhere
+    CHECK(has("params(j) -= o.weight_decay * params(j) * o.lr;"));         // a member read as a factor elsewhere
+    CHECK_FALSE(has("params(j) -= o.lr * w * o.lr;"));                     // not where it is already
+    CHECK(has("return float(total / double(counted)) + float(mean_g);"));  // one divisor for the other
+    CHECK(has("const std::uint64_t total = 3 * d * d + d * d;"));
+    CHECK(has("return total + heads * per_head + out;"));
+}
+
 TEST_CASE("repair: a value saved before it is overwritten is read where the learner read the overwritten one") {
     const Mutants m = generate_own_mutants(R"(namespace a {
 void rotate(float* pair, double cs, double sn) {

@@ -570,6 +570,7 @@ public:
         if (own_) guard_put_back();
         if (own_) normaliser_put_back();
         if (own_) factor_put_back();
+        if (own_) divisor_swapped();
         if (own_) offset_put_back();
         if (own_) tile_clipped();
         if (own_) constant_put_back();
@@ -1001,6 +1002,11 @@ private:
                 add(k, s == "+" ? "*" : "+", s + " for " + (s == "+" ? "*" : "+"));
             if (s == "-" || s == "/") swap_operands(k);
             drop_operand(k);
+            // A square's factor left out: `3 * d * d + d * d` for `3 * d * d + d` (a count's W_O).
+            if (own_ && (s == "+" || s == "-") && k >= 3 && k + 1 < f_.last && t_[k + 1].kind == Tok::ident &&
+                operand_end(k + 1) == k + 2 && t_[k - 1].text == t_[k + 1].text && t_[k - 2].text == "*" &&
+                t_[k - 3].text == t_[k + 1].text)
+                add(k + 1, t_[k + 1].text + " * " + t_[k + 1].text, "a square's factor put back");
         }
         // Integer division and remainder mixed up (h % group for h / group), on sizes only.
         if (binary && (s == "/" || s == "%") && integer_operand(k - 1))
@@ -1009,6 +1015,7 @@ private:
         if (own_ && binary && s == "/") real_division(k);
         if (own_ && (s == "&&" || s == "||")) add(k, s == "&&" ? "||" : "&&", s + " for " + (s == "&&" ? "||" : "&&"));
         if (own_ && binary && s == "*") multiplied_whole(k, "-");
+        if (own_ && binary && s == "*") multiplied_in_part(k);
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
         if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
@@ -1044,6 +1051,26 @@ private:
         if (c_end == 0 || c_end > f_.last) return;
         add(k + 1, c_end, "(" + text_.substr(t_[k + 1].begin, t_[c_end - 1].end - t_[k + 1].begin) + ")",
             next == "*" ? "a product divided whole" : "a difference multiplied whole");
+    }
+
+    // `a * b + c` for `a * (b + c)` (at `*`): a product taken over a sum where only its first term
+    // was meant (exercise 5's `heads * (per_head + out)`: the shared W_O counted once per head).
+    void multiplied_in_part(std::size_t k) {
+        if (k + 1 >= f_.last || t_[k + 1].text != "(") return;
+        const std::size_t after = close_in_region(k + 1);
+        if (after > f_.last || after < k + 5) return;
+        bool sum = false;
+        for (std::size_t q = k + 2; q + 1 < after; ++q) {
+            if (t_[q].text == "(" || t_[q].text == "[") {
+                q = close_in_region(q) - 1;
+                continue;
+            }
+            if (t_[q].text == "?" || t_[q].text == "&&" || t_[q].text == "||" || t_[q].text == ",") return;
+            sum = sum || ((t_[q].text == "+" || t_[q].text == "-") && q > k + 2);
+        }
+        if (sum)
+            add(k + 1, after, text_.substr(t_[k + 2].begin, t_[after - 2].end - t_[k + 2].begin),
+                "a sum multiplied in part");
     }
 
     // Whether token `k` is an argument of std::accumulate, std::inner_product or std::reduce.
@@ -1243,7 +1270,32 @@ private:
     void normaliser_put_back() {
         const auto [rhs, end] = stored_value();
         if (rhs == 0) return;
-        std::set<std::string> divisors;
+        for (const auto& [d, name] : file_divisors()) {
+            if (std::ranges::any_of(t_.begin() + long(rhs), t_.begin() + long(end),
+                                    [&](const Token& x) { return x.text == name; }))
+                continue;
+            add(rhs, end, as_factor(rhs, end) + " / " + d, "a divisor put back");
+        }
+    }
+
+    // A mean over the wrong count: `loss / double(counted)` for `loss / double(B * N)`, where the
+    // file divides by `double(counted)` elsewhere (its gradient): one divisor for another.
+    void divisor_swapped() {
+        const auto divisors = file_divisors();
+        for (std::size_t q = f_.first; q + 1 < f_.last; ++q) {
+            if (t_[q].text != "/" || q == f_.first || !primary_end(q - 1)) continue;
+            const std::size_t end = operand_end(q + 1);
+            if (end <= q + 1 || end > f_.last) continue;
+            const std::string here = text_.substr(t_[q + 1].begin, t_[end - 1].end - t_[q + 1].begin);
+            for (const auto& [d, name] : divisors)
+                if (d != here && here.find(name) == std::string::npos) add(q + 1, end, d, "a divisor swapped");
+        }
+    }
+
+    // The divisors the file uses outside this region -- a name, or a name in a cast (`double(n)`,
+    // `static_cast<float>(n)`) -- whose name is a variable in scope here: each with that name.
+    std::map<std::string, std::string> file_divisors() const {
+        std::map<std::string, std::string> divisors;
         for (std::size_t q = 0; q + 2 < t_.size(); ++q) {
             if (t_[q].text != "/" || (q >= f_.first && q < f_.last)) continue;
             std::size_t d = q + 1, d_end = d;
@@ -1257,21 +1309,17 @@ private:
                 d_end = d + 1;
             else
                 continue;
-            divisors.insert(text_.substr(t_[d].begin, t_[d_end - 1].end - t_[d].begin));
-        }
-        for (const std::string& d : divisors) {
+            const std::string divisor = text_.substr(t_[d].begin, t_[d_end - 1].end - t_[d].begin);
             static const std::regex word(R"([A-Za-z_]\w*)");
             std::string name;
-            for (auto it = std::sregex_iterator(d.begin(), d.end(), word); it != std::sregex_iterator(); ++it)
+            for (auto it = std::sregex_iterator(divisor.begin(), divisor.end(), word); it != std::sregex_iterator();
+                 ++it)
                 name = it->str();  // the last name: the one divided by
-            if (std::ranges::any_of(t_.begin() + long(rhs), t_.begin() + long(end),
-                                    [&](const Token& x) { return x.text == name; }))
-                continue;
-            if (std::ranges::none_of(
+            if (std::ranges::any_of(
                     vars_, [&](const Var& v) { return v.name == name && v.from <= f_.first && f_.first < v.to; }))
-                continue;
-            add(rhs, end, as_factor(rhs, end) + " / " + d, "a divisor put back");
+                divisors.emplace(divisor, name);
         }
+        return divisors;
     }
 
     // A scale applied in one place and forgotten in another: `const float w = dS(j) * scale;` for

@@ -303,8 +303,13 @@ namespace {
 // The order of edits the file points at: by evidence_rank (none, -1, last), then a factor put back
 // where a value is stored before the same one put into each term of a sum (`w[j] = dot * scale;`
 // before `dot += q * k * scale;` in the loop above it): the learner's line is the store.
-std::pair<unsigned, bool> evidence_order(const Variant& v) {
-    return {static_cast<unsigned>(evidence_rank(v)), v.original_line.find("+=") != std::string::npos};
+std::tuple<unsigned, bool, bool> evidence_order(const Variant& v) {
+    // Then an edit that changes an operator or a bound before one that doubles, zeroes or drops
+    // something: that more often makes up for a slip than undoes one.
+    const bool blunt = v.kind.find("doubled") != std::string::npos ||
+                       v.kind.find("replaced by 0") != std::string::npos || v.kind.ends_with("dropped") ||
+                       v.kind == "a constant changed";
+    return {static_cast<unsigned>(evidence_rank(v)), v.original_line.find("+=") != std::string::npos, blunt};
 }
 
 // An edit's place in the pair search's order, lower first (rank_edit_pairs).
@@ -1383,7 +1388,11 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
         return !f.mistake.empty() && f.mistake == report->failures.front().mistake;
     });
     std::string sentence = repair.first_slip(parts, phase);
-    if (sentence.empty() && !parts.empty()) sentence = repair.second_slip(parts.front(), phase);
+    // The second slip beside each of the first three repairs of part: one may make up for the slip
+    // rather than undo it (`geometric(2 * p2)`, made like its twin, for the loop bound `p2 * 2 <
+    // heads`), and then nothing completes it.
+    for (std::size_t k = 0; k < std::min<std::size_t>(3, parts.size()) && sentence.empty(); ++k)
+        sentence = repair.second_slip(parts[k], phase);
     if (sentence.empty() && !catalogued) sentence = repair.advancing_pair(phase);
     if (sentence.empty() && !catalogued) sentence = repair.evidence_pair(phase);
     if (sentence.empty() && !catalogued) sentence = repair.slip_pair(phase);
