@@ -337,7 +337,8 @@ Tensor3 block(const Params& p, const Tensor3& x, Cache& cache, std::size_t t, bo
 }
 
 TEST_CASE(
-    "repair: a factor or a divisor the function applies elsewhere, a square's factor, a product over part of a sum") {
+    "repair: a factor or a divisor the function applies elsewhere, a square's factor, a softmax's sum, a product over "
+    "part of a sum") {
     const Mutants m = generate_own_mutants(R"(namespace a {
 float backward(const Tensor1& dS, Tensor1& P, const Options& o, Tensor1& params, float s, std::size_t j) {
     const float scale = 1.0f / std::sqrt(4.0f);
@@ -355,6 +356,12 @@ std::uint64_t count(std::uint64_t d, std::uint64_t heads, std::uint64_t per_head
     const std::uint64_t total = 3 * d * d + d;
     return total + heads * (per_head + out);
 }
+double grad(const Tensor1& x, double top, std::size_t n) {
+    double z = 0.0;
+    for (std::size_t j = 0; j < n; ++j) z += std::exp(x(j) - top);
+    const double g = std::exp(x(0) - top);
+    return g + std::log(z);
+}
 }  // namespace a
 )");
     const auto has = [&](const std::string& line) {
@@ -366,6 +373,7 @@ std::uint64_t count(std::uint64_t d, std::uint64_t heads, std::uint64_t per_head
     CHECK(has("return float(total / double(counted)) + float(mean_g);"));  // one divisor for the other
     CHECK(has("const std::uint64_t total = 3 * d * d + d * d;"));
     CHECK(has("return total + heads * per_head + out;"));
+    CHECK(has("const double g = std::exp(x(0) - top) / z;"));  // a softmax's sum that divides nothing
 }
 
 TEST_CASE("repair: a value saved before it is overwritten is read where the learner read the overwritten one") {

@@ -571,6 +571,7 @@ public:
         if (own_) normaliser_put_back();
         if (own_) factor_put_back();
         if (own_) divisor_swapped();
+        if (own_) exp_sum_put_back();
         if (own_) offset_put_back();
         if (own_) tile_clipped();
         if (own_) constant_put_back();
@@ -1363,6 +1364,39 @@ private:
             std::string name;
             for (const auto& part : factor) name += part;
             if (!here) add(first, last, as_factor(first, last) + " * " + name, "a factor put back");
+        }
+    }
+
+    // A softmax's sum left out: `double g = std::exp(x - top) / z;` for `std::exp(x - top)`, where
+    // `z` sums the exponentials (`z += std::exp(...)`) and divides nothing (cross-entropy's gradient
+    // from the probabilities left unnormalised). Into a floating declaration's value or a store.
+    void exp_sum_put_back() {
+        auto [first, last] = stored_value();
+        if (first == 0 && (f_.type == "float" || f_.type == "double") && f_.last > f_.first)
+            first = f_.first, last = f_.last;
+        if (first == 0) return;
+        const auto has = [&](std::size_t from, std::size_t to, std::string_view x) {
+            for (std::size_t q = from; q < to && q < t_.size(); ++q)
+                if (t_[q].text == x) return true;
+            return false;
+        };
+        if (!has(first, last, "exp")) return;
+        for (const Var& u : vars_) {
+            if (u.constant || u.loop || (u.type != "float" && u.type != "double") || f_.first < u.from ||
+                f_.first >= u.to || has(first, last, u.name))
+                continue;
+            bool summed = false, divides = false;
+            for (std::size_t q = std::max<std::size_t>(u.from, 1); q + 1 < u.to && q + 1 < t_.size(); ++q) {
+                if (t_[q].kind != Tok::ident || t_[q].text != u.name) continue;
+                divides = divides || t_[q - 1].text == "/";
+                if (t_[q + 1].text == "+=") {
+                    std::size_t semi = q + 1;
+                    while (semi < t_.size() && t_[semi].text != ";") ++semi;
+                    summed = summed || has(q + 2, semi, "exp");
+                }
+            }
+            if (summed && !divides)
+                add(first, last, as_factor(first, last) + " / " + u.name, "a softmax's sum put back");
         }
     }
 

@@ -504,6 +504,8 @@ public:
                     if (e.confirmed) parts.push_back(e);
                 }
             }
+            if (parts.empty() && !only_evidence && groups[g].size() >= 2 && !late())
+                last_check_parts(groups[g], parts, phase);
             if (only_evidence) screened_.pop_back();
             // A repair of part: what it leaves failing is screened with it on (second_slip), not alone.
             if (!parts.empty()) break;
@@ -514,6 +516,31 @@ public:
                 fmt::print(stderr, "repair: part: {} fixes {}, {} still fail\n", edit_words(*e.edit), e.fixes.size(),
                            e.still_failing.size());
         return "";
+    }
+
+    // Where no edit gets past the group's first failing check -- one slip there, another in every
+    // check -- its last check alone is screened: an edit that passes it may repair part (exercise
+    // 8's value cache written from the keys beside a query head read from kvh: every check but the
+    // hand-worked one mends with the value's line), and second_slip looks for the rest beside it.
+    void last_check_parts(const std::vector<std::string>& checks, std::vector<Effect>& parts,
+                          const std::function<void(const std::string&)>& phase) const {
+        std::vector<int> ids;
+        for (const auto& [id, run] : screened_.back().runs) ids.push_back(id);
+        evidence_first(ids);
+        const auto screen = each("last_check", {checks.back()}, ids, true, false);
+        std::vector<int> passing;
+        for (const auto& [id, run] : screen)
+            if (run.failing.empty() && run.total == 1) passing.push_back(id);
+        evidence_first(passing);
+        phase(fmt::format("the group's last check alone: {} screened, {} pass it", screen.size(), passing.size()));
+        for (std::size_t k = 0; k < std::min<std::size_t>(4, passing.size()) && !late(); ++k) {
+            Effect e{edit_of(passing[k]), {}, {}, false};
+            if (!confirm(std::to_string(passing[k]), &e.still_failing)) continue;
+            for (const auto& name : failing_)
+                if (!e.still_failing.contains(name)) e.fixes.insert(name);
+            e.confirmed = !e.fixes.empty() && !e.still_failing.empty();
+            if (e.confirmed) parts.push_back(std::move(e));
+        }
     }
 
     // The other repairs of everything, on other lines (said as "; so does `...` in place of your
