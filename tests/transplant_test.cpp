@@ -63,9 +63,25 @@ TEST_CASE("transplant: a solution line is found where it stands in the learner's
     CHECK(headwise::gradekit::learner_line_of(1, learner, solution) == 3);  // the same line, moved down
     CHECK(headwise::gradekit::learner_line_of(2, learner, solution) == 4);  // a changed line: its hunk
     CHECK(headwise::gradekit::learner_line_of(4, learner, solution) == 6);
+    // The solution's words for the place ("in f") only where the learner's file bears them out.
     CHECK(headwise::gradekit::in_learner_lines("with `x` in place of `c();` (line 3, in f); and (line 4, in f)",
-                                               learner, solution) ==
-          "with `x` in place of `c();` (line 5, in f); and (line 6, in f)");
+                                               learner,
+                                               solution) == "with `x` in place of `c();` (line 5); and (line 6)");
+}
+
+TEST_CASE(
+    "transplant: the search's place is said in the learner's words, or as the solution's line where theirs has none") {
+    const std::vector<std::string> solution = {"float layer_norm(float x) {", "    for (int i = 0; i < 4; ++i) x += i;",
+                                               "    return x;", "}"};
+    const std::vector<std::string> learner = {"float add_norm(float x) {", "    for (int c = 0; c < 4; ++c) x += c;",
+                                              "    return x;", "}"};
+    // Their line 3 stands for the solution's: its function and loop are not theirs.
+    CHECK(headwise::gradekit::in_learner_lines("with `x` (line 3, in layer_norm, the loop over i)", learner,
+                                               solution) == "with `x` (line 3)");
+    const std::vector<std::string> same_names = {"float layer_norm(float x) {",
+                                                 "    for (int i = 0; i < 4; ++i) x += i;", "    return x;", "}"};
+    CHECK(headwise::gradekit::in_learner_lines("with `x` (line 3, in layer_norm, the loop over i)", same_names,
+                                               solution) == "with `x` (line 3, in layer_norm, the loop over i)");
 }
 
 TEST_CASE("transplant: a solution line the learner rewrote as several lines is named as all of them") {

@@ -423,6 +423,31 @@ std::string learner_place_of(int solution_line, const Alignment& al, const std::
     return at == al.learner_of.end() ? "" : fmt::format("line {}", at->second);
 }
 
+// Of a place's words (", in attention, the loop over i"), those the learner's file bears out: a
+// function or a lambda of that name, a loop over that counter.
+std::string context_in_learner(const std::string& context, const std::vector<std::string>& learner) {
+    const auto has = [&](const std::regex& r) {
+        return std::ranges::any_of(learner, [&](const std::string& l) { return std::regex_search(l, r); });
+    };
+    std::string kept;
+    std::size_t p = 0;
+    while (p < context.size()) {
+        std::size_t next = context.find(", ", p + 1);
+        if (next == std::string::npos) next = context.size();
+        const std::string part = context.substr(p, next - p);  // ", in f" or ", the loop over i"
+        static const std::regex in(R"(^, in ([A-Za-z_]\w*)$)"), loop(R"(^, the loop over ([A-Za-z_]\w*)$)");
+        std::smatch m;
+        bool borne = true;
+        if (std::regex_match(part, m, in))
+            borne = has(std::regex("\\b" + m[1].str() + R"(\s*(\(|=\s*\[))"));
+        else if (std::regex_match(part, m, loop))
+            borne = has(std::regex(R"(\bfor\s*\(.*\b)" + m[1].str() + R"(\b\s*(=|:|\{))"));
+        if (borne) kept += part;
+        p = next;
+    }
+    return kept;
+}
+
 }  // namespace
 
 std::string in_learner_lines(const std::string& sentence, const std::vector<std::string>& learner,
@@ -436,8 +461,16 @@ std::string in_learner_lines(const std::string& sentence, const std::vector<std:
         while (end < sentence.size() && std::isdigit(static_cast<unsigned char>(sentence[end]))) ++end;
         const int line = end > digits ? std::atoi(sentence.c_str() + digits) : 0;
         const std::string place = line > 0 ? learner_place_of(line, al, learner) : "";
-        out += sentence.substr(from, at + 1 - from) + (place.empty() ? sentence.substr(at + 1, end - at - 1) : place);
+        // Unknown in theirs: the solution's line, said so (its number is no line of the learner's).
+        out += sentence.substr(from, at + 1 - from) +
+               (place.empty() ? "the solution's " + sentence.substr(at + 1, end - at - 1) : place);
         from = end;
+        // The search's words for the place are the solution's ("in layer_norm, the loop over i"):
+        // beside the learner's lines, only those their file bears out.
+        if (const std::size_t close = sentence.find(')', end); !place.empty() && close != std::string::npos) {
+            out += context_in_learner(sentence.substr(end, close - end), learner);
+            from = close;
+        }
     }
     return out + sentence.substr(from);
 }
