@@ -12,7 +12,6 @@
 #include <optional>
 #include <regex>
 #include <set>
-#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -1331,10 +1330,7 @@ private:
     // a loop's) or a member of one of its variables; put into a floating declaration's value, a
     // stored element's, or what a `+=` or `-=` adds.
     void factor_put_back() {
-        auto [first, last] = stored_value();
-        if (first == 0) std::tie(first, last) = compound_value();
-        if (first == 0 && (f_.type == "float" || f_.type == "double") && f_.last > f_.first)
-            first = f_.first, last = f_.last;
+        const auto [first, last] = floating_value(true);
         if (first == 0) return;
         const auto text_is = [&](std::size_t q, std::string_view x) { return q < t_.size() && t_[q].text == x; };
         std::set<std::vector<std::string>> factors;  // a name, or a name, ".", a member
@@ -1371,9 +1367,7 @@ private:
     // `z` sums the exponentials (`z += std::exp(...)`) and divides nothing (cross-entropy's gradient
     // from the probabilities left unnormalised). Into a floating declaration's value or a store.
     void exp_sum_put_back() {
-        auto [first, last] = stored_value();
-        if (first == 0 && (f_.type == "float" || f_.type == "double") && f_.last > f_.first)
-            first = f_.first, last = f_.last;
+        const auto [first, last] = floating_value(false);
         if (first == 0) return;
         const auto has = [&](std::size_t from, std::size_t to, std::string_view x) {
             for (std::size_t q = from; q < to && q < t_.size(); ++q)
@@ -1398,6 +1392,16 @@ private:
             if (summed && !divides)
                 add(first, last, as_factor(first, last) + " / " + u.name, "a softmax's sum put back");
         }
+    }
+
+    // The value a statement stores (`x(i) = value;`), what a `+=` or `-=` adds (with `compound`), or
+    // a floating declaration's value: where a factor or a divisor left out goes back; or {0, 0}.
+    std::pair<std::size_t, std::size_t> floating_value(bool compound) const {
+        auto value = stored_value();
+        if (value.first == 0 && compound) value = compound_value();
+        if (value.first == 0 && (f_.type == "float" || f_.type == "double") && f_.last > f_.first)
+            value = {f_.first, f_.last};
+        return value;
     }
 
     // What a `+=` or `-=` statement adds (its right side, `;` left out), or {0, 0}.

@@ -668,6 +668,20 @@ public:
         return "";
     }
 
+    // The second slip beside each of the first three repairs of part: one may make up for the slip
+    // rather than undo it (`geometric(2 * p2)`, made like its twin, for the loop bound `p2 * 2 <
+    // heads`), and then nothing completes it. The second and third only in the step's first 21 s
+    // (from `began`): each screens every edit again, 4-5 s on exercise 6's kernels, where the
+    // first alone took the grade to 26 s; exercise 9's second, which finds its bound, starts at 20 s.
+    std::string second_slip_beside(const std::vector<Effect>& parts, std::chrono::steady_clock::time_point began,
+                                   const std::function<void(const std::string&)>& phase) {
+        std::string sentence;
+        for (std::size_t k = 0; k < std::min<std::size_t>(3, parts.size()) && sentence.empty(); ++k)
+            if (k == 0 || std::chrono::steady_clock::now() - began < std::chrono::seconds(21))
+                sentence = second_slip(parts[k], phase);
+        return sentence;
+    }
+
     // Repairs of part and nothing that repairs the rest (a slip no single edit undoes: a line
     // missing, two tokens wrong): the repairs are named each with the checks it makes pass -- the
     // first, then each other one that repairs other checks, confirmed together -- and what still
@@ -1419,15 +1433,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
         return !f.mistake.empty() && f.mistake == report->failures.front().mistake;
     });
     std::string sentence = repair.first_slip(parts, phase, !catalogued);
-    // The second slip beside each of the first three repairs of part: one may make up for the slip
-    // rather than undo it (`geometric(2 * p2)`, made like its twin, for the loop bound `p2 * 2 <
-    // heads`), and then nothing completes it.
-    // (The second and third only in the step's first 21 s: each screens every edit again, 4-5 s
-    // on exercise 6's kernels, where the first alone took the grade to 26 s; exercise 9's second,
-    // which finds its bound, starts at 20 s.)
-    for (std::size_t k = 0; k < std::min<std::size_t>(3, parts.size()) && sentence.empty(); ++k)
-        if (k == 0 || std::chrono::steady_clock::now() - began < std::chrono::seconds(21))
-            sentence = repair.second_slip(parts[k], phase);
+    if (sentence.empty()) sentence = repair.second_slip_beside(parts, began, phase);
     if (sentence.empty() && !catalogued) sentence = repair.advancing_pair(phase);
     if (sentence.empty() && !catalogued) sentence = repair.evidence_pair(phase);
     if (sentence.empty() && !catalogued) sentence = repair.slip_pair(phase);
