@@ -9,3 +9,11 @@
 #include "catch_session.hpp"
 
 int headwise::test::run_catch(int argc, char** argv) { return Catch::Session().run(argc, argv); }
+
+int headwise::test::run_catch_each(int argc, char** argv, const std::function<bool()>& next,
+                                   const std::function<void(int)>& ran) {
+    Catch::Session session;
+    if (const int bad = session.applyCommandLine(argc, argv); bad != 0) return bad;
+    while (next()) ran(session.run());
+    return 0;
+}

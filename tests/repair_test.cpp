@@ -644,3 +644,22 @@ void filled(Tensor4& out) {
     CHECK_FALSE(headwise::gradekit::never_filled(file, "out", variants).has_value());     // filled after
     CHECK_FALSE(headwise::gradekit::never_filled(file, "scores", variants).has_value());  // never made here
 }
+
+TEST_CASE("repair: a file that keeps state between calls has its edits graded each in a fresh child") {
+    using headwise::gradekit::holds_mutable_statics;
+    // State kept between calls: the next edit's run would start from what the last one left.
+    CHECK(
+        holds_mutable_statics("float* scratch() {\n    static std::vector<float> buf(64);\n    return buf.data();\n}"));
+    CHECK(holds_mutable_statics("int count() { static int calls = 0; return ++calls; }"));
+    CHECK(holds_mutable_statics("thread_local std::array<float, 8> lanes{};"));
+    CHECK(holds_mutable_statics("static float cache[16];"));
+    // Nothing kept: constants, functions, casts and assertions.
+    CHECK_FALSE(holds_mutable_statics("static const float kScale = 0.5f;\nstatic constexpr int kLanes = 32;"));
+    CHECK_FALSE(
+        holds_mutable_statics("static float dot(const float* a, const float* b, std::size_t n) {\n    return 0.0f;\n}\n"
+                              "static void fill(std::vector<float>& v) { v.assign(4, 0.0f); }"));
+    CHECK_FALSE(holds_mutable_statics("const auto n = static_cast<float>(d);\nstatic_assert(sizeof(float) == 4);"));
+    CHECK_FALSE(
+        holds_mutable_statics("namespace {\nstatic std::size_t index(std::size_t b, std::size_t i,\n"
+                              "                         std::size_t n) {\n    return b * n + i;\n}\n}"));
+}

@@ -135,6 +135,12 @@ std::vector<std::string> never_cleared(const std::string& text, const std::vecto
 std::optional<std::string> never_filled(const std::string& text, const std::string& name,
                                         const std::vector<Variant>& variants);
 
+// Whether a learner's file keeps state between calls: a `static` or `thread_local` variable that is
+// not const (a function-scope scratch buffer, a counter). Its edits are then graded each in a fresh
+// child of the grader: graded one after another in one child, what one edit left there would be
+// the next one's start.
+bool holds_mutable_statics(const std::string& text);
+
 // The structs (header_structs) a learner's file sees through its quoted includes, two levels deep,
 // each looked up beside the file, in src/, in exercises/common and at the top of the repository,
 // and the file's own.

@@ -7,21 +7,24 @@
 //
 // HEADWISE_REPAIR_EACH=<id>,<id>,... grades the repair step's edits of a learner's file
 // (gradekit/repair.hpp), each in a child forked from this process -- no exec, no start-up again:
-// the child switches its edit on (HEADWISE_REPAIR=<id>, read by the schemata's headwise_repair_select), writes its report to
+// the child switches an edit on (HEADWISE_REPAIR=<id>, read by the schemata's headwise_repair_select), writes its report to
 // $HEADWISE_REPAIR_REPORTS/run_<id>.json, its output to nowhere, and is stopped after
-// $HEADWISE_REPAIR_TIMEOUT seconds (with HEADWISE_REPAIR_WITH=<id>, that edit is on in every child
-// too). $HEADWISE_REPAIR_JOBS run at once; with HEADWISE_REPAIR_STOP=1,
+// $HEADWISE_REPAIR_TIMEOUT seconds on one edit (with HEADWISE_REPAIR_WITH=<id>, that edit is on
+// beside each). A child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each).
+// $HEADWISE_REPAIR_JOBS run at once; with HEADWISE_REPAIR_STOP=1,
 // once one passes every check it runs, no more are started.
 #include "catch_session.hpp"
 #include "registry.hpp"
 
 #include <csignal>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -39,6 +42,55 @@ int env_int(const char* name, int fallback) {
     return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : fallback;
 }
 
+// What the children of one HEADWISE_REPAIR_EACH share: the next edit of the list to take, and
+// whether one has passed every check it ran (HEADWISE_REPAIR_STOP). In memory shared across fork.
+struct Shared {
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> repaired{false};
+};
+
+struct EachOptions {
+    std::string dir;        // HEADWISE_REPAIR_REPORTS
+    std::string with;       // HEADWISE_REPAIR_WITH: an edit kept on beside each
+    unsigned timeout = 10;  // seconds per edit
+    bool stop = false;      // no more edits once one passes
+    bool batch = true;      // a child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each)
+};
+
+// One child: takes the list's next edit, switches it on, runs the checks, and so on until the list
+// is done (or, unbatched, after one edit). A child is a copy of the grader, so an edit starts no
+// process: forking was most of an edit's time (its page-table copies and faults). An edit that
+// crashes or outlives its alarm ends the child, and the grader forks another for the rest; the
+// edit's report says it did not finish (as it would alone). Only a learner's file with no
+// mutable static storage is graded batched (gradekit/repair.cpp says so): nothing an edit does
+// then outlives its run but the heap, which the sanitizers watch.
+[[noreturn]] void each_child(Shared& shared, const std::vector<std::string>& ids, const EachOptions& o, pid_t grader,
+                             int argc, char** argv) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);   // stopped with the grader (run_each's deadline)
+    if (getppid() != grader) _exit(1);  // it is gone already
+    if (const int null = open("/dev/null", O_WRONLY); null >= 0) {
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    bool first = true;
+    const auto next = [&] {
+        if ((!o.batch && !first) || (o.stop && shared.repaired.load())) return false;
+        first = false;
+        const std::size_t k = shared.next.fetch_add(1);
+        if (k >= ids.size()) return false;
+        setenv("HEADWISE_REPAIR", (o.with.empty() ? ids[k] : o.with + "," + ids[k]).c_str(), 1);
+        if (headwise_repair_select != nullptr) headwise_repair_select();  // the schemata reads it again
+        setenv("HEADWISE_GRADE_REPORT", (o.dir + "/run_" + ids[k] + ".json").c_str(), 1);
+        alarm(o.timeout);
+        return true;
+    };
+    const auto ran = [&](int code) {
+        alarm(0);
+        if (o.stop && code == 0) shared.repaired = true;
+    };
+    _exit(headwise::test::run_catch_each(argc, argv, next, ran));
+}
+
 int repair_each(std::string_view list, int argc, char** argv) {
     std::vector<std::string> ids;
     for (std::size_t p = 0; p < list.size();) {
@@ -46,41 +98,35 @@ int repair_each(std::string_view list, int argc, char** argv) {
         if (comma > p) ids.emplace_back(list.substr(p, comma - p));
         p = comma + 1;
     }
+    EachOptions o;
     const char* reports = std::getenv("HEADWISE_REPAIR_REPORTS");
-    const std::string dir = reports != nullptr ? reports : ".";
-    const unsigned timeout = static_cast<unsigned>(env_int("HEADWISE_REPAIR_TIMEOUT", 10));
+    o.dir = reports != nullptr ? reports : ".";
+    if (const char* with = std::getenv("HEADWISE_REPAIR_WITH")) o.with = with;
+    o.timeout = static_cast<unsigned>(env_int("HEADWISE_REPAIR_TIMEOUT", 10));
+    o.stop = env_int("HEADWISE_REPAIR_STOP", 0) == 1;
+    const char* batch = std::getenv("HEADWISE_REPAIR_BATCH");
+    o.batch = batch == nullptr || std::string_view(batch) != "0";
     const int jobs = env_int("HEADWISE_REPAIR_JOBS", 2);
-    const bool stop = env_int("HEADWISE_REPAIR_STOP", 0) == 1;
-    std::size_t next = 0;
+    void* memory = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return 1;
+    Shared& shared = *new (memory) Shared;
+    const auto more = [&] { return shared.next.load() < ids.size() && !(o.stop && shared.repaired.load()); };
     int running = 0;
-    bool repaired = false;
-    while ((next < ids.size() && !repaired) || running > 0) {
-        while (running < jobs && next < ids.size() && !repaired) {
-            const std::string& id = ids[next++];
+    while (more() || running > 0) {
+        // A child forked when the list is all but taken may find nothing left: it ends at once.
+        while (running < jobs && more()) {
             std::fflush(stdout);
             std::fflush(stderr);
             const pid_t grader = getpid();
             const pid_t pid = fork();
-            if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);   // stopped with the grader (run_each's deadline)
-                if (getppid() != grader) _exit(1);  // it is gone already
-                const char* with = std::getenv("HEADWISE_REPAIR_WITH");  // an edit kept on in every child
-                setenv("HEADWISE_REPAIR", (with != nullptr ? std::string(with) + "," + id : id).c_str(), 1);
-                if (headwise_repair_select != nullptr) headwise_repair_select();  // the schemata reads it again
-                setenv("HEADWISE_GRADE_REPORT", (dir + "/run_" + id + ".json").c_str(), 1);
-                if (const int null = open("/dev/null", O_WRONLY); null >= 0) {
-                    dup2(null, 1);
-                    dup2(null, 2);
-                }
-                alarm(timeout);
-                _exit(headwise::test::run_catch(argc, argv));
-            }
-            if (pid > 0) ++running;
+            if (pid == 0) each_child(shared, ids, o, grader, argc, argv);
+            if (pid < 0) break;
+            ++running;
         }
+        if (running == 0) break;
         int status = 0;
         if (wait(&status) < 0) break;
         --running;
-        repaired = repaired || (stop && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
     return 0;
 }

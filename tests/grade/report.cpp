@@ -44,6 +44,7 @@ public:
 
     void testRunStarting(Catch::TestRunInfo const& info) override {
         TestEventListenerBase::testRunStarting(info);
+        run_failures().clear();  // the repair step's children run the checks again, one edit after another
         const auto tests = Catch::filterTests(Catch::getAllTestCasesSorted(*m_config), m_config->testSpec(), *m_config);
         report_.id = env("HEADWISE_GRADE_ID");
         report_.compiled = true;
