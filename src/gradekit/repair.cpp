@@ -145,7 +145,7 @@ struct ScratchReports {
 std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, const fs::path& grader,
                                         const fs::path& dir, const std::string& tag,
                                         const std::vector<std::string>& checks, const std::vector<std::string>& ids,
-                                        int timeout_s, const EachHow& how) {
+                                        long timeout_ms, const EachHow& how) {
     std::map<std::string, EachRun> out;
     if (ids.empty()) return out;
     const ScratchReports reports(dir, tag);
@@ -176,7 +176,7 @@ std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, 
             1,
             std::chrono::duration_cast<std::chrono::seconds>(how.deadline - std::chrono::steady_clock::now()).count())),
         {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off", "HEADWISE_REPAIR_EACH=" + list,
-         "HEADWISE_REPAIR_REPORTS=" + reports.path.string(), fmt::format("HEADWISE_REPAIR_TIMEOUT={}", timeout_s),
+         "HEADWISE_REPAIR_REPORTS=" + reports.path.string(), fmt::format("HEADWISE_REPAIR_TIMEOUT_MS={}", timeout_ms),
          fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs), fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0),
          fmt::format("HEADWISE_REPAIR_WITH={}", how.with), fmt::format("HEADWISE_REPAIR_BATCH={}", how.batch ? 1 : 0),
          asan});
@@ -399,6 +399,19 @@ Checks fixed_by(const EachRun& run, const Checks& among) {
     return fixed;
 }
 
+// An edit's limit in the screens, where each runs the checks the learner failed: ten times their run
+// and a fifth of a second more, three tenths at least, never more than `timeout_s` (the limit of every
+// other run) -- nor less where that is longer than a second (their checks threw or crashed at
+// once: a repair runs them far longer). Exercise 9's checks take milliseconds, and each of its
+// endless loops (`p2 *= 1`) cost a whole second.
+long edit_limit_ms(int timeout_s, double probe_s, const std::map<std::string, double>& check_s) {
+    if (timeout_s > 1) return 1000L * timeout_s;
+    // Their checks' own times where the report has them (probe_s then holds a process's start too).
+    double checks = check_s.empty() ? probe_s : 0;
+    for (const auto& [name, seconds] : check_s) checks += seconds;
+    return std::min(1000L, std::max(300L, std::lround(10000 * checks) + 200));
+}
+
 // One repair, its state from the compiled schemata on: the edits the failing checks reach, how
 // each is screened, run and confirmed, and the two searches (a first slip, a second beside it).
 class Repair {
@@ -418,6 +431,7 @@ public:
           probe_s_(probe_s),
           check_s_(std::move(check_s)),
           deadline_(deadline),
+          edit_ms_(edit_limit_ms(timeout_s, probe_s, check_s_)),
           // Without the sanitizers a stray write of one edit could show in the next one's run.
           batch_(built_.sanitized && !holds_mutable_statics(read_text(s.files.front()))) {}
 
@@ -1077,7 +1091,7 @@ private:
         for (const int id : ids) selections.push_back(std::to_string(id));
         std::map<int, EachRun> out;
         for (auto& [selection, run] : run_each(s_, t_, built_.executable, dir_, tag, checks, selections,
-                                               how.child_timeout_s > 0 ? how.child_timeout_s : timeout_s_, how))
+                                               how.child_timeout_s > 0 ? how.child_timeout_s * 1000L : edit_ms_, how))
             out[std::stoi(selection)] = std::move(run);
         return out;
     }
@@ -1129,7 +1143,7 @@ private:
         for (const auto& p : pairs) named[order.emplace_back(fmt::format("{}+{}", p.first, p.second))] = p;
         for (int round = 0; !order.empty() && !late(); ++round) {
             const auto screen = run_each(s_, t_, built_.executable, dir_, fmt::format("{}_screen{}_{}", tag, g, round),
-                                         checks, order, timeout_s_, {true, true, 0, deadline_, 0, fill_byte_, batch_});
+                                         checks, order, edit_ms_, {true, true, 0, deadline_, 0, fill_byte_, batch_});
             std::erase_if(order, [&](const std::string& p) { return screen.contains(p); });
             phase(fmt::format("{}s, group {}, round {}: {} screened", tag, g + 1, round + 1, screen.size()));
             if (screen.empty()) break;
@@ -1247,7 +1261,8 @@ private:
     double probe_s_;                         // the learner's run of every failing check, in seconds
     std::map<std::string, double> check_s_;  // each failing check's own time in that run
     std::chrono::steady_clock::time_point deadline_;
-    bool batch_;  // EachHow::batch
+    long edit_ms_;  // an edit's limit in run_each's screens (edit_limit_ms)
+    bool batch_;    // EachHow::batch
     std::vector<int> ids_;
     // What first_slip's screens said, group by group: the pair search ranks its edits by them.
     struct Screened {

@@ -9,7 +9,7 @@
 // (gradekit/repair.hpp), each in a child forked from this process -- no exec, no start-up again:
 // the child switches an edit on (HEADWISE_REPAIR=<id>, read by the schemata's headwise_repair_select), writes its report to
 // $HEADWISE_REPAIR_REPORTS/run_<id>.json, its output to nowhere, and is stopped after
-// $HEADWISE_REPAIR_TIMEOUT seconds on one edit (with HEADWISE_REPAIR_WITH=<id>, that edit is on
+// $HEADWISE_REPAIR_TIMEOUT_MS milliseconds on one edit (with HEADWISE_REPAIR_WITH=<id>, that edit is on
 // beside each). A child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each).
 // $HEADWISE_REPAIR_JOBS run at once; with HEADWISE_REPAIR_STOP=1,
 // once one passes every check it runs, no more are started.
@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,16 @@ int env_int(const char* name, int fallback) {
     return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : fallback;
 }
 
+// SIGALRM (which ends the process) after `ms` milliseconds; 0 disarms it. An edit's limit is a
+// fraction of a second where the learner's checks take milliseconds: an endless loop (`h += 0`)
+// then costs that, not alarm()'s whole second.
+void arm(long ms) {
+    itimerval t{};
+    t.it_value.tv_sec = ms / 1000;
+    t.it_value.tv_usec = (ms % 1000) * 1000;
+    setitimer(ITIMER_REAL, &t, nullptr);
+}
+
 // What the children of one HEADWISE_REPAIR_EACH share: the next edit of the list to take, and
 // whether one has passed every check it ran (HEADWISE_REPAIR_STOP). In memory shared across fork.
 struct Shared {
@@ -50,11 +61,11 @@ struct Shared {
 };
 
 struct EachOptions {
-    std::string dir;        // HEADWISE_REPAIR_REPORTS
-    std::string with;       // HEADWISE_REPAIR_WITH: an edit kept on beside each
-    unsigned timeout = 10;  // seconds per edit
-    bool stop = false;      // no more edits once one passes
-    bool batch = true;      // a child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each)
+    std::string dir;          // HEADWISE_REPAIR_REPORTS
+    std::string with;         // HEADWISE_REPAIR_WITH: an edit kept on beside each
+    long timeout_ms = 10000;  // per edit
+    bool stop = false;        // no more edits once one passes
+    bool batch = true;        // a child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each)
 };
 
 // One child: takes the list's next edit, switches it on, runs the checks, and so on until the list
@@ -81,11 +92,11 @@ struct EachOptions {
         setenv("HEADWISE_REPAIR", (o.with.empty() ? ids[k] : o.with + "," + ids[k]).c_str(), 1);
         if (headwise_repair_select != nullptr) headwise_repair_select();  // the schemata reads it again
         setenv("HEADWISE_GRADE_REPORT", (o.dir + "/run_" + ids[k] + ".json").c_str(), 1);
-        alarm(o.timeout);
+        arm(o.timeout_ms);
         return true;
     };
     const auto ran = [&](int code) {
-        alarm(0);
+        arm(0);
         if (o.stop && code == 0) shared.repaired = true;
     };
     _exit(headwise::test::run_catch_each(argc, argv, next, ran));
@@ -102,7 +113,7 @@ int repair_each(std::string_view list, int argc, char** argv) {
     const char* reports = std::getenv("HEADWISE_REPAIR_REPORTS");
     o.dir = reports != nullptr ? reports : ".";
     if (const char* with = std::getenv("HEADWISE_REPAIR_WITH")) o.with = with;
-    o.timeout = static_cast<unsigned>(env_int("HEADWISE_REPAIR_TIMEOUT", 10));
+    o.timeout_ms = env_int("HEADWISE_REPAIR_TIMEOUT_MS", 10000);
     o.stop = env_int("HEADWISE_REPAIR_STOP", 0) == 1;
     const char* batch = std::getenv("HEADWISE_REPAIR_BATCH");
     o.batch = batch == nullptr || std::string_view(batch) != "0";
