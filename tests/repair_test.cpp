@@ -653,6 +653,7 @@ TEST_CASE("repair: a file that keeps state between calls has its edits graded ea
     CHECK(holds_mutable_statics("int count() { static int calls = 0; return ++calls; }"));
     CHECK(holds_mutable_statics("thread_local std::array<float, 8> lanes{};"));
     CHECK(holds_mutable_statics("static float cache[16];"));
+    CHECK(holds_mutable_statics("__global__ void k() {\n    __shared__ shared_tile<float, 16, 16> tile;\n}"));
     // Nothing kept: constants, functions, casts and assertions.
     CHECK_FALSE(holds_mutable_statics("static const float kScale = 0.5f;\nstatic constexpr int kLanes = 32;"));
     CHECK_FALSE(

@@ -111,7 +111,7 @@ struct EachHow {
     std::chrono::steady_clock::time_point deadline;  // none runs past it
     int child_timeout_s = 0;                         // (not 0) each selection's own limit, for the default's
     int fill_byte = 190;  // fresh heap memory's byte (0: the runs of a fill left out, zeroed_slip)
-    bool batch = true;    // a child grades one edit after another (grade_main.cpp), not one each
+    int per_child = 0;    // edits a child of the grader grades one after another (grade_main.cpp; 0: no limit)
 };
 
 // Where run_each's children write their reports: a fresh folder in memory (/dev/shm) where there is
@@ -178,7 +178,7 @@ std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, 
         {"HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off", "HEADWISE_REPAIR_EACH=" + list,
          "HEADWISE_REPAIR_REPORTS=" + reports.path.string(), fmt::format("HEADWISE_REPAIR_TIMEOUT_MS={}", timeout_ms),
          fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs), fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0),
-         fmt::format("HEADWISE_REPAIR_WITH={}", how.with), fmt::format("HEADWISE_REPAIR_BATCH={}", how.batch ? 1 : 0),
+         fmt::format("HEADWISE_REPAIR_WITH={}", how.with), fmt::format("HEADWISE_REPAIR_PER_CHILD={}", how.per_child),
          asan});
     for (const auto& id : ids) {
         const auto report = read_report(reports.path / ("run_" + id + ".json"));
@@ -215,6 +215,9 @@ std::string your_line(int number, const std::string& line, const std::vector<Var
 bool holds_mutable_statics(const std::string& text) {
     // A variable's declaration, not a function's: after the name comes `;`, `=`, `{`, `[` or a
     // constructor's `(...)` followed by `;`. Comments are read too: a false yes only costs time.
+    // A kernel's __shared__ arrays are static on the emulator (exercise 6): what a launch left there
+    // is the next launch's start, and a kernel that reads before it writes passed on one edit's leftovers.
+    if (text.find("__shared__") != std::string::npos) return true;
     static const std::regex variable(
         R"(\b(?:static|thread_local)\s+(?!const\b|constexpr\b|constinit\b|inline\b|void\b)[\w:<>,\s*&]*?\b\w+\s*(?:[;=\[{]|\([^()]*\)\s*;))");
     return std::regex_search(text, variable);
@@ -432,8 +435,8 @@ public:
           check_s_(std::move(check_s)),
           deadline_(deadline),
           edit_ms_(edit_limit_ms(timeout_s, probe_s, check_s_)),
-          // Without the sanitizers a stray write of one edit could show in the next one's run.
-          batch_(built_.sanitized && !holds_mutable_statics(read_text(s.files.front()))) {}
+          // Without the sanitizers a stray write of one edit could show in the next ones' runs.
+          per_child_(built_.sanitized && !holds_mutable_statics(read_text(s.files.front())) ? 0 : 1) {}
 
     // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
     // code did, and it says which edits those checks reach.
@@ -1086,7 +1089,7 @@ private:
     std::map<int, EachRun> each(const std::string& tag, const std::vector<std::string>& checks,
                                 const std::vector<int>& ids, EachHow how) const {
         how.fill_byte = fill_byte_;
-        how.batch = batch_;
+        how.per_child = per_child_;
         std::vector<std::string> selections;
         for (const int id : ids) selections.push_back(std::to_string(id));
         std::map<int, EachRun> out;
@@ -1142,8 +1145,9 @@ private:
         std::vector<std::string> order;
         for (const auto& p : pairs) named[order.emplace_back(fmt::format("{}+{}", p.first, p.second))] = p;
         for (int round = 0; !order.empty() && !late(); ++round) {
-            const auto screen = run_each(s_, t_, built_.executable, dir_, fmt::format("{}_screen{}_{}", tag, g, round),
-                                         checks, order, edit_ms_, {true, true, 0, deadline_, 0, fill_byte_, batch_});
+            const auto screen =
+                run_each(s_, t_, built_.executable, dir_, fmt::format("{}_screen{}_{}", tag, g, round), checks, order,
+                         edit_ms_, {true, true, 0, deadline_, 0, fill_byte_, per_child_});
             std::erase_if(order, [&](const std::string& p) { return screen.contains(p); });
             phase(fmt::format("{}s, group {}, round {}: {} screened", tag, g + 1, round + 1, screen.size()));
             if (screen.empty()) break;
@@ -1261,8 +1265,8 @@ private:
     double probe_s_;                         // the learner's run of every failing check, in seconds
     std::map<std::string, double> check_s_;  // each failing check's own time in that run
     std::chrono::steady_clock::time_point deadline_;
-    long edit_ms_;  // an edit's limit in run_each's screens (edit_limit_ms)
-    bool batch_;    // EachHow::batch
+    long edit_ms_;   // an edit's limit in run_each's screens (edit_limit_ms)
+    int per_child_;  // EachHow::per_child
     std::vector<int> ids_;
     // What first_slip's screens said, group by group: the pair search ranks its edits by them.
     struct Screened {

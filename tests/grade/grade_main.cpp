@@ -10,7 +10,7 @@
 // the child switches an edit on (HEADWISE_REPAIR=<id>, read by the schemata's headwise_repair_select), writes its report to
 // $HEADWISE_REPAIR_REPORTS/run_<id>.json, its output to nowhere, and is stopped after
 // $HEADWISE_REPAIR_TIMEOUT_MS milliseconds on one edit (with HEADWISE_REPAIR_WITH=<id>, that edit is on
-// beside each). A child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each).
+// beside each). A child grades edits one after another, $HEADWISE_REPAIR_PER_CHILD at most.
 // $HEADWISE_REPAIR_JOBS run at once; with HEADWISE_REPAIR_STOP=1,
 // once one passes every check it runs, no more are started.
 #include "catch_session.hpp"
@@ -65,16 +65,19 @@ struct EachOptions {
     std::string with;         // HEADWISE_REPAIR_WITH: an edit kept on beside each
     long timeout_ms = 10000;  // per edit
     bool stop = false;        // no more edits once one passes
-    bool batch = true;        // a child grades edits one after another (HEADWISE_REPAIR_BATCH=0: one each)
+    long per_child = 0;       // edits a child grades one after another (HEADWISE_REPAIR_PER_CHILD; 0: no limit)
 };
 
 // One child: takes the list's next edit, switches it on, runs the checks, and so on until the list
-// is done (or, unbatched, after one edit). A child is a copy of the grader, so an edit starts no
-// process: forking was most of an edit's time (its page-table copies and faults). An edit that
-// crashes or outlives its alarm ends the child, and the grader forks another for the rest; the
-// edit's report says it did not finish (as it would alone). Only a learner's file with no
-// mutable static storage is graded batched (gradekit/repair.cpp says so): nothing an edit does
-// then outlives its run but the heap, which the sanitizers watch.
+// is done (or `per_child` edits are). A child is a copy of the grader, so an edit starts no
+// process: forking was most of an edit's time (its page-table copies and faults; the emulator's
+// first kernel launch, exercise 6: 44 ms an edit alone, 4 in turn). An edit that crashes or
+// outlives its limit ends the child, and the grader forks another for the rest; the edit's report
+// says it did not finish (as it would alone). gradekit/repair.cpp sets the number: one each for a
+// learner's file with mutable static storage (what one edit left there would be the next one's
+// start: a kernel's __shared__ arrays, exercise 6) or without the sanitizers (a stray write), no
+// limit otherwise: nothing an edit does then outlives its run but the heap, which the sanitizers
+// watch.
 [[noreturn]] void each_child(Shared& shared, const std::vector<std::string>& ids, const EachOptions& o, pid_t grader,
                              int argc, char** argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);   // stopped with the grader (run_each's deadline)
@@ -83,10 +86,10 @@ struct EachOptions {
         dup2(null, 1);
         dup2(null, 2);
     }
-    bool first = true;
+    long graded = 0;
     const auto next = [&] {
-        if ((!o.batch && !first) || (o.stop && shared.repaired.load())) return false;
-        first = false;
+        if ((o.per_child > 0 && graded == o.per_child) || (o.stop && shared.repaired.load())) return false;
+        ++graded;
         const std::size_t k = shared.next.fetch_add(1);
         if (k >= ids.size()) return false;
         setenv("HEADWISE_REPAIR", (o.with.empty() ? ids[k] : o.with + "," + ids[k]).c_str(), 1);
@@ -115,8 +118,7 @@ int repair_each(std::string_view list, int argc, char** argv) {
     if (const char* with = std::getenv("HEADWISE_REPAIR_WITH")) o.with = with;
     o.timeout_ms = env_int("HEADWISE_REPAIR_TIMEOUT_MS", 10000);
     o.stop = env_int("HEADWISE_REPAIR_STOP", 0) == 1;
-    const char* batch = std::getenv("HEADWISE_REPAIR_BATCH");
-    o.batch = batch == nullptr || std::string_view(batch) != "0";
+    o.per_child = env_int("HEADWISE_REPAIR_PER_CHILD", 0);
     const int jobs = env_int("HEADWISE_REPAIR_JOBS", 2);
     void* memory = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return 1;
