@@ -10,10 +10,10 @@
 
 int headwise::test::run_catch(int argc, char** argv) { return Catch::Session().run(argc, argv); }
 
-int headwise::test::run_catch_each(int argc, char** argv, const std::function<bool()>& next,
-                                   const std::function<void(int)>& ran) {
-    Catch::Session session;
-    if (const int bad = session.applyCommandLine(argc, argv); bad != 0) return bad;
-    while (next()) ran(session.run());
-    return 0;
+headwise::test::CatchRuns::CatchRuns(int argc, char** argv) : session_(std::make_unique<Catch::Session>()) {
+    refused_ = session_->applyCommandLine(argc, argv);
 }
+
+headwise::test::CatchRuns::~CatchRuns() = default;
+
+int headwise::test::CatchRuns::run() { return refused_ != 0 ? refused_ : session_->run(); }
