@@ -585,6 +585,77 @@ TEST_CASE("repair: a line made like its twin names only the variables in scope o
         if (v.kind == "made like its twin") CHECK(v.edited_line.find("tokens.k") == std::string::npos);
 }
 
+TEST_CASE("repair: a count's factor its twin has in front is put in front of this line's product") {
+    // A multiply-add is two FLOPs: the scores' product lost the factor the values' line kept.
+    const std::string text = R"(unsigned long flops(unsigned long d, unsigned long n) {
+    const unsigned long projections = 4 * (2 * d * d);
+    const unsigned long scores = n * d;
+    const unsigned long mix = 2 * n * d;
+    return projections + scores + mix;
+}
+)";
+    std::vector<std::string> twin_edits;
+    for (const Variant& v : generate_own_mutants(text, {}).variants)
+        if (v.kind == "made like its twin" && v.line == 3) twin_edits.push_back(v.edited_line);
+    CHECK(std::ranges::find(twin_edits, "const unsigned long scores = 2 * n * d;") != twin_edits.end());
+}
+
+TEST_CASE("repair: variables declared through a learner's type alias swap like the type's own") {
+    // A bias has `out` numbers: `in` and `out` are both u64, the file's name for std::uint64_t.
+    const std::string text = R"(namespace {
+using u64 = std::uint64_t;
+typedef std::size_t count_t;
+u64 linear_params(u64 in, u64 out, bool bias) { return in * out + (bias ? in : 0); }
+count_t rows(count_t batch, count_t heads) { return batch * batch; }
+}  // namespace
+)";
+    const auto edited = [&](const std::string& to) {
+        return std::ranges::any_of(generate_own_mutants(text, {}).variants,
+                                   [&](const Variant& v) { return v.edited_line.find(to) != std::string::npos; });
+    };
+    CHECK(edited("(bias ? out : 0)"));
+    CHECK(edited("return batch * heads;"));
+}
+
+TEST_CASE("repair: a comparison with a number in an unnamed lambda gets its other bound") {
+    // The targets counted are those >= 0 (-1 is left out): `t > 0` leaves out token 0 too.
+    const std::string text = R"(long counted(const std::vector<int>& targets) {
+    return std::count_if(targets.begin(), targets.end(), [](int t) { return t > 0; });
+}
+)";
+    const bool other_bound = std::ranges::any_of(generate_own_mutants(text, {}).variants, [](const Variant& v) {
+        return v.edited_line.find("return t >= 0;") != std::string::npos;
+    });
+    CHECK(other_bound);
+}
+
+TEST_CASE("repair: a nibble's mask is tried as the other nibble's, its suffix kept") {
+    const std::string text = R"(void low(const unsigned char* qs, float d, float m, float* dst) {
+    for (int j = 0; j < 16; ++j) dst[j] = d * float(qs[j] & 0xF0u) + m;
+}
+)";
+    const bool other_mask = std::ranges::any_of(generate_own_mutants(text, {}).variants, [](const Variant& v) {
+        return v.kind == "the other nibble's mask" && v.edited_line.find("qs[j] & 0x0Fu") != std::string::npos;
+    });
+    CHECK(other_mask);
+}
+
+TEST_CASE("repair: a value never read takes the place of a product of names where it belongs") {
+    // The mean is over the targets counted, not over B * N: `counted` made and never read.
+    const std::string text =
+        R"(double mean(const std::vector<int>& targets, std::size_t B, std::size_t N, double total) {
+    const auto counted = std::count_if(targets.begin(), targets.end(), [](int t) { return t >= 0; });
+    const double inv_count = 1.0 / double(B * N);
+    return total * inv_count;
+}
+)";
+    const bool in_place = std::ranges::any_of(generate_own_mutants(text, {}).variants, [](const Variant& v) {
+        return v.kind == "an unused value in place of a product" &&
+               v.edited_line == "const double inv_count = 1.0 / double(counted);";
+    });
+    CHECK(in_place);
+}
+
 TEST_CASE("repair: a line that adds into what the file never sets is named, one it zeroes or fills is not") {
     const std::string file = R"(void attend(const float* w, const float* v, float* out, std::size_t n, std::size_t d) {
     float* oh = out + d;

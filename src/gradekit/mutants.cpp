@@ -80,13 +80,41 @@ struct Var {
     bool constant = false;  // declared const (not through a pointer): never written
 };
 
+// A learner's names for types (`using u64 = std::uint64_t;`, `typedef std::size_t idx;`), each
+// name -> the type's tokens joined: their variables are of the type named, swapped with the others
+// of it (`in` and `out`, both u64).
+std::map<std::string, std::string> type_aliases(const std::vector<Token>& t) {
+    std::map<std::string, std::string> aliases;
+    for (std::size_t p = 0; p + 3 < t.size(); ++p) {
+        std::size_t first = 0, last = 0, name = 0;
+        if (t[p].text == "using" && t[p + 1].kind == Tok::ident && t[p + 2].text == "=") {
+            name = p + 1, first = p + 3;
+            for (last = first; last < t.size() && t[last].text != ";"; ++last) {}
+        } else if (t[p].text == "typedef") {
+            first = p + 1;
+            for (last = first; last < t.size() && t[last].text != ";"; ++last) {}
+            if (last == t.size() || last < first + 2 || t[last - 1].kind != Tok::ident) continue;
+            name = --last;
+        } else {
+            continue;
+        }
+        if (last >= t.size() || last == first) continue;
+        std::string type;
+        for (std::size_t q = first; q < last; ++q) type += t[q].text;
+        aliases[t[name].text] = type;
+    }
+    return aliases;
+}
+
 // The parser: walks one solution block's statements, records regions and the variables in scope.
 class Parser {
 public:
     // `own`: a learner's own file (generate_own_mutants): lambdas' bodies are read too.
     Parser(const std::string& text, std::vector<Token> toks, std::string function, std::vector<Var> params,
            bool own = false)
-        : text_(text), t_(std::move(toks)), function_(std::move(function)), vars_(std::move(params)), own_(own) {}
+        : text_(text), t_(std::move(toks)), function_(std::move(function)), vars_(std::move(params)), own_(own) {
+        read_aliases();
+    }
 
     void run() {
         std::size_t p = 0;
@@ -114,6 +142,10 @@ public:
     // A learner's numeric constants at namespace scope that the file never reads (constant_put_back).
     const std::vector<std::string>& file_constants() const { return file_constants_; }
     void set_file_constants(std::vector<std::string> names) { file_constants_ = std::move(names); }
+    void set_aliases(const std::map<std::string, std::string>& aliases) {
+        aliases_ = aliases;
+        read_aliases();
+    }
 
 private:
     bool is(std::size_t p, const char* s) const { return p < t_.size() && t_[p].text == s; }
@@ -317,8 +349,12 @@ private:
         std::string type;
         for (std::size_t q = first; q < last; ++q)
             if (t_[q].text != "const" && t_[q].text != "&" && t_[q].text != "static") type += t_[q].text;
-        return type;
+        const auto alias = aliases_.find(type);
+        return alias != aliases_.end() ? alias->second : type;
     }
+
+    // The file's names for types (type_aliases), set before run(), and the block's own.
+    void read_aliases() { std::ranges::copy(type_aliases(t_), std::inserter(aliases_, aliases_.end())); }
 
     // A declaration (`const std::size_t a = x, b = y;`, `Tensor4 out = ...;`, `std::vector<float> w(n);`):
     // its names are variables to the end of the enclosing block, its initializers regions.
@@ -398,6 +434,7 @@ private:
 
     const std::string& text_;
     std::vector<Token> t_;
+    std::map<std::string, std::string> aliases_;  // read_aliases
     std::string function_;
     std::vector<Var> vars_;
     std::vector<std::string> loops_;
@@ -958,9 +995,14 @@ private:
                 if (in_a_fold(k)) add(k, "std::size_t{" + s + "}", "an int for a std::size_t");
             }
         }
-        // A high nibble masked where it is shifted down: `byte >> 4` for `byte & 0xF0`.
-        if (own_ && (s == "0xF0" || s == "0xf0") && k > 0 && t_[k - 1].text == "&")
-            out_.push_back({t_[k - 1].begin, t_[k].end, ">> 4", "a mask for a shift"});
+        // A high nibble masked where it is shifted down: `byte >> 4` for `byte & 0xF0`; and one
+        // nibble's mask for the other's (`byte & 0x0Fu` for `byte & 0xF0u`), its suffix kept.
+        const std::string digits = s.substr(0, s.find_last_not_of("uUlL") + 1), suffix = s.substr(digits.size());
+        const auto nibble = [&](const char* a, const char* b) { return digits == a || digits == b; };
+        if (own_ && k > 0 && t_[k - 1].text == "&" && (nibble("0xF0", "0xf0") || nibble("0x0F", "0x0f"))) {
+            if (nibble("0xF0", "0xf0")) out_.push_back({t_[k - 1].begin, t_[k].end, ">> 4", "a mask for a shift"});
+            add(k, (nibble("0xF0", "0xf0") ? "0x0F" : "0xF0") + suffix, "the other nibble's mask");
+        }
         // After a minus, a negative number is bracketed (`-(-2.0)`, never `--2.0`).
         const bool after_minus = own_ && k > 0 && (t_[k - 1].text == "-" || t_[k - 1].text == "+");
         for (const auto& a : alternatives)
@@ -977,7 +1019,12 @@ private:
             // A template's angle bracket follows a name that is no variable (static_cast<float>).
             // A learner's member (`cache.length > capacity`) is compared: a member template needs `template`.
             const bool member = own_ && k >= 2 && (t_[k - 2].text == "." || t_[k - 2].text == "->");
-            if ((s == "<" || s == ">") && t_[k - 1].kind == Tok::ident && var_at(k - 1) == nullptr && !member) continue;
+            // A number after it makes it a comparison (`t > 0` in an unnamed lambda, whose `t` the
+            // parser does not know): no template argument list ends before a number.
+            const bool number_after = k + 1 < t_.size() && t_[k + 1].kind == Tok::number;
+            if ((s == "<" || s == ">") && t_[k - 1].kind == Tok::ident && var_at(k - 1) == nullptr && !member &&
+                !number_after)
+                continue;
             add(k, to, s + " for " + to);
             // for (...; j < n; ...): the bound one further or one short.
             if ((s == "<" || s == "<=") && !f_.statement) {
@@ -1159,6 +1206,17 @@ private:
             const bool count = u.type == "std::size_t" || u.type == "std::uint64_t" || u.type == "int" ||
                                u.type == "long" || u.type == "unsigned";
             if (u.loop || !(scalar || count) || f_.first < u.from || f_.last > u.to || read(u)) continue;
+            // Or what it was made to stand for, where the learner wrote a product of names in its
+            // place: `double(counted)` for `double(B * N)` (the count of targets not -1).
+            for (std::size_t k = f_.first + 1; k + 3 < f_.last; ++k) {
+                if (t_[k - 1].text != "(" || !usable(u, k)) continue;
+                std::size_t c = k;
+                while (c < f_.last && (t_[c].kind == Tok::ident || t_[c].text == "*") &&
+                       (t_[c].kind == Tok::ident) == ((c - k) % 2 == 0))
+                    ++c;
+                if (c < f_.last && t_[c].text == ")" && c >= k + 3 && (c - k) % 2 == 1)
+                    add(k, c, u.name, "an unused value in place of a product");
+            }
             for (std::size_t k = f_.first; k < f_.last; ++k) {
                 if (t_[k].kind != Tok::ident || t_[k].text == "return" ||
                     (k > f_.first && !before.contains(t_[k - 1].text)) || !usable(u, k))
@@ -2083,7 +2141,17 @@ private:
             return std::pair{t_[x - 1].end, x_end < last ? t_[x_end].begin : t_[last - 1].end};
         };
         for (const Piece& p : differences) {
-            if (p.a == a0 || p.b == b0 || !in_scope(p.b, p.b_end)) continue;  // at the start: no token before it
+            if (!in_scope(p.b, p.b_end)) continue;
+            if (p.a == a0 || p.b == b0) {
+                // At the start of both, no token before it: the twin's leading tokens put in front
+                // of this line where it has none (a count's factor, `2 * n * d` beside `n * d`).
+                if (p.a != a0 || p.b != b0 || p.a_end != p.a || p.b_end == p.b || p.b_end >= twin.last) continue;
+                const std::string gap = text_.substr(t_[p.b_end - 1].end, t_[p.b_end].begin - t_[p.b_end - 1].end);
+                const std::string edited =
+                    renamed(p.b, p.b_end) + gap + line.substr(t_[p.a_end].begin - t_[f_.first].begin);
+                if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
+                continue;
+            }
             // Nor a member access put in (`tokens.q.shape()` from `proj.q.shape()`: a Tensor3 has no q).
             const auto member = [&](std::size_t q) { return t_[q].text == "." || t_[q].text == "->"; };
             if (p.a == p.a_end && (member(p.b) || member(p.b - 1))) continue;
@@ -2313,6 +2381,7 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
     const std::string code = without_comments(file);
     const std::vector<Token> t = tokenize(code, 0, code.size());
     std::vector<std::string> constants;  // those before a function, unread (constant_put_back)
+    const auto aliases = type_aliases(t);
     int id = 0;
     std::size_t p = 0;
     while (p < t.size()) {
@@ -2332,6 +2401,16 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
             q = t[q].text == "(" || t[q].text == "[" ? after_bracket(t, q) : q + 1;
         }
         if (q >= t.size()) break;
+        // struct RowState { ... }: its member functions are the file's functions too (exercise 6's
+        // online-softmax state, folded in by both kernels); a closing brace ends it, as a namespace's.
+        const auto holds = [&](const char* word) {
+            return std::any_of(t.begin() + long(p), t.begin() + long(q),
+                               [&](const Token& x) { return x.text == word; });
+        };
+        if (t[q].text == "{" && (holds("struct") || holds("class")) && !holds("enum") && !holds("=") && !holds("(")) {
+            p = q + 1;
+            continue;
+        }
         if (t[q].text == ";") {
             // `constexpr std::uint64_t kBytesPerFloat = 4;` that nothing else in the file reads.
             const bool numeric = std::any_of(t.begin() + long(p), t.begin() + long(q), [](const Token& x) {
@@ -2353,6 +2432,7 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
             Parser parser(code, {t.begin() + long(p), t.begin() + long(end)}, "", {}, true);
             parser.set_header_structs(structs);
             parser.set_file_constants(constants);
+            parser.set_aliases(aliases);
             parser.run();
             add_variants(m, id, file, code, parser);
         }

@@ -225,8 +225,11 @@ CrashSentence sanitizer_sentence(const CrashFacts& c) {
     if (c.kind == "heap-buffer-overflow" || c.kind == "stack-buffer-overflow" || c.kind == "global-buffer-overflow")
         return {outside_a_buffer(c), bounds_doc};
     if (c.kind == "heap-use-after-free")
+        // Freed memory is also where an index that runs past the end of a live buffer may land
+        // (a batch stride of the queries' length used for the keys): the report cannot tell them apart.
         return {fmt::format("{} {} bytes of memory that was already freed: a view, pointer or reference used after "
-                            "the tensor it points into was destroyed or reassigned",
+                            "the tensor it points into was destroyed or reassigned, or an index past the end of "
+                            "a live one that landed in freed memory",
                             verb, c.size),
                 views_doc};
     if (c.kind == "stack-use-after-return" || c.kind == "stack-use-after-scope")
