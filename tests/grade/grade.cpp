@@ -20,10 +20,6 @@
 #include <set>
 #include <typeinfo>
 
-// The sanitizer runtime's symbolizer (grade builds link it; weak, so a plain build links too).
-extern "C" void __sanitizer_symbolize_pc(void* pc, const char* fmt, char* out_buf, std::size_t out_buf_size)
-    __attribute__((weak));
-
 namespace headwise::grade {
 
 bool agrees(double actual, double expected, Tolerance tol) {

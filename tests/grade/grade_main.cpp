@@ -35,9 +35,6 @@
 // Defined by the repair step's schemata (gradekit/repair.cpp), absent from every other grader:
 // switches on the edits HEADWISE_REPAIR names.
 extern "C" [[gnu::weak]] void headwise_repair_select();
-// The sanitizer runtime's symbolizer (grade.cpp places a throw with it).
-extern "C" [[gnu::weak]] void __sanitizer_symbolize_pc(void* pc, const char* fmt, char* out_buf,
-                                                       std::size_t out_buf_size);
 
 namespace {
 

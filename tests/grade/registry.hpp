@@ -15,12 +15,18 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+// The sanitizer runtime's symbolizer (grade builds link it; weak, so a plain build links too):
+// grade.cpp places a throw with it, grade_main.cpp builds its tables before forking the repair's children.
+extern "C" void __sanitizer_symbolize_pc(void* pc, const char* fmt, char* out_buf, std::size_t out_buf_size)
+    __attribute__((weak));
 
 namespace headwise::grade {
 
