@@ -65,6 +65,24 @@ TEST_CASE("repair: a learner's own functions are edited where they are, named by
     CHECK(in_function->original_line == "for (std::size_t i = 0; i < n; ++i) sum += dot(i, n - 1);");
 }
 
+TEST_CASE("repair: a helper returning a template with a number or a nested template in it is a function too") {
+    const std::string file = R"(std::vector<std::vector<float>> rows(int n) {
+    int m = n + 1;
+    return std::vector<std::vector<float>>(m);
+}
+xt::xtensor<float, 2> scaled(const xt::xtensor<float, 2>& x, float s) {
+    return x * s;
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    const auto in = [&](int line) {
+        return std::ranges::any_of(m.variants, [&](const Variant& v) { return v.line == line; });
+    };
+    CHECK(in(2));
+    CHECK(in(6));
+    for (const Variant& v : m.variants) CHECK(v.context == (v.line < 5 ? "in rows" : "in scaled"));
+}
+
 TEST_CASE("repair: a named lambda's body is edited too, named by the lambda") {
     const Mutants m = generate_own_mutants(own_file);
     const Variant* v = find(m, "* for /", 17);

@@ -218,11 +218,15 @@ private:
     // body, or 0 when `p` starts no function definition.
     std::size_t function_definition(std::size_t p) {
         std::size_t q = p;
-        int angle = 0;  // template <int D, typename VRow>: a comma between the brackets
+        // template <int D, typename VRow>, xt::xtensor<float, 2>: a comma or a number between the
+        // brackets (a learner's helper returning xt::xtensor<float, 2> was no function: none of its
+        // lines had an edit).
+        int angle = 0;
         while (q < t_.size() &&
                (t_[q].kind == Tok::ident || t_[q].text == "::" || t_[q].text == "<" || t_[q].text == ">" ||
-                t_[q].text == "&" || t_[q].text == "*" || (own_ && angle > 0 && t_[q].text == ","))) {
-            angle += t_[q].text == "<" ? 1 : t_[q].text == ">" ? -1 : 0;
+                t_[q].text == "&" || t_[q].text == "*" || (own_ && angle > 1 && t_[q].text == ">>") ||
+                (own_ && angle > 0 && (t_[q].text == "," || t_[q].kind == Tok::number)))) {
+            angle += t_[q].text == "<" ? 1 : t_[q].text == ">" ? -1 : t_[q].text == ">>" ? -2 : 0;
             ++q;
         }
         if (q < p + 2 || !is(q, "(") || t_[q - 1].kind != Tok::ident) return 0;

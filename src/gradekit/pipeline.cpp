@@ -5,6 +5,11 @@
 #include "gradekit/repair.hpp"
 #include "gradekit/schemata.hpp"
 #include "gradekit/transplant.hpp"
+#include "gradekit/unused.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
 
 namespace headwise::gradekit {
 
@@ -19,6 +24,15 @@ RepairSetup repair_setup(const AfterRun& a) {
 
 }  // namespace
 
+StepClock::StepClock(const char* clock)
+    : clock_(clock), began_(std::chrono::steady_clock::now()), debug_(std::getenv("HEADWISE_GRADE_DEBUG") != nullptr) {}
+
+void StepClock::ended(const char* step) const {
+    if (debug_)
+        fmt::print(stderr, "{}: {} ended at {:.2f} s\n", clock_, step,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count());
+}
+
 Begun::Begun() = default;
 Begun::Begun(Begun&&) noexcept = default;
 Begun::~Begun() = default;
@@ -31,14 +45,19 @@ Begun begin_before_build(const Subject& s, const AfterRun& a) {
 
 Findings after_failed_run(const Subject& s, const AfterRun& a, const std::function<void(const std::string&)>& progress,
                           Begun* begun) {
+    const StepClock clock("after the run");
     Findings f;
     f.repaired = repair_step(s, repair_setup(a), progress, begun != nullptr ? begun->schemata.get() : nullptr);
     TransplantSetup transplant;
     transplant.build_dir = a.build_dir;
     transplant.target = a.target;
     transplant.solution = a.solution;
+    clock.ended("repair");
     f.located = transplant_step(s, transplant, progress);  // nothing when repaired (not when partly)
+    clock.ended("transplant");
     f.fresh = fresh_memory_step(s, a.grader);
+    clock.ended("fresh memory");
+    f.unread = unread_value_step(s);  // nothing named: a value their failing function never reads
     return f;
 }
 

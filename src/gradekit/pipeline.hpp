@@ -8,6 +8,8 @@
 //   repair       one or two edits of the learner's own lines that make the checks pass (repair.hpp)
 //   transplant   nothing repaired: their lines that differ from the solution's, put back (transplant.hpp)
 //   fresh memory a name stands only if the results do not hang on memory never written (fresh_memory.hpp)
+//   unread       nothing named at all: a value the compiler says no line reads, in a function whose
+//                checks fail, is asked about (unused.hpp)
 //
 // `headwise grade` (runner), `headwise-gradetool after-run` and the meta-tests' located cases
 // (check.hpp) all call after_failed_run: a grade means the same wherever it is asked for.
@@ -15,11 +17,25 @@
 
 #include "gradekit/steps.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
 namespace headwise::gradekit {
+
+// HEADWISE_GRADE_DEBUG: when each step of a grade ended, on stderr (the repair step adds its own
+// phases).
+class StepClock {
+public:
+    explicit StepClock(const char* clock);  // what the times count from: "grade", "after the run"
+    void ended(const char* step) const;
+
+private:
+    const char* clock_;
+    std::chrono::steady_clock::time_point began_;
+    bool debug_;
+};
 
 struct AfterRun {
     fs::path build_dir;  // a Ninja build directory holding the grader's target
@@ -41,7 +57,7 @@ Begun begin_before_build(const Subject& s, const AfterRun& a);
 
 // What each step said (empty: nothing), also written into s.report.
 struct Findings {
-    std::string repaired, located, fresh;
+    std::string repaired, located, fresh, unread;
 };
 
 // The steps after a failed run (s.report written by run_step), in order. `progress` (may be empty)

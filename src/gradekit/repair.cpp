@@ -200,16 +200,15 @@ long differing_values(const ScreenedEdit& run) {
     return sum;
 }
 
-// "your line 72 (`for (...) oh[c] += ...;`, in attend, the loop over c)": a line of the learner's
-// file, trimmed, with its place's words from the edits made on it.
+}  // namespace
+
+// (repair.hpp)
 std::string your_line(int number, const std::string& line, const std::vector<Variant>& variants) {
     const auto place = std::ranges::find(variants, number, &Variant::line);
     const std::string where = place != variants.end() && place->context.starts_with("in ") ? ", " + place->context : "";
     const auto first = line.find_first_not_of(" \t");
     return fmt::format("your line {} (`{}`{})", number, first == std::string::npos ? line : line.substr(first), where);
 }
-
-}  // namespace
 
 // (repair.hpp)
 bool holds_mutable_statics(const std::string& text) {

@@ -128,6 +128,10 @@ int evidence_rank(const Variant& v);
 std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants,
                                        bool made_only = false);
 
+// "your line 72 (`for (...) oh[c] += ...;`, in attend, the loop over c)": a line of the learner's
+// file, trimmed, with its place's words from the edits made on it.
+std::string your_line(int number, const std::string& line, const std::vector<Variant>& variants);
+
 // The line of the learner's file that makes `name` with from_shape (or xt::empty) when the file
 // never fills it -- no fill, no zeros -- as "your line 37 (`...`, in masked_attention) makes
 // `weights` without filling it"; nullopt when there is no such line, or two. The grader's "elements

@@ -19,11 +19,21 @@ namespace headwise::gradekit {
 
 namespace {
 
+// The recipe's compile with the schemata's own options before the source.
+Recipe with_options(Recipe r, const fs::path& source, const std::string& options) {
+    r.compile = replace_all(r.compile, " -c " + source.string(), " " + options + " -c " + source.string());
+    return r;
+}
+
+// GCC collects its garbage less often: a schemata's ~1000 edits make some 600 MB of trees, and
+// collecting them at the default thresholds was 6% of exercise 6's compile; at these, ~9% less
+// time for ~140 MB more memory (2026-12-01).
+constexpr const char* fewer_collections = "--param ggc-min-expand=400 --param ggc-min-heapsize=1048576";
+
 // The recipe's compile without the sanitizers, unoptimised, no debug information (the last -O,
 // -g and -fno-sanitize=all win).
-Recipe unsanitized(Recipe r, const fs::path& source) {
-    r.compile = replace_all(r.compile, " -c " + source.string(), " -O0 -g0 -fno-sanitize=all -c " + source.string());
-    return r;
+Recipe unsanitized(const Recipe& r, const fs::path& source) {
+    return with_options(r, source, fmt::format("-O0 -g0 -fno-sanitize=all {}", fewer_collections));
 }
 
 }  // namespace
@@ -105,7 +115,8 @@ std::optional<RepairBuild> compile_schemata(const Subject& s, const RepairSetup&
     const fs::path source = s.files.front();
     RepairBuild b{dir / "repair_grader", {}, how != SchemataBuild::unsanitized, grader_recipe, dir / source.filename()};
     const fs::path& file = b.file;
-    const Recipe recipe = b.sanitized ? grader_recipe : unsanitized(grader_recipe, source);
+    const Recipe recipe =
+        b.sanitized ? with_options(grader_recipe, source, fewer_collections) : unsanitized(grader_recipe, source);
     for (const Variant& v : m.variants) b.kept.insert(v.id);
     const std::string prelude = selector_prelude(m.variants.back().id);
     const int offset = static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));

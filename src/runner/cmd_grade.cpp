@@ -52,6 +52,7 @@ std::vector<fs::path> subject_files(const Exercise& e) {
 
 // Build (with a progress line on a terminal) and run one exercise's grader.
 void grade_one(const Exercise& e) {
+    const gradekit::StepClock clock("grade");
     gradekit::Subject s{e.id, source_dir(), subject_files(e), report_path(e)};
     const bool tty = ::isatty(1) != 0;
     auto progress = [&](const std::string& line) {
@@ -66,12 +67,14 @@ void grade_one(const Exercise& e) {
     gradekit::Begun begun = gradekit::begin_before_build(s, after);
     const bool built = gradekit::build_step(s, binary_dir(), "headwise_grade_" + e.id, progress);
     if (tty) fmt::print("\r\033[K");
+    clock.ended("build");
     if (!built) return;
     if (tty) {
         fmt::print("  {} running its grader...", e.id);
         std::fflush(stdout);
     }
     gradekit::run_step(s, grader, {}, {});
+    clock.ended("run");
     // A failed run: the steps that locate the learner's slip (gradekit/pipeline.hpp).
     gradekit::after_failed_run(
         s, after,
@@ -81,6 +84,7 @@ void grade_one(const Exercise& e) {
             std::fflush(stdout);
         },
         &begun);
+    clock.ended("after the run");
     if (tty) fmt::print("\r\033[K");
 }
 

@@ -1,0 +1,69 @@
+// tests/unused_test.cpp -- gradekit/unused.hpp: the values GCC says no line reads, and the sentence
+// for those in a function whose checks fail.
+#include "gradekit/unused.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+using headwise::gradekit::unread_in_failing;
+using headwise::gradekit::unread_values;
+using headwise::gradekit::UnreadValue;
+
+namespace {
+
+// A learner's split and merge written as a reshape: each makes the index it then does not use.
+const std::string file = R"(#include "split_merge.hpp"
+namespace headwise::ex02 {
+xt::xtensor<float, 4> split_heads(const xt::xtensor<float, 3>& x, std::size_t heads) {
+    const std::size_t d_head = x.shape(2) / heads;
+    xt::xtensor<float, 4> out = xt::zeros<float>({x.shape(0), heads, x.shape(1), d_head});
+    for (std::size_t f = 0; f < x.shape(2); ++f) {
+        const std::size_t head = f / d_head;
+        out.data()[f] = x.data()[f];
+    }
+    return out;
+}
+int count(int n) {
+    int unused_total = n + 1;
+    return n;
+}
+}  // namespace headwise::ex02
+)";
+
+}  // namespace
+
+TEST_CASE("unused: GCC's unused and set-but-unused warnings are read in either kind of quotes") {
+    const std::vector<std::string> warnings = {
+        "exercises/02_split_merge/split_merge.cpp:7:27: warning: unused variable \xE2\x80\x98head\xE2\x80\x99 "
+        "[-Wunused-variable]\n    7 |         const std::size_t head = f / d_head;\n",
+        "exercises/02_split_merge/split_merge.cpp:13:9: warning: variable 'unused_total' set but not used "
+        "[-Wunused-but-set-variable]",
+        "exercises/02_split_merge/split_merge.cpp:8:9: warning: comparison of integer expressions of different "
+        "signedness [-Wsign-compare]",
+        "exercises/common/other.cpp:3:9: warning: unused variable 'elsewhere' [-Wunused-variable]",
+    };
+    const auto values = unread_values(warnings, "/home/learner/headwise/exercises/02_split_merge/split_merge.cpp");
+    REQUIRE(values.size() == 2);
+    CHECK(values[0].line == 7);
+    CHECK(values[0].name == "head");
+    CHECK(values[1].line == 13);
+    CHECK(values[1].name == "unused_total");
+}
+
+TEST_CASE("unused: a value unread in a function whose checks fail is said with its line and function") {
+    const std::string said = unread_in_failing(file, {{7, "head"}, {13, "unused_total"}},
+                                               {"split_heads: hand-worked (1, 2, 4) into 2 heads of width 2"});
+    CHECK(said.find("your line 7 (`const std::size_t head = f / d_head;`, in split_heads") != std::string::npos);
+    CHECK(said.find("makes `head`, and no line reads it") != std::string::npos);
+    CHECK(said.find("split_heads fails its checks") != std::string::npos);
+    CHECK(said.find("unused_total") == std::string::npos);  // count's checks pass
+}
+
+TEST_CASE("unused: nothing is said when no failing check is about the function that holds the value") {
+    CHECK(unread_in_failing(file, {{13, "unused_total"}}, {"split_heads: every head gets its own slice"}).empty());
+    CHECK(unread_in_failing(file, {}, {"split_heads: every head gets its own slice"}).empty());
+    CHECK(unread_in_failing(file, {{7, "head"}}, {"a check named without its function"}).empty());
+}
