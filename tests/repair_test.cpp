@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 using headwise::gradekit::generate_own_mutants;
@@ -81,6 +82,30 @@ xt::xtensor<float, 2> scaled(const xt::xtensor<float, 2>& x, float s) {
     CHECK(in(2));
     CHECK(in(6));
     for (const Variant& v : m.variants) CHECK(v.context == (v.line < 5 ? "in rows" : "in scaled"));
+}
+
+TEST_CASE("repair: a function with an attribute, const, noexcept or a trailing return type is a function too") {
+    const std::string file = R"([[nodiscard]] inline float thrice(float x) { return x * 3.0f; }
+auto quad(float x) -> float { return x * 4.0f; }
+float first(const std::vector<float>& v) noexcept {
+    return v[0] + 1;
+}
+struct Acc {
+    float total = 0;
+    float mean(int n) const { return total / n; }
+};
+float Holder::get(int i) const {
+    return data[i + 1];
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    const std::map<int, std::string> functions = {
+        {1, "in thrice"}, {2, "in quad"}, {4, "in first"}, {8, "in mean"}, {11, "in get"}};
+    for (const auto& [line, context] : functions) {
+        INFO("line " << line);
+        CHECK(
+            std::ranges::any_of(m.variants, [&](const Variant& v) { return v.line == line && v.context == context; }));
+    }
 }
 
 TEST_CASE("repair: a named lambda's body is edited too, named by the lambda") {

@@ -107,6 +107,32 @@ std::map<std::string, std::string> type_aliases(const std::vector<Token>& t) {
 }
 
 // The parser: walks one solution block's statements, records regions and the variables in scope.
+// The token after what may stand between a function's parameters (ending before `p`) and its body
+// in a learner's file: `const`, `noexcept` (and its condition), `override`, `final`, `&`, `&&`, a
+// trailing return type (`-> float`, `-> std::pair<int, int>`). `p` itself when there is none.
+std::size_t after_function_qualifiers(const std::vector<Token>& t, std::size_t p) {
+    const auto is = [&](std::size_t q, const char* s) { return q < t.size() && t[q].text == s; };
+    while (p < t.size()) {
+        if (is(p, "const") || is(p, "override") || is(p, "final") || is(p, "&") || is(p, "&&")) {
+            ++p;
+        } else if (is(p, "noexcept") && is(p + 1, "(")) {
+            int depth = 0;
+            for (++p; p < t.size(); ++p) {
+                depth += is(p, "(") ? 1 : is(p, ")") ? -1 : 0;
+                if (depth == 0) break;
+            }
+            ++p;
+        } else if (is(p, "noexcept")) {
+            ++p;
+        } else if (is(p, "->")) {
+            for (++p; p < t.size() && !is(p, "{") && !is(p, ";") && !is(p, "="); ++p) {}
+        } else {
+            break;
+        }
+    }
+    return p;
+}
+
 class Parser {
 public:
     // `own`: a learner's own file (generate_own_mutants): lambdas' bodies are read too.
@@ -217,6 +243,8 @@ private:
     // its parameters are variables of its body, its regions are "in linear". The token after its
     // body, or 0 when `p` starts no function definition.
     std::size_t function_definition(std::size_t p) {
+        // [[nodiscard]], [[gnu::always_inline]]: a learner's attributes before the type.
+        while (own_ && is(p, "[") && is(p + 1, "[")) p = close(p);
         std::size_t q = p;
         // template <int D, typename VRow>, xt::xtensor<float, 2>: a comma or a number between the
         // brackets (a learner's helper returning xt::xtensor<float, 2> was no function: none of its
@@ -230,15 +258,16 @@ private:
             ++q;
         }
         if (q < p + 2 || !is(q, "(") || t_[q - 1].kind != Tok::ident) return 0;
-        const std::size_t body = close(q);
+        const std::size_t params_end = close(q);
+        const std::size_t body = own_ ? after_function_qualifiers(t_, params_end) : params_end;
         if (!is(body, "{")) return 0;
         const std::size_t end = close(body);
         const std::string outer = function_;
         function_ = t_[q - 1].text;
         std::size_t first = q + 1;
-        for (std::size_t r = q + 1; r < body; ++r) {  // each parameter: its type, then its name
-            if (t_[r].text != "," && r + 1 != body) continue;
-            const std::size_t last = r + 1 == body ? r : r;  // the ',' or the ')'
+        for (std::size_t r = q + 1; r < params_end; ++r) {  // each parameter: its type, then its name
+            if (t_[r].text != "," && r + 1 != params_end) continue;
+            const std::size_t last = r;  // the ',' or the ')'
             if (last > first + 1 && t_[last - 1].kind == Tok::ident)
                 vars_.push_back(
                     {t_[last - 1].text, type_of(first, last - 1), body, end, false, constant(first, last - 1)});
@@ -2432,7 +2461,12 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
             continue;
         }
         const std::size_t end = after_bracket(t, q);
-        if (q > p && t[q - 1].text == ")") {
+        // A body after `)` is a function's, or after `) const`, `) noexcept`, `) -> float`.
+        std::size_t params = p;
+        while (params < q && t[params].text != "(")
+            params = t[params].text == "[" ? after_bracket(t, params) : params + 1;
+        if (q > p &&
+            (t[q - 1].text == ")" || (params < q && after_function_qualifiers(t, after_bracket(t, params)) == q))) {
             Parser parser(code, {t.begin() + long(p), t.begin() + long(end)}, "", {}, true);
             parser.set_header_structs(structs);
             parser.set_file_constants(constants);
