@@ -160,7 +160,8 @@ TEST_CASE("sanitizer: *std::max_element of an empty vector reads through the end
     CHECK(said_of(c) ==
           "read through the end of an empty range (`*std::max_element(w.begin(), w.end())`): max_element of an empty "
           "range returns end(), and an empty std::vector holds no memory (its data() is null) -- the range had no "
-          "elements | reread: " +
+          "elements: `w` is made with `len` elements on your line 32 (`std::vector<float> w(len);`), so `len` was 0 "
+          "there | reread: " +
               bounds_doc);
     CHECK(said_of(c).find("never set") == std::string::npos);
 }
@@ -171,18 +172,49 @@ TEST_CASE("sanitizer: front(), back() and [0] of an empty vector read an element
             {"front_of_empty", "SEGV: READ at 0x0, zero page, line 39",
              "read the first element of an empty range (`w.front()`): front() is *begin(), and an empty std::vector "
              "holds "
-             "no memory (its data() is null) -- the range had no elements"},
+             "no memory (its data() is null) -- the range had no elements: `w` is made with `len` elements on your "
+             "line 38 (`std::vector<float> w(len);`), so `len` was 0 there"},
             // *(end() - 1) of a null data(): ASan prints no address, only "a dereference of a high value address".
             {"back_of_empty", "SEGV: READ at no address, high address, line 44",
              "read the last element of an empty range (`w.back()`): back() is *(end() - 1), one element before the "
              "null "
-             "data() of an empty std::vector (it holds no memory) -- the range had no elements"},
+             "data() of an empty std::vector (it holds no memory) -- the range had no elements: `w` is made with "
+             "`len` elements on your line 43 (`std::vector<float> w(len);`), so `len` was 0 there"},
             {"first_of_empty", "SEGV: READ at 0x0, zero page, line 49",
              "read element 0 of an empty range (`w[0]`): an empty std::vector holds no memory (its data() is null) -- "
              "the "
-             "range had no elements"},
+             "range had no elements: `w` is made with `len` elements on your line 48 (`std::vector<float> w(len);`), "
+             "so `len` was 0 there"},
         },
         segv_of, bounds_doc);
+}
+
+TEST_CASE("sanitizer: an empty vector's size is traced to the learner's line that set it, or to a push_back not run") {
+    using headwise::gradekit::empty_range_origin;
+    const std::vector<std::string> decoder = {
+        "Tensor4 decode_step(Cache& cache, const Tensor3& tokens, const Project& project) {",
+        "    const std::size_t n = cache.length;",
+        "    std::vector<float> p(n);",
+        "    for (std::size_t j = 0; j < n; ++j) p[j] = score(j);",
+    };
+    CHECK(empty_range_origin(decoder, "p") ==
+          "`p` is made with `n` elements on your line 3 (`std::vector<float> p(n);`), so `n` was 0 there -- your line "
+          "2 (`const std::size_t n = cache.length;`) sets it");
+    const std::vector<std::string> grown = {
+        "    std::vector<float> logits;",
+        "    for (std::size_t j = 0; j < span; ++j)",
+        "        logits.push_back(dot(i, j));",
+    };
+    CHECK(
+        empty_range_origin(grown, "logits") ==
+        "`logits` is filled only by your line 3 (`logits.push_back(dot(i, j));`), which had not run before this line");
+    // Resized, cleared or assigned after it is made: where its size came from is not one line.
+    CHECK(empty_range_origin({"    std::vector<float> p(n);", "    p.resize(m);"}, "p").empty());
+    CHECK(empty_range_origin({"    std::vector<float> p(n);", "    p = other;"}, "p").empty());
+    // A size that is an expression, a member's range, or no declaration seen: nothing said.
+    CHECK(empty_range_origin({"    std::vector<float> p(n - start);"}, "p").empty());
+    CHECK(empty_range_origin({"    std::vector<float> p(n);"}, "cache.p").empty());
+    CHECK(empty_range_origin({"    float x = 0;"}, "p").empty());
 }
 
 TEST_CASE("sanitizer: a null pointer that is no range is still a pointer never set") {

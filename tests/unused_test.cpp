@@ -62,6 +62,13 @@ TEST_CASE("unused: a value unread in a function whose checks fail is said with i
     CHECK(said.find("unused_total") == std::string::npos);  // count's checks pass
 }
 
+TEST_CASE("unused: a check named by one word of the function's name is about it") {
+    const std::string kernel = "void attention_tiled(int n) {\n    const int my_keys = n - 1;\n    use(n + 1);\n}\n";
+    CHECK(unread_in_failing(kernel, {{2, "my_keys"}}, {"tiled: causal, query i sees keys 0..i"})
+              .find("in attention_tiled") != std::string::npos);
+    CHECK(unread_in_failing(kernel, {{2, "my_keys"}}, {"tile: another function"}).empty());
+}
+
 TEST_CASE("unused: nothing is said when no failing check is about the function that holds the value") {
     CHECK(unread_in_failing(file, {{13, "unused_total"}}, {"split_heads: every head gets its own slice"}).empty());
     CHECK(unread_in_failing(file, {}, {"split_heads: every head gets its own slice"}).empty());

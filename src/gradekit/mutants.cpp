@@ -419,6 +419,16 @@ private:
                 region(q + 2, comma, false, false);
                 if (!found.empty() && found.back().first == q + 2) found.back().type = type;
             }
+            // A learner's `const Strides3 o{N * D, dh};` or `std::vector<float> scores(pos);`: each
+            // argument is an expression of its own (a braced list is no operand of ?:).
+            if (own_ && !compile_time && (is(q + 1, "{") || is(q + 1, "("))) {
+                const std::size_t close_at = close(q + 1) - 1;
+                for (std::size_t a = q + 2; a < close_at;) {
+                    const std::size_t next = until(a, close_at, {","});
+                    region(a, next, false, false);
+                    a = next + 1;
+                }
+            }
             if (lambda && own_) lambda_body(q + 2, name);
             // A learner's `const auto d = q.shape()[2];` (or `x.size()`, or `d_model / heads`) is a size:
             // it swaps with the others.
@@ -646,6 +656,7 @@ public:
         if (own_) constant_put_back();
         if (own_) shift_put_back();
         if (own_) count_advanced();
+        if (own_) reset_put_back();
         if (own_) sum_put_back();
         if (own_) step_doubled();
         if (own_) list_neighbours_swapped();
@@ -1045,6 +1056,10 @@ private:
     void op(std::size_t k) {
         const std::string& s = t_[k].text;
         const bool binary = k > f_.first && primary_end(k - 1);
+        // (Not a for's step, `; ++i)`: its value is never read.)
+        const bool step =
+            f_.first > 0 && t_[f_.first - 1].text == ";" && f_.last < t_.size() && t_[f_.last].text == ")";
+        if (own_ && !f_.statement && !step && (s == "++" || s == "--")) increment_order(k);
         static const std::vector<std::pair<std::string, std::string>> relational = {
             {"<", "<="}, {"<=", "<"}, {">", ">="}, {">=", ">"}, {"==", "!="}, {"!=", "=="}};
         for (const auto& [from, to] : relational) {
@@ -1610,10 +1625,64 @@ private:
         }
     }
 
+    // The other increment where its value is read: `const int t = ++state.step;` for
+    // `state.step++` (the step before the update: 0 on a fresh optimiser's first), and back.
+    // The operand is a name or a chain of members (`state.step`).
+    void increment_order(std::size_t k) {
+        const auto member = [&](std::size_t q) { return t_[q].text == "." || t_[q].text == "->"; };
+        const std::string& s = t_[k].text;
+        if (k > f_.first && t_[k - 1].kind == Tok::ident) {  // postfix: [first, k) is the operand
+            std::size_t first = k - 1;
+            while (first >= f_.first + 2 && member(first - 1) && t_[first - 2].kind == Tok::ident) first -= 2;
+            if (first > f_.first && (member(first - 1) || t_[first - 1].text == "::")) return;
+            add(first, k + 1, s + text_.substr(t_[first].begin, t_[k - 1].end - t_[first].begin),
+                "the other increment");
+        } else if (k + 1 < f_.last && t_[k + 1].kind == Tok::ident) {  // prefix: [k + 1, last) is the operand
+            std::size_t last = k + 2;
+            while (last + 1 < f_.last && member(last) && t_[last + 1].kind == Tok::ident) last += 2;
+            if (last < f_.last && (t_[last].text == "(" || t_[last].text == "[" || t_[last].text == "::")) return;
+            add(k, last, text_.substr(t_[k + 1].begin, t_[last - 1].end - t_[k + 1].begin) + s, "the other increment");
+        }
+    }
+
+    // A list's reset left out beside its twin's: `visible.clear(); logits.clear();` for
+    // `visible.clear();`, where the function appends to `logits` (push_back, emplace_back) and never
+    // clears, resizes, assigns or declares it in a loop -- the learner's two lists of a row, one of
+    // them carried into the next row.
+    void reset_put_back() {
+        if (!f_.statement || f_.last != f_.first + 6 || t_[f_.first].kind != Tok::ident ||
+            t_[f_.first + 1].text != "." || t_[f_.first + 2].text != "clear" || t_[f_.first + 3].text != "(" ||
+            t_[f_.first + 4].text != ")")
+            return;
+        const std::string& cleared = t_[f_.first].text;
+        std::set<std::string> appended, reset;
+        for (std::size_t q = 0; q + 3 < t_.size(); ++q) {
+            if (t_[q].kind != Tok::ident || t_[q + 1].text != "." || (q > 0 && t_[q - 1].text == ".")) continue;
+            const std::string& what = t_[q + 2].text;
+            if (what == "push_back" || what == "emplace_back") appended.insert(t_[q].text);
+            if (what == "clear" || what == "resize" || what == "assign" || what == "erase") reset.insert(t_[q].text);
+        }
+        for (std::size_t q = 0; q + 1 < t_.size(); ++q)
+            if (t_[q].kind == Tok::ident && t_[q + 1].text == "=" && (q == 0 || t_[q - 1].text != "."))
+                reset.insert(t_[q].text);
+        const std::string statement = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
+        for (const std::string& list : appended)
+            if (list != cleared && !reset.contains(list) && appended.contains(cleared) &&
+                std::ranges::any_of(
+                    vars_, [&](const Var& v) { return v.name == list && v.from <= f_.first && f_.first < v.to; }))
+                add(f_.first, f_.last, fmt::format("{} {}.clear();", statement, list),
+                    "a reset put back beside its twin");
+    }
+
     // A count never advanced: `cache.length = t + 1;` after a store at `t`, where the function reads
     // `const auto t = cache.length;` from an object it may change and never writes the count.
+    // The store may be a call of the learner's helper too: `append_row(cache.k, pr.k, pos);`.
     void count_advanced() {
-        const std::size_t eq = stored_value().first - 1;  // the store's `=`
+        std::size_t eq = stored_value().first - 1;  // the store's `=` (or the call's end)
+        const bool call = f_.statement && f_.last >= f_.first + 5 && t_[f_.first].kind == Tok::ident &&
+                          t_[f_.first + 1].text == "(" && t_[f_.last - 1].text == ";" && t_[f_.last - 2].text == ")" &&
+                          close_in_region(f_.first + 1) == f_.last - 1;
+        if (eq + 1 == 0 && call) eq = f_.last - 1;
         if (eq + 1 == 0) return;
         for (std::size_t q = 0; q + 6 < t_.size(); ++q) {
             // `t = obj . count ;` in a declaration
@@ -1854,6 +1923,21 @@ private:
             const std::string& length = t_[plus + 1].text;
             add(p + 1, close - 1, fmt::format("{0} * {1}, ({0} + 1) * {1}", a, length),
                 "a block's start for its index");
+        }
+        // The first block where the i-th belongs: `range(which * d, (which + 1) * d)` for
+        // `range(0, d)`, each index in scope (a block's number: a parameter, a loop's counter) that
+        // the line does not read yet (a learner's bias slice beside the weight's `range(which * d, ...)`).
+        if (own_ && a == "0" && comma == p + 2 && close == comma + 3 && t_[comma + 1].kind == Tok::ident) {
+            std::set<std::string> tried;
+            for (const Var& v : vars_) {
+                if (v.name == b || v.from > p || p >= v.to || (v.type != "std::size_t" && v.type != "int") ||
+                    !tried.insert(v.name).second)
+                    continue;
+                if (std::any_of(t_.begin() + long(f_.first), t_.begin() + long(f_.last),
+                                [&](const Token& x) { return x.text == v.name; }))
+                    continue;
+                add(p + 1, close - 1, fmt::format("{0} * {1}, ({0} + 1) * {1}", v.name, b), "the block of an index");
+            }
         }
     }
 

@@ -106,6 +106,9 @@ CrashFacts read_crash(const std::vector<std::string>& lines, const Subject& s) {
     if (!c.where_file.empty()) {
         c.where_source = source_line(s.source_dir / c.where_file, c.where_line);
         c.vector_names = vector_names_in(s.source_dir / c.where_file);
+        std::ifstream in(s.source_dir / c.where_file);
+        for (std::string line; static_cast<int>(c.lines_before.size()) + 1 < c.where_line && std::getline(in, line);)
+            c.lines_before.push_back(line);
     }
     return c;
 }
@@ -257,7 +260,53 @@ CrashSentence sanitizer_sentence(const CrashFacts& c) {
 
 }  // namespace
 
-std::optional<EmptyRangeRead> empty_range_read(const CrashFacts& c) {
+std::string empty_range_origin(const std::vector<std::string>& lines_before, const std::string& name) {
+    if (name.empty() || name.find_first_of(".>") != std::string::npos) return {};  // a member: not traced
+    const auto trimmed = [](const std::string& line) {
+        const auto first = line.find_first_not_of(" \t");
+        return first == std::string::npos ? std::string() : line.substr(first);
+    };
+    const std::regex made(R"(vector\s*<[^;]*>\s+)" + name + R"(\s*(?:\(([^;]*)\)|\{\s*\}|)\s*;)");
+    const std::regex grown("\\b" + name + R"(\s*\.\s*(?:push_back|emplace_back)\s*\()");
+    const std::regex changed("\\b" + name + R"(\s*(?:\.\s*(?:clear|resize|assign|insert|erase|swap)\s*\(|=[^=]))");
+    int pushed_at = 0;
+    for (int i = static_cast<int>(lines_before.size()); i-- > 0;) {
+        const std::string& line = lines_before[static_cast<std::size_t>(i)];
+        std::smatch m;
+        if (std::regex_search(line, m, made)) {
+            if (pushed_at != 0)
+                return fmt::format("`{}` is filled only by your line {} (`{}`), which had not run before this line",
+                                   name, pushed_at, trimmed(lines_before[static_cast<std::size_t>(pushed_at - 1)]));
+            const std::string size = m[1].matched ? trimmed(m[1].str()) : std::string();
+            static const std::regex one_name(R"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)");
+            if (size.empty() || !std::regex_match(size, one_name)) return {};
+            std::string said =
+                fmt::format("`{}` is made with `{}` elements on your line {} (`{}`), so `{}` was 0 there", name, size,
+                            i + 1, trimmed(line), size);
+            const std::regex set("\\b" + size + R"(\s*=\s*([^;=][^;]*);)");
+            for (int j = i; j-- > 0;) {
+                std::smatch s;
+                const std::string& earlier = lines_before[static_cast<std::size_t>(j)];
+                if (std::regex_search(earlier, s, set)) {
+                    said += fmt::format(" -- your line {} (`{}`) sets it", j + 1, trimmed(earlier));
+                    break;
+                }
+            }
+            return said;
+        }
+        if (std::regex_search(line, grown)) {
+            if (pushed_at == 0) pushed_at = i + 1;
+            continue;
+        }
+        if (std::regex_search(line, changed)) return {};
+    }
+    return {};
+}
+
+namespace {
+
+// The empty range's read without where it came from (empty_range_read adds it).
+std::optional<EmptyRangeRead> empty_range_read_alone(const CrashFacts& c) {
     // An empty std::vector's begin() and end() are its data(), null: *begin(), front() and [0]
     // fault at address 0 (a member a few bytes in: still the zero page), back() -- *(end() - 1) --
     // at the top of the address space, just below 0.
@@ -300,6 +349,24 @@ std::optional<EmptyRangeRead> empty_range_read(const CrashFacts& c) {
         return EmptyRangeRead{m[0].str(), fmt::format("{} element 0 of an empty range (`{}`): {} -- {}", verb,
                                                       m[0].str(), empty_vector, no_elements)};
     return std::nullopt;
+}
+
+// The container an empty-range expression reads: `p` of `*std::max_element(p.begin(), p.end())`,
+// of `p.front()`, of `*p.begin()`, of `p[0]`.
+std::string container_of(const std::string& expression) {
+    static const std::regex named(R"(([A-Za-z_][\w.]*)\s*(?:\.\s*(?:c?begin|front|back)\s*\(|\[))");
+    std::smatch m;
+    return std::regex_search(expression, m, named) ? m[1].str() : std::string();
+}
+
+}  // namespace
+
+std::optional<EmptyRangeRead> empty_range_read(const CrashFacts& c) {
+    auto read = empty_range_read_alone(c);
+    if (!read) return read;
+    if (const std::string origin = empty_range_origin(c.lines_before, container_of(read->expression)); !origin.empty())
+        read->sentence += ": " + origin;
+    return read;
 }
 
 CrashSentence crash_sentence(const CrashFacts& c, int exit_code, bool timed_out) {

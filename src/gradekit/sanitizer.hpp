@@ -40,6 +40,7 @@ struct CrashFacts {
     int where_line = 0, where_col = 0;
     std::string where_source;               // the subject's line there, without its indentation
     std::vector<std::string> vector_names;  // names that file declares as a std::vector
+    std::vector<std::string> lines_before;  // that file's lines before where_line (where an empty range came from)
     std::string test, check;                // the grader's test and check that were running
     std::string terminate_what;             // an escaped exception's what()
     bool in_kernel = false;                 // a frame of the emulator's: inside a kernel (exercise 06)
@@ -61,6 +62,13 @@ struct EmptyRangeRead {
     std::string sentence;    // "read through the end of an empty range (`...`): ... had no elements"
 };
 std::optional<EmptyRangeRead> empty_range_read(const CrashFacts& c);
+
+// Where the empty std::vector `name`, read on the line after `lines_before`, got its size, from the
+// learner's own lines: "`p` is made with `n` elements on your line 44 (`std::vector<float> p(n);`),
+// so `n` was 0 there -- your line 40 (`const std::size_t n = cache.length;`) sets it", or "`w` is
+// filled only by your line 30 (`w.push_back(x);`), which had not run". Empty when the lines between
+// change it in other ways (a resize, a clear, an assignment) or say nothing.
+std::string empty_range_origin(const std::vector<std::string>& lines_before, const std::string& name);
 
 // What happened: a sanitizer's report, else a time limit, an abort, an escaped exception, UBSan,
 // a signal or an early exit. `exit_code`: the grader's (128 + signal when killed).

@@ -8,6 +8,7 @@
 #include <cxxabi.h>
 #include <execinfo.h>
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -273,6 +274,31 @@ Clause where_they_differ(const Failing& f) {
         for (std::size_t k = 0; k < all_but.size(); ++k) text += (k ? ", " : "") + all_but[k];
     }
     return text.empty() ? std::nullopt : Clause(text);
+}
+
+// Where a (query, key) matrix differs against its diagonal: only at keys after each query's own
+// ("only where key > query": what a causal query must not see), only at or before it, or only on
+// it. Said where every differing value sits on that side; the axes must be a query's and a key's.
+Clause beside_the_diagonal(const Failing& f) {
+    const std::size_t rank = f.rank();
+    if (rank < 2) return std::nullopt;
+    const std::string &rows = f.names[rank - 2], &cols = f.names[rank - 1];
+    if (!((rows == "query" && cols == "key") || (rows == "N_q" && cols == "N_k"))) return std::nullopt;
+    long lo = std::numeric_limits<long>::max(), hi = std::numeric_limits<long>::min();
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        if (!f.differs[i]) continue;
+        const auto idx = unravel(i, f.shape);
+        const long d = static_cast<long>(idx[rank - 1]) - static_cast<long>(idx[rank - 2]);
+        lo = std::min(lo, d), hi = std::max(hi, d), ++n;
+    }
+    if (n < 2) return std::nullopt;
+    if (lo == 0 && hi == 0) return fmt::format("every one on the diagonal ({} = {})", cols, rows);
+    if (lo >= 1)
+        return lo == 1 ? fmt::format("every one where {} > {} (after the query's own position)", cols, rows)
+                       : fmt::format("every one where {} > {} + {}", cols, rows, lo - 1);
+    if (hi <= 0) return fmt::format("every one where {} <= {} (at or before the query's own position)", cols, rows);
+    return std::nullopt;
 }
 
 // How many of the differing values have exactly these bits.
@@ -663,24 +689,11 @@ Clause permuted(const Failing& f) {
 }
 
 // Every clause, decisive facts first; only those that hold are printed.
-constexpr Clause (*clauses[])(const Failing&) = {every_value_zero,
-                                                 zero_lines,
-                                                 where_they_differ,
-                                                 fill_pattern,
-                                                 local_fill_pattern,
-                                                 not_finite,
-                                                 weight_rows,
-                                                 uniform_weights,
-                                                 scaled_scores,
-                                                 ratio,
-                                                 scale,
-                                                 row_factors,
-                                                 offset,
-                                                 column_offsets,
-                                                 above_every_expected,
-                                                 transposed,
-                                                 shifted,
-                                                 permuted};
+constexpr Clause (*clauses[])(const Failing&) = {
+    every_value_zero, zero_lines,  where_they_differ, beside_the_diagonal,  fill_pattern, local_fill_pattern,
+    not_finite,       weight_rows, uniform_weights,   scaled_scores,        ratio,        scale,
+    row_factors,      offset,      column_offsets,    above_every_expected, transposed,   shifted,
+    permuted};
 
 }  // namespace
 
