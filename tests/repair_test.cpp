@@ -108,6 +108,69 @@ float Holder::get(int i) const {
     }
 }
 
+TEST_CASE(
+    "repair: the eighth blind trial's slips are edits -- a brace-initialised stride, a reset, an increment, a block") {
+    const std::string file = R"(struct Strides { std::size_t row, col; };
+void merge(float* dst, std::size_t N, std::size_t D, std::size_t dh) {
+    const Strides o{N * D, dh};
+    std::vector<float> visible;
+    std::vector<float> logits;
+    for (std::size_t i = 0; i < N; ++i) {
+        visible.clear();
+        for (std::size_t t = 0; t < N; ++t) {
+            visible.push_back(float(t));
+            logits.push_back(float(i));
+            const std::size_t j = N - t;
+            dst[o.row * i + t] = logits[t] + dst[j];
+        }
+    }
+}
+void step(State& state, const Tensor1& bias, std::size_t which, std::size_t d) {
+    const int t = state.step++;
+    auto b = xt::view(bias, xt::range(0, d));
+    auto shape = std::array<std::size_t, 4>{d, d, d, d};
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    const auto has = [&](int line, const std::string& kind, const std::string& edited) {
+        INFO(line << " " << kind << ": " << edited);
+        return std::ranges::any_of(
+            m.variants, [&](const Variant& v) { return v.line == line && v.kind == kind && v.edited_line == edited; });
+    };
+    CHECK(has(3, "variable swap", "const Strides o{N * D, D};"));
+    CHECK(has(7, "a reset put back beside its twin", "visible.clear(); logits.clear();"));
+    CHECK(has(12, "index swap", "dst[o.row * i + t] = logits[j] + dst[j];"));
+    CHECK(has(17, "the other increment", "const int t = ++state.step;"));
+    CHECK(has(18, "the block of an index", "auto b = xt::view(bias, xt::range(which * d, (which + 1) * d));"));
+    // A template's argument is a type: no edit of its number, its closing bracket or its name.
+    CHECK(std::ranges::none_of(m.variants, [](const Variant& v) {
+        return v.line == 19 && (v.edited_line.find("std::array<std::size_t, 4>{") == std::string::npos);
+    }));
+}
+
+TEST_CASE("repair: a count advanced after a helper's store, a cast's operand of another type") {
+    const std::string file = R"(void decode(Cache& cache, const Tensor2& k) {
+    const std::size_t pos = cache.length;
+    append_row(cache.k, k, pos);
+    for (std::size_t n = 0; n < 4; ++n) {
+        const std::int32_t target = targets(n);
+        const double onehot = 3 == std::size_t(n) ? 1.0 : 0.0;
+    }
+    const int bound = pos + 1;
+    const int usable = int(pos) - 1;
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    const auto has = [&](int line, const std::string& kind, const std::string& edited) {
+        INFO(line << " " << kind << ": " << edited);
+        return std::ranges::any_of(
+            m.variants, [&](const Variant& v) { return v.line == line && v.kind == kind && v.edited_line == edited; });
+    };
+    CHECK(has(3, "a count advanced", "append_row(cache.k, k, pos); cache.length = pos + 1;"));
+    CHECK(has(6, "index swap", "const double onehot = 3 == std::size_t(target) ? 1.0 : 0.0;"));
+    CHECK(has(9, "variable swap", "const int usable = int(bound) - 1;"));
+}
+
 TEST_CASE("repair: a named lambda's body is edited too, named by the lambda") {
     const Mutants m = generate_own_mutants(own_file);
     const Variant* v = find(m, "* for /", 17);

@@ -302,11 +302,11 @@ int evidence_rank(const Variant& v) {
                    ? 1
                    : 2;
     }
-    static const std::set<std::string> shown = {"made like its twin",        "a reference for a copy",
-                                                "a divisor put back",        "an offset put back",
-                                                "a tile cut at the end",     "an unused constant put back",
-                                                "an unused member put back", "a block's start for its index",
-                                                "a shift added back",        "a count advanced"};
+    static const std::set<std::string> shown = {
+        "made like its twin",        "a reference for a copy",        "a divisor put back",
+        "an offset put back",        "a tile cut at the end",         "an unused constant put back",
+        "an unused member put back", "a block's start for its index", "a shift added back",
+        "a count advanced",          "an unused value read",          "a reset put back beside its twin"};
     return shown.contains(v.kind) ? 0 : -1;
 }
 
@@ -755,7 +755,15 @@ public:
                     failing_, [&](const std::string& c) { return !c.starts_with(function) || fixes.contains(c); });
             });
         };
-        if (!whole_function(parts.front().fixes)) return "";
+        // Or one that mends most of them (the scale of an exercise with one function, whose other
+        // slip fails a check or two), or whose checks still failing each stop at a line of the
+        // learner's they name (a throw at their line 59: the other slip, located by it).
+        const bool most = 2 * parts.front().fixes.size() > failing_.size();
+        const bool rest_located = std::ranges::all_of(parts.front().still_failing, [&](const std::string& c) {
+            const auto f = std::ranges::find(report_.failures, c, &Failure::test);
+            return f != report_.failures.end() && !f->where.empty();
+        });
+        if (!whole_function(parts.front().fixes) && !most && !rest_located) return "";
         std::vector<const Effect*> kept = {&parts.front()};
         Checks still = parts.front().still_failing, fixed = parts.front().fixes;
         std::string selection = std::to_string(parts.front().edit->id);
@@ -785,6 +793,22 @@ public:
                                       : one_function    ? fmt::format("the {} checks of {}", still.size(), function)
                                                         : fmt::format("{} checks", still.size()),
                                       still.size() == 1 ? "s" : "", cleared);
+        // Each stopped at a line of theirs (the grader's own words above say what happened there).
+        std::set<std::string> stops;
+        for (const std::string& c : still) {
+            const auto f = std::ranges::find(report_.failures, c, &Failure::test);
+            if (f == report_.failures.end() || f->where.empty()) break;
+            stops.insert(f->where.substr(f->where.rfind(':') + 1));
+        }
+        if (stops.size() == 1 && std::ranges::all_of(still, [&](const std::string& c) {
+                const auto f = std::ranges::find(report_.failures, c, &Failure::test);
+                return f != report_.failures.end() && !f->where.empty();
+            }))
+            return said + fmt::format("; {} still fail{}, each stopped at your line {} (above)",
+                                      still.size() == 1 ? fmt::format("the check \"{}\"", *still.begin())
+                                      : one_function    ? fmt::format("the {} checks of {}", still.size(), function)
+                                                        : fmt::format("{} checks", still.size()),
+                                      still.size() == 1 ? "s" : "", *stops.begin());
         return said + fmt::format(
                           "; {} still fail{}: another slip, which no single edit tried on your lines undoes (a "
                           "line or a term missing, two tokens wrong?)",

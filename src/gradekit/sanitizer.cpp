@@ -262,9 +262,11 @@ CrashSentence sanitizer_sentence(const CrashFacts& c) {
 
 std::string empty_range_origin(const std::vector<std::string>& lines_before, const std::string& name) {
     if (name.empty() || name.find_first_of(".>") != std::string::npos) return {};  // a member: not traced
-    const auto trimmed = [](const std::string& line) {
+    const auto trimmed = [](std::string line) {  // without indentation and a // comment
+        if (const auto comment = line.find("//"); comment != std::string::npos) line.erase(comment);
         const auto first = line.find_first_not_of(" \t");
-        return first == std::string::npos ? std::string() : line.substr(first);
+        const auto last = line.find_last_not_of(" \t");
+        return first == std::string::npos ? std::string() : line.substr(first, last - first + 1);
     };
     const std::regex made(R"(vector\s*<[^;]*>\s+)" + name + R"(\s*(?:\(([^;]*)\)|\{\s*\}|)\s*;)");
     const std::regex grown("\\b" + name + R"(\s*\.\s*(?:push_back|emplace_back)\s*\()");
