@@ -47,6 +47,12 @@ float attention(std::size_t n, std::size_t d) {
 }  // namespace headwise::ex01
 )";
 
+// Whether `m` holds an edit of `kind` on `line` whose line then reads `edited`.
+bool has_edit(const Mutants& m, int line, const std::string& kind, const std::string& edited) {
+    return std::ranges::any_of(
+        m.variants, [&](const Variant& v) { return v.line == line && v.kind == kind && v.edited_line == edited; });
+}
+
 const Variant* find(const Mutants& m, const std::string& kind, int line) {
     const auto v = std::ranges::find_if(m.variants, [&](const Variant& x) { return x.kind == kind && x.line == line; });
     return v == m.variants.end() ? nullptr : &*v;
@@ -133,9 +139,7 @@ void step(State& state, const Tensor1& bias, std::size_t which, std::size_t d) {
 )";
     const Mutants m = generate_own_mutants(file);
     const auto has = [&](int line, const std::string& kind, const std::string& edited) {
-        INFO(line << " " << kind << ": " << edited);
-        return std::ranges::any_of(
-            m.variants, [&](const Variant& v) { return v.line == line && v.kind == kind && v.edited_line == edited; });
+        return has_edit(m, line, kind, edited);
     };
     CHECK(has(3, "variable swap", "const Strides o{N * D, D};"));
     CHECK(has(7, "a reset put back beside its twin", "visible.clear(); logits.clear();"));
@@ -162,9 +166,7 @@ TEST_CASE("repair: a count advanced after a helper's store, a cast's operand of 
 )";
     const Mutants m = generate_own_mutants(file);
     const auto has = [&](int line, const std::string& kind, const std::string& edited) {
-        INFO(line << " " << kind << ": " << edited);
-        return std::ranges::any_of(
-            m.variants, [&](const Variant& v) { return v.line == line && v.kind == kind && v.edited_line == edited; });
+        return has_edit(m, line, kind, edited);
     };
     CHECK(has(3, "a count advanced", "append_row(cache.k, k, pos); cache.length = pos + 1;"));
     CHECK(has(6, "index swap", "const double onehot = 3 == std::size_t(target) ? 1.0 : 0.0;"));

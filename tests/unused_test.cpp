@@ -2,13 +2,21 @@
 // for those in a function whose checks fail.
 #include "gradekit/unused.hpp"
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <fstream>
 
 #include <set>
 #include <string>
 #include <vector>
 
+using headwise::gradekit::read_report;
+using headwise::gradekit::Report;
 using headwise::gradekit::unread_in_failing;
+using headwise::gradekit::unread_value_step;
+using headwise::gradekit::write_report;
 using headwise::gradekit::unread_values;
 using headwise::gradekit::UnreadValue;
 
@@ -73,4 +81,28 @@ TEST_CASE("unused: nothing is said when no failing check is about the function t
     CHECK(unread_in_failing(file, {{13, "unused_total"}}, {"split_heads: every head gets its own slice"}).empty());
     CHECK(unread_in_failing(file, {}, {"split_heads: every head gets its own slice"}).empty());
     CHECK(unread_in_failing(file, {{7, "head"}}, {"a check named without its function"}).empty());
+}
+
+TEST_CASE("unused: beside a repair of part, only a value in a function of the checks still failing is asked about") {
+    const headwise::test::TempDir dir;
+    const auto source = dir.path / "training.cpp";
+    std::ofstream(source) << "float loss(int n) {\n    return n * 2.0f;\n}\n"
+                             "void step(float& p, float lr) {\n    const float decay = 1.0f - lr;\n    p -= lr;\n}\n";
+    Report r;
+    r.compiled = r.finished = true;
+    r.total = 4;
+    r.failures = {{"loss: one", "differs", "", "", "", "", "", {}}, {"step: two", "differs", "", "", "", "", "", {}}};
+    r.warnings = {"exercises/11/training.cpp:5:17: warning: unused variable 'decay' [-Wunused-variable]"};
+    r.repaired = "found by repairing your code: ...";
+    r.repaired_partly = true;
+    r.still_failing = {"step: two"};
+    const headwise::gradekit::Subject s{"ex11", dir.path, {source}, dir.path / "ex11.json"};
+    REQUIRE(write_report(s.report, r));
+    const std::string said = unread_value_step(s);
+    CHECK(said.starts_with("of the checks still failing: your line 5 (`const float decay = 1.0f - lr;`, in step)"));
+    CHECK(read_report(s.report)->located == said);
+    // The repair of part mended the function that holds it: nothing to ask.
+    r.still_failing = {"loss: one"};
+    REQUIRE(write_report(s.report, r));
+    CHECK(unread_value_step(s).empty());
 }

@@ -8,8 +8,8 @@
 //   repair       one or two edits of the learner's own lines that make the checks pass (repair.hpp)
 //   transplant   nothing repaired: their lines that differ from the solution's, put back (transplant.hpp)
 //   fresh memory a name stands only if the results do not hang on memory never written (fresh_memory.hpp)
-//   unread       nothing named at all: a value the compiler says no line reads, in a function whose
-//                checks fail, is asked about (unused.hpp)
+//   unread       nothing named (or a repair of part): a value the compiler says no line reads, in a
+//                function whose checks (still) fail, is asked about (unused.hpp)
 //
 // `headwise grade` (runner), `headwise-gradetool after-run` and the meta-tests' located cases
 // (check.hpp) all call after_failed_run: a grade means the same wherever it is asked for.

@@ -731,7 +731,10 @@ public:
     // Not when a catalogued mistake reproduces every check (its name is the precise one), nor for a
     // repair of one check among three or more failing: one small case (d_head = 1, where a scale of
     // 1 is right) is easily passed by an edit that hides the slip rather than undoes it.
-    std::string partial(const std::vector<Effect>& all) const {
+    // The checks the repair of part (partial) left failing.
+    const std::vector<std::string>& still_failing() const { return still_failing_; }
+
+    std::string partial(const std::vector<Effect>& all) {
         // An edit that drops something, or replaces a computed value by 0, mends some checks by
         // taking the rest out of play (`m_new = 0.0f` for a running maximum: no rescale is then
         // missed) -- it hides the other slip rather than locates one.
@@ -766,6 +769,7 @@ public:
         if (!whole_function(parts.front().fixes) && !most && !rest_located) return "";
         std::vector<const Effect*> kept = {&parts.front()};
         Checks still = parts.front().still_failing, fixed = parts.front().fixes;
+        const auto keep_still = [&] { still_failing_ = {still.begin(), still.end()}; };
         std::string selection = std::to_string(parts.front().edit->id);
         for (std::size_t k = 1; k < parts.size() && !late(); ++k) {
             const Effect& e = parts[k];
@@ -780,6 +784,7 @@ public:
             kept.push_back(&e), selection = with, still = both;
             fixed.insert(e.fixes.begin(), e.fixes.end());
         }
+        keep_still();
         std::string said = "found by repairing your code: ";
         for (std::size_t k = 0; k < kept.size(); ++k)
             said += fmt::format("{}{}, {} {}", k == 0 ? "" : "; ", edit_words(*kept[k]->edit, k > 0),
@@ -1311,6 +1316,7 @@ private:
         std::optional<EachRun> theirs;  // the learner's own code, screened beside them
     };
     std::vector<Screened> screened_;
+    std::vector<std::string> still_failing_;  // what partial's repair leaves failing
 };
 
 // The learner's own run of the failing checks (`only`, their names) and its time in seconds. The
@@ -1528,6 +1534,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
     }
     report->repaired = sentence;
     report->repaired_partly = partly;
+    report->still_failing = partly ? repair.still_failing() : std::vector<std::string>{};
     // A search edit is the solution's line; the repair is the learner's own: the one to read.
     report->edit.clear();
     write_report(s.report, *report);

@@ -49,7 +49,8 @@ bool write_report(const std::filesystem::path& path, const Report& r) {
                     {"edit", r.edit},
                     {"located", r.located},
                     {"repaired", r.repaired},
-                    {"repaired_partly", r.repaired_partly}};
+                    {"repaired_partly", r.repaired_partly},
+                    {"still_failing", r.still_failing}};
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     const std::filesystem::path temporary = path.string() + ".tmp";
@@ -79,6 +80,8 @@ std::optional<Report> read_report(const std::filesystem::path& path) {
         r.located = text(j, "located");
         r.repaired = text(j, "repaired");
         r.repaired_partly = j.value("repaired_partly", false);
+        for (const auto& c : j.value("still_failing", json::array()))
+            if (c.is_string()) r.still_failing.push_back(c.get<std::string>());
         for (const auto& f : j.value("failures", json::array())) {
             Failure x{text(f, "test"),  text(f, "message"), text(f, "mistake"), text(f, "explanation"),
                       text(f, "where"), text(f, "source"),  text(f, "lesson"),  {}};

@@ -72,6 +72,8 @@ struct Report {
     // `repaired` names repairs of part of the failing checks only (repair.hpp's partial): the
     // transplant step still runs, and what it finds to explain every check replaces it.
     bool repaired_partly = false;
+    // With repaired_partly: the checks that still fail with the repair of part (its other slip's).
+    std::vector<std::string> still_failing;
 
     bool all_passed() const { return compiled && finished && total > 0 && passed == total && failures.empty(); }
 };

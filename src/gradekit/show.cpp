@@ -121,10 +121,12 @@ std::string show_report(const Report* r, const ShowOptions& o) {
         for (const auto& f : r->failures) diagnosable = diagnosable || f.message.rfind("not implemented yet", 0) != 0;
         // The learner's own edit, confirmed by the grader's search on every check.
         if (!r->edit.empty()) wrapped(out, indent, r->edit + ".");
-        // Or the learner's lines that make the difference, found by grading copies of their file.
-        if (!r->located.empty()) wrapped(out, indent, r->located + ".");
-        // Or their own lines repaired: the edit of their file that makes the checks pass.
+        // Or the learner's lines that make the difference, found by grading copies of their file;
+        // or their own lines repaired: the edit of their file that makes the checks pass (a repair
+        // of part first: what `located` then says is about the checks it leaves failing).
+        if (!r->located.empty() && !r->repaired_partly) wrapped(out, indent, r->located + ".");
         if (!r->repaired.empty()) wrapped(out, indent, r->repaired + ".");
+        if (!r->located.empty() && r->repaired_partly) wrapped(out, indent, r->located + ".");
         if (diagnosable) {
             const auto& f = r->failures[0];
             if (!f.mistake.empty()) {

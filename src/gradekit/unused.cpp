@@ -114,11 +114,18 @@ std::string unread_in_failing(const std::string& text, const std::vector<UnreadV
 std::string unread_value_step(const Subject& s) {
     auto report = read_report(s.report);
     if (!report || !report->compiled || report->all_passed() || s.files.empty()) return {};
-    if (!report->edit.empty() || !report->located.empty() || !report->repaired.empty()) return {};
+    // Nothing named, or a repair of part whose other checks still fail: the unread value is asked
+    // about in the functions of those.
+    const bool part = !report->repaired.empty() && report->repaired_partly && !report->still_failing.empty();
+    if (!report->edit.empty() || !report->located.empty() || (!report->repaired.empty() && !part)) return {};
     if (std::ranges::any_of(report->failures, [](const Failure& f) { return !f.mistake.empty(); })) return {};
-    const std::string sentence = unread_in_failing(
-        read_text(s.files.front()), unread_values(report->warnings, s.files.front().string()), failing_tests(*report));
+    const std::set<std::string> failing =
+        part ? std::set<std::string>(report->still_failing.begin(), report->still_failing.end())
+             : failing_tests(*report);
+    std::string sentence = unread_in_failing(read_text(s.files.front()),
+                                             unread_values(report->warnings, s.files.front().string()), failing);
     if (sentence.empty()) return {};
+    if (part) sentence = "of the checks still failing: " + sentence;
     report->located = sentence;
     write_report(s.report, *report);
     return sentence;

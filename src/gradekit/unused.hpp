@@ -31,8 +31,10 @@ std::vector<UnreadValue> unread_values(const std::vector<std::string>& warnings,
 std::string unread_in_failing(const std::string& text, const std::vector<UnreadValue>& values,
                               const std::set<std::string>& failing_checks);
 
-// After a failed run that nothing named: reads s.report, and when a warned-about value sits in a
-// function whose checks fail, writes the sentence as its `located`. Returns the sentence, or empty.
+// After a failed run that nothing named, or whose repair mends part of the checks: reads s.report,
+// and when a warned-about value sits in a function whose checks (still) fail, writes the sentence as
+// its `located` ("of the checks still failing: ..." beside a repair of part). Returns the sentence,
+// or empty.
 std::string unread_value_step(const Subject& s);
 
 }  // namespace headwise::gradekit

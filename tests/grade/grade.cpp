@@ -286,10 +286,12 @@ Clause beside_the_diagonal(const Failing& f) {
     if (!((rows == "query" && cols == "key") || (rows == "N_q" && cols == "N_k"))) return std::nullopt;
     long lo = std::numeric_limits<long>::max(), hi = std::numeric_limits<long>::min();
     std::size_t n = 0;
+    bool future_live = false;  // an expected value after a query's position that is not 0: no causal mask
     for (std::size_t i = 0; i < f.size(); ++i) {
-        if (!f.differs[i]) continue;
         const auto idx = unravel(i, f.shape);
         const long d = static_cast<long>(idx[rank - 1]) - static_cast<long>(idx[rank - 2]);
+        future_live = future_live || (d > 0 && std::abs(f.expected[i]) > f.tol.abs);
+        if (!f.differs[i]) continue;
         lo = std::min(lo, d), hi = std::max(hi, d), ++n;
     }
     if (n < 2) return std::nullopt;
@@ -297,7 +299,9 @@ Clause beside_the_diagonal(const Failing& f) {
     if (lo >= 1)
         return lo == 1 ? fmt::format("every one where {} > {} (after the query's own position)", cols, rows)
                        : fmt::format("every one where {} > {} + {}", cols, rows, lo - 1);
-    if (hi <= 0) return fmt::format("every one where {} <= {} (at or before the query's own position)", cols, rows);
+    // At or before it: news only where the keys after it count (under a causal mask they are all 0).
+    if (hi <= 0 && future_live)
+        return fmt::format("every one where {} <= {} (at or before the query's own position)", cols, rows);
     return std::nullopt;
 }
 
