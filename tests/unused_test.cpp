@@ -99,7 +99,7 @@ TEST_CASE("unused: beside a repair of part, only a value in a function of the ch
     const headwise::gradekit::Subject s{"ex11", dir.path, {source}, dir.path / "ex11.json"};
     REQUIRE(write_report(s.report, r));
     const std::string said = unread_value_step(s);
-    CHECK(said.starts_with("of the checks still failing: your line 5 (`const float decay = 1.0f - lr;`, in step)"));
+    CHECK(said.starts_with("Of the checks still failing: your line 5 (`const float decay = 1.0f - lr;`, in step)"));
     CHECK(read_report(s.report)->located == said);
     // The repair of part mended the function that holds it: nothing to ask.
     r.still_failing = {"loss: one"};

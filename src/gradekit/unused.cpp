@@ -125,7 +125,7 @@ std::string unread_value_step(const Subject& s) {
     std::string sentence = unread_in_failing(read_text(s.files.front()),
                                              unread_values(report->warnings, s.files.front().string()), failing);
     if (sentence.empty()) return {};
-    if (part) sentence = "of the checks still failing: " + sentence;
+    if (part) sentence = "Of the checks still failing: " + sentence;
     report->located = sentence;
     write_report(s.report, *report);
     return sentence;

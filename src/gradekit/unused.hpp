@@ -33,7 +33,7 @@ std::string unread_in_failing(const std::string& text, const std::vector<UnreadV
 
 // After a failed run that nothing named, or whose repair mends part of the checks: reads s.report,
 // and when a warned-about value sits in a function whose checks (still) fail, writes the sentence as
-// its `located` ("of the checks still failing: ..." beside a repair of part). Returns the sentence,
+// its `located` ("Of the checks still failing: ..." beside a repair of part). Returns the sentence,
 // or empty.
 std::string unread_value_step(const Subject& s);
 
