@@ -16,9 +16,9 @@ using headwise::gradekit::read_report;
 using headwise::gradekit::Report;
 using headwise::gradekit::unread_in_failing;
 using headwise::gradekit::unread_value_step;
-using headwise::gradekit::write_report;
 using headwise::gradekit::unread_values;
 using headwise::gradekit::UnreadValue;
+using headwise::gradekit::write_report;
 
 namespace {
 

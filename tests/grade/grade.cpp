@@ -287,14 +287,17 @@ Clause beside_the_diagonal(const Failing& f) {
     long lo = std::numeric_limits<long>::max(), hi = std::numeric_limits<long>::min();
     std::size_t n = 0;
     bool future_live = false;  // an expected value after a query's position that is not 0: no causal mask
+    std::set<std::size_t> rows_hit, cols_hit;
     for (std::size_t i = 0; i < f.size(); ++i) {
         const auto idx = unravel(i, f.shape);
         const long d = static_cast<long>(idx[rank - 1]) - static_cast<long>(idx[rank - 2]);
         future_live = future_live || (d > 0 && std::abs(f.expected[i]) > f.tol.abs);
         if (!f.differs[i]) continue;
         lo = std::min(lo, d), hi = std::max(hi, d), ++n;
+        rows_hit.insert(idx[rank - 2]), cols_hit.insert(idx[rank - 1]);
     }
-    if (n < 2) return std::nullopt;
+    // A triangle spans rows and keys: one key's column, or one query's row, is no side of a diagonal.
+    if (n < 3 || rows_hit.size() < 2 || cols_hit.size() < 2) return std::nullopt;
     if (lo == 0 && hi == 0) return fmt::format("every one on the diagonal ({} = {})", cols, rows);
     if (lo >= 1)
         return lo == 1 ? fmt::format("every one where {} > {} (after the query's own position)", cols, rows)
