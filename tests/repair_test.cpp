@@ -138,14 +138,11 @@ void step(State& state, const Tensor1& bias, std::size_t which, std::size_t d) {
 }
 )";
     const Mutants m = generate_own_mutants(file);
-    const auto has = [&](int line, const std::string& kind, const std::string& edited) {
-        return has_edit(m, line, kind, edited);
-    };
-    CHECK(has(3, "variable swap", "const Strides o{N * D, D};"));
-    CHECK(has(7, "a reset put back beside its twin", "visible.clear(); logits.clear();"));
-    CHECK(has(12, "index swap", "dst[o.row * i + t] = logits[j] + dst[j];"));
-    CHECK(has(17, "the other increment", "const int t = ++state.step;"));
-    CHECK(has(18, "the block of an index", "auto b = xt::view(bias, xt::range(which * d, (which + 1) * d));"));
+    CHECK(has_edit(m, 3, "variable swap", "const Strides o{N * D, D};"));
+    CHECK(has_edit(m, 7, "a reset put back beside its twin", "visible.clear(); logits.clear();"));
+    CHECK(has_edit(m, 12, "index swap", "dst[o.row * i + t] = logits[j] + dst[j];"));
+    CHECK(has_edit(m, 17, "the other increment", "const int t = ++state.step;"));
+    CHECK(has_edit(m, 18, "the block of an index", "auto b = xt::view(bias, xt::range(which * d, (which + 1) * d));"));
     // A template's argument is a type: no edit of its number, its closing bracket or its name.
     CHECK(std::ranges::none_of(m.variants, [](const Variant& v) {
         return v.line == 19 && (v.edited_line.find("std::array<std::size_t, 4>{") == std::string::npos);
@@ -165,12 +162,9 @@ TEST_CASE("repair: a count advanced after a helper's store, a cast's operand of 
 }
 )";
     const Mutants m = generate_own_mutants(file);
-    const auto has = [&](int line, const std::string& kind, const std::string& edited) {
-        return has_edit(m, line, kind, edited);
-    };
-    CHECK(has(3, "a count advanced", "append_row(cache.k, k, pos); cache.length = pos + 1;"));
-    CHECK(has(6, "index swap", "const double onehot = 3 == std::size_t(target) ? 1.0 : 0.0;"));
-    CHECK(has(9, "variable swap", "const int usable = int(bound) - 1;"));
+    CHECK(has_edit(m, 3, "a count advanced", "append_row(cache.k, k, pos); cache.length = pos + 1;"));
+    CHECK(has_edit(m, 6, "index swap", "const double onehot = 3 == std::size_t(target) ? 1.0 : 0.0;"));
+    CHECK(has_edit(m, 9, "variable swap", "const int usable = int(bound) - 1;"));
 }
 
 TEST_CASE("repair: a named lambda's body is edited too, named by the lambda") {

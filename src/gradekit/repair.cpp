@@ -1543,8 +1543,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
         return {};
     }
     report->repaired = sentence;
-    report->repaired_partly = partly;
-    report->still_failing = partly ? repair.still_failing() : std::vector<std::string>{};
+    report->repaired_partly = partly, report->still_failing = repair.still_failing();  // empty but after partial
     // A search edit is the solution's line; the repair is the learner's own: the one to read.
     report->edit.clear();
     write_report(s.report, *report);
