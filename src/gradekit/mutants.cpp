@@ -670,6 +670,29 @@ public:
     // line and the value's, the low nibble's and the high one's), as twin_regions finds them.
     void set_twins(std::vector<const Parser::Found*> twins) { twins_ = std::move(twins); }
 
+    // An edit of several regions at once: `edit` of the region `target`, and each of `others`
+    // (an index into the parser's regions) replaced whole. `before`: the token of the line it is
+    // said at.
+    struct Joint {
+        Edit edit;
+        std::size_t target = 0;
+        std::vector<std::pair<std::size_t, std::string>> others;
+        std::size_t before = 0;
+    };
+
+    // A step taken too late: the last statements of a block (`append_row(cache.k, pr.k, pos);
+    // append_row(cache.v, pr.v, pos); cache.length = pos + 1;` before its `return`), this region
+    // the first of them, moved before the first statement of the block that reads what they write
+    // once what they read is declared -- the new token appended after attending, where it attends to
+    // itself too. The move: the statements put in front of that statement's first region (a
+    // statement, or the value of a declaration, an if's condition or a for's start, each run once)
+    // and each of theirs emptied. `all`: the parser's regions, this one at `at`.
+    std::vector<Joint> moves(const std::vector<Parser::Found>& all, std::size_t at) const;
+
+    // Two values of one declaration on one line swapped: `N = x.shape()[2], dh = x.shape()[3]` for
+    // `N = x.shape()[3], dh = x.shape()[2]` (two axes read in each other's place).
+    std::vector<Joint> swaps(const std::vector<Parser::Found>& all, std::size_t at) const;
+
 private:
     // Whether `other` may be named at token k: not from outside a lambda that does not capture it.
     bool usable(const Var& other, std::size_t k) const {
@@ -803,6 +826,18 @@ private:
         if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
             add(k - 7, k + 3, "1e9f", "a constant changed");
         const Var* v = var_at(k);
+        // A learner's object read like a tensor for another of its type: `k_tile(r, c)` for
+        // `v_tile(r, c)` (two shared tiles of a kernel), `scores[j]` for `weights[j]` (two vectors).
+        // Not pointers: a kernel's many inputs would make dozens of edits of each line that reads one.
+        if (own_ && v != nullptr && !scalar_type(v->type) && v->type != "lambda" && !v->type.ends_with('*') &&
+            k + 1 < t_.size() && (t_[k + 1].text == "(" || t_[k + 1].text == "[") && !captured_name(k)) {
+            const bool written = written_at(k);
+            for (const Var& other : vars_)
+                if (other.name != v->name && other.type == v->type && other.from <= k && k < other.to &&
+                    usable(other, k) && !(written && other.constant))
+                    add(k, other.name, "variable swap");
+            return;
+        }
         if (v == nullptr || !scalar_type(v->type) || (v->loop && f_.loop_condition)) return;
         // An index argument: t(b, kv, i, c), w[j].
         const bool argument = k > 0 && k + 1 < t_.size() &&
@@ -2351,6 +2386,146 @@ private:
     const std::vector<std::string>& file_constants_;
 };
 
+std::size_t after_bracket(const std::vector<Token>& t, std::size_t p);
+
+// The token after the statement of a block that starts at `p` (`x = y;`, `for (...) {...}`,
+// `if (...) a; else {...}`, `{...}`), or 0 where the reader does not know its end.
+std::size_t statement_end(const std::vector<Token>& t, std::size_t p) {
+    if (p >= t.size()) return 0;
+    const std::string& w = t[p].text;
+    const auto after_parens = [&](std::size_t q) { return q < t.size() && t[q].text == "(" ? after_bracket(t, q) : 0; };
+    if (w == "{") return after_bracket(t, p);
+    if (w == "for" || w == "while" || w == "switch") {
+        const std::size_t body = after_parens(p + 1);
+        return body == 0 ? 0 : statement_end(t, body);
+    }
+    if (w == "if") {
+        const std::size_t body = after_parens(p + 1 + (p + 1 < t.size() && t[p + 1].text == "constexpr"));
+        std::size_t end = body == 0 ? 0 : statement_end(t, body);
+        if (end != 0 && end < t.size() && t[end].text == "else") end = statement_end(t, end + 1);
+        return end;
+    }
+    if (w == "do" || w == "}") return 0;
+    int depth = 0;
+    for (std::size_t q = p; q < t.size(); ++q) {
+        const std::string& x = t[q].text;
+        if (x == "(" || x == "[" || x == "{") ++depth;
+        if ((x == ")" || x == "]" || x == "}") && --depth < 0) return 0;
+        if (depth == 0 && x == ";") return q + 1;
+    }
+    return 0;
+}
+
+std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, std::size_t at) const {
+    // The run: this statement and the ones right after it, up to the block's end or its return.
+    const auto movable = [&](const Parser::Found& g) {
+        return g.statement && g.droppable && t_[g.first].kind == Tok::ident;
+    };
+    if (!movable(f_)) return {};
+    std::vector<std::size_t> run = {at};
+    while (run.size() <= 4 && !(t_[all[run.back()].last].text == "}" || t_[all[run.back()].last].text == "return")) {
+        const std::size_t next = run.back() + 1;
+        if (next >= all.size() || all[next].first != all[run.back()].last || !movable(all[next])) return {};
+        run.push_back(next);
+    }
+    if (run.size() > 4) return {};
+    const std::size_t first = f_.first, last = all[run.back()].last;
+    // The block it stands in.
+    std::size_t open = first;
+    for (int depth = 0; open-- > 0;) {
+        if (t_[open].text == "}") ++depth;
+        if (t_[open].text == "{" && depth-- == 0) break;
+    }
+    if (open + 1 == 0) return {};
+    // What the run writes (a variable not const: assigned, or passed to a call), and what it reads.
+    std::set<const Var*> written, used;
+    for (std::size_t k = first; k < last; ++k) {
+        const Var* v = t_[k].kind == Tok::ident ? var_at(k) : nullptr;
+        if (v == nullptr) continue;
+        used.insert(v);
+        std::size_t end = k;  // the end of `cache.length`
+        while (end + 2 < last && (t_[end + 1].text == "." || t_[end + 1].text == "->") &&
+               t_[end + 2].kind == Tok::ident)
+            end += 2;
+        const bool argument =
+            (t_[k - 1].text == "(" || t_[k - 1].text == ",") && (t_[end + 1].text == "," || t_[end + 1].text == ")");
+        if (!v->constant && (written_at(end) || argument)) written.insert(v);
+    }
+    if (written.empty()) return {};
+    for (std::size_t s = open + 1; s < first;) {
+        const std::size_t e = statement_end(t_, s);
+        if (e == 0 || e > first) return {};
+        const bool declared = std::ranges::all_of(used, [&](const Var* v) { return v->from <= s; });
+        bool reads = false;
+        for (std::size_t k = s; k < e && declared && !reads; ++k)
+            reads = t_[k].kind == Tok::ident && written.contains(var_at(k));
+        if (!reads) {
+            s = e;
+            continue;
+        }
+        // Its first region, in front of which the run goes: run once, before the rest of it.
+        const auto g = std::ranges::find_if(all, [&](const Parser::Found& x) { return x.first >= s && x.first < e; });
+        if (g == all.end()) return {};
+        int depth = 0;
+        for (std::size_t k = s; k < g->first; ++k) depth += t_[k].text == "{" ? 1 : t_[k].text == "}" ? -1 : 0;
+        const std::string& word = t_[s].text;
+        const bool in_front = g->statement && g->first == s;
+        const bool once =
+            !g->statement && ((t_[g->first - 1].text == "=" && word != "while" &&
+                               (word != "for" || std::none_of(t_.begin() + long(s), t_.begin() + long(g->first),
+                                                              [](const Token& x) { return x.text == ";"; }))) ||
+                              (word == "if" && g->first == s + 2));
+        if (depth != 0 || (!in_front && !once) || g->statement != in_front) return {};
+        const std::string original = text_.substr(t_[g->first].begin, t_[g->last - 1].end - t_[g->first].begin);
+        std::string moved;
+        for (const std::size_t r : run) {
+            const Parser::Found& x = all[r];
+            const std::string statement = text_.substr(t_[x.first].begin, t_[x.last - 1].end - t_[x.first].begin);
+            if (in_front) {
+                moved += statement + " ";
+            } else {
+                moved += statement.substr(0, statement.size() - 1) + ", ";
+            }
+        }
+        Joint m;
+        m.edit = {t_[g->first].begin, t_[g->last - 1].end,
+                  in_front ? moved + original : "(" + moved + "(" + original + "))", "statements moved earlier"};
+        m.target = static_cast<std::size_t>(g - all.begin());
+        for (const std::size_t r : run) m.others.push_back({r, ";"});
+        m.before = s;
+        return {m};
+    }
+    return {};
+}
+
+std::vector<Editor::Joint> Editor::swaps(const std::vector<Parser::Found>& all, std::size_t at) const {
+    const auto value = [&](const Parser::Found& g) {
+        return g.statement || g.type.empty() || g.first < 3 || t_[g.first - 1].text != "=" || g.last - g.first > 12
+                   ? std::string()
+                   : text_.substr(t_[g.first].begin, t_[g.last - 1].end - t_[g.first].begin);
+    };
+    const std::string mine = value(f_);
+    if (mine.empty()) return {};
+    std::vector<Joint> out;
+    for (std::size_t j = at + 1; j < all.size(); ++j) {
+        const Parser::Found& g = all[j];
+        if (std::any_of(t_.begin() + long(f_.last), t_.begin() + long(g.first),
+                        [](const Token& x) { return x.text == ";" || x.text == "{"; }))
+            break;  // past the declaration
+        const std::string theirs = value(g);
+        if (theirs.empty() || theirs == mine || g.type != f_.type || t_[g.first - 3].text != "," ||
+            line_of(text_, t_[g.first].begin) != line_of(text_, t_[f_.first].begin))
+            continue;
+        Joint m;
+        m.edit = {t_[f_.first].begin, t_[f_.last - 1].end, theirs, "two values swapped"};
+        m.target = at;
+        m.others.push_back({j, mine});
+        m.before = f_.first;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
 // The solution with comments blanked (same length, newlines kept): regions are copied from it.
 std::string without_comments(const std::string& text) {
     std::string out = text;
@@ -2389,9 +2564,45 @@ std::vector<const Parser::Found*> twin_regions(const Parser& parser, const Parse
     return twins;
 }
 
+// An edit of several regions (Editor::Joint) as a variant. A move is said as the statements' lines
+// moved before the line of the statement they precede; a swap as its line edited.
+void add_joint(Mutants& m, int& id, const std::string& text, const Editor::Joint& joint, const Parser& parser,
+               std::size_t first_region) {
+    const std::vector<Token>& t = parser.tokens();
+    Variant v;
+    v.id = ++id;
+    v.region = first_region + joint.target;
+    v.begin = joint.edit.begin;
+    v.end = joint.edit.end;
+    v.replacement = joint.edit.with;
+    v.kind = joint.edit.kind;
+    v.line = line_of(text, t[joint.before].begin);
+    v.original_line = trimmed_line(text, t[joint.before].begin);
+    std::string moved, edited = text;
+    std::vector<std::pair<std::size_t, std::size_t>> spans = {{v.begin, v.end}};
+    for (const auto& [r, with] : joint.others) {
+        const Parser::Found& g = parser.found[r];
+        v.also.push_back({first_region + r, t[g.first].begin, t[g.last - 1].end, with});
+        moved +=
+            (moved.empty() ? "" : " ") + one_line(text.substr(t[g.first].begin, t[g.last - 1].end - t[g.first].begin));
+    }
+    // The edited text, the later spans first (the earlier keep their offsets).
+    std::vector<Variant::Span> all = v.also;
+    all.push_back({v.region, v.begin, v.end, v.replacement});
+    std::ranges::sort(all, std::greater<>{}, &Variant::Span::begin);
+    for (const Variant::Span& span : all) edited.replace(span.begin, span.end - span.begin, span.replacement);
+    v.edited_line = v.kind == "statements moved earlier" ? moved : trimmed_line(edited, t[joint.before].begin);
+    v.moved_first = line_of(text, v.also.front().begin);
+    v.moved_last = line_of(text, v.also.back().end - 1);
+    v.context = "in " + parser.found[joint.target].function;
+    m.variants.push_back(std::move(v));
+}
+
 // The regions and variants of one parsed block, appended to `m` (ids go on from `id`).
 void add_variants(Mutants& m, int& id, const std::string& text, const std::string& code, const Parser& parser) {
-    for (const auto& f : parser.found) {
+    const std::size_t first_region = m.regions.size();
+    for (std::size_t at = 0; at < parser.found.size(); ++at) {
+        const Parser::Found& f = parser.found[at];
         // The loops around the region, innermost first: "the loop over c".
         std::string context = "in " + f.function;
         for (auto l = f.loops.rbegin(); l != f.loops.rend(); ++l)
@@ -2430,6 +2641,12 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
             if (e.with == ";") v.edited_line = "(nothing: the statement is gone)";
             v.context = context;
             m.variants.push_back(std::move(v));
+        }
+        if (parser.own()) {
+            for (const Editor::Joint& j : editor.moves(parser.found, at))
+                add_joint(m, id, text, j, parser, first_region);
+            for (const Editor::Joint& j : editor.swaps(parser.found, at))
+                add_joint(m, id, text, j, parser, first_region);
         }
     }
 }
@@ -2614,9 +2831,13 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
 Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep) {
     const std::string code = without_comments(solution);
     const std::set<int> kept(keep.begin(), keep.end());
-    std::map<std::size_t, std::vector<const Variant*>> by_region;
-    for (const Variant& v : m.variants)
-        if (kept.count(v.id)) by_region[v.region].push_back(&v);
+    // Each region's alternatives: (variant, the span it replaces there).
+    std::map<std::size_t, std::vector<std::pair<const Variant*, Variant::Span>>> by_region;
+    for (const Variant& v : m.variants) {
+        if (!kept.count(v.id)) continue;
+        by_region[v.region].push_back({&v, {v.region, v.begin, v.end, v.replacement}});
+        for (const Variant::Span& also : v.also) by_region[also.region].push_back({&v, also});
+    }
     Schemata s;
     std::size_t copied = 0;
     int line = 1;
@@ -2639,9 +2860,9 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
         emit(solution.substr(copied, region.begin - copied), 0, line_at(copied));
         const std::string original = code.substr(region.begin, region.end - region.begin);
         emit(region.statement ? "\n" : "(\n", 0, region_line);
-        for (const Variant* v : variants) {
+        for (const auto& [v, span] : variants) {
             std::string edited = original;
-            edited.replace(v->begin - region.begin, v->end - v->begin, v->replacement);
+            edited.replace(span.begin - region.begin, span.end - span.begin, span.replacement);
             std::replace(edited.begin(), edited.end(), '\n', ' ');
             emit(region.statement ? fmt::format("if (HW_M({})) {{ {} }} else\n", v->id, edited)
                                   : fmt::format("HW_M({}) ? ({}) :\n", v->id, edited),

@@ -43,6 +43,15 @@ struct Variant {
     int line = 0;                            // 1-based line of the span in the solution
     std::string original_line, edited_line;  // that line, trimmed, before and after the edit
     std::string context;                     // "in attention, the loop over c"
+    // An edit of several regions at once (a learner's file only): each other span in its own region.
+    // A move ("statements moved earlier") empties the statements it moves, `line` then the line they
+    // move before; a swap ("two values swapped") puts each of two values in the other's place.
+    struct Span {
+        std::size_t region = 0, begin = 0, end = 0;
+        std::string replacement;
+    };
+    std::vector<Span> also;
+    int moved_first = 0, moved_last = 0;  // the lines of the statements moved
 };
 
 struct Region {

@@ -367,6 +367,13 @@ std::vector<std::vector<std::string>> failing_groups(const Report& r, const Chec
 std::string edit_words(const Variant& v, bool and_ = false, std::string_view lead = "") {
     const std::string where = v.context.starts_with("in ") ? ", " + v.context : "";
     const std::string word = lead.empty() ? (and_ ? "and" : "with") : std::string(lead);
+    if (v.kind == "statements moved earlier") {
+        const std::string lines = v.moved_first == v.moved_last
+                                      ? fmt::format("line {}", v.moved_first)
+                                      : fmt::format("lines {}-{}", v.moved_first, v.moved_last);
+        return fmt::format("{} your {} (`{}`){} before your line {} (`{}`{})", !lead.empty() ? word + " moving" : word,
+                           lines, v.edited_line, lead.empty() ? " moved" : "", v.line, v.original_line, where);
+    }
     if (v.kind == "statement dropped")
         return fmt::format("{} your line {} (`{}`{})",
                            !lead.empty() ? word + " dropping"

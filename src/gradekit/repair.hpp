@@ -54,6 +54,7 @@
 // builds the grader (SchemataInAdvance), and this step takes it.
 #pragma once
 
+#include "gradekit/mutants.hpp"
 #include "gradekit/steps.hpp"
 
 #include <functional>
