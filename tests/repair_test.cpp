@@ -731,6 +731,59 @@ TEST_CASE("repair: a comparison with a number in an unnamed lambda gets its othe
     CHECK(other_bound);
 }
 
+TEST_CASE("repair: a block's last statements are moved before its first statement that reads what they write") {
+    const std::string file = R"(namespace x {
+Tensor4 step(Cache& cache, const Tensor4& k_new) {
+    const std::size_t pos = cache.length;
+    const std::size_t n = cache.length;
+    Tensor4 out = attend(cache, n);
+    put(cache.k, k_new, pos);
+    cache.length = pos + 1;
+    return out;
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    // Not before line 3: `pos`, which they read, is declared there.
+    CHECK(has_edit(m, 4, "statements moved earlier", "put(cache.k, k_new, pos); cache.length = pos + 1;"));
+    CHECK(has_edit(m, 4, "statements moved earlier", "cache.length = pos + 1;"));
+    const Variant* both = find(m, "statements moved earlier", 4);
+    REQUIRE(both != nullptr);
+    CHECK(both->moved_first == 6);
+    CHECK(both->moved_last == 7);
+    // One selector: both statements emptied where they were, put in front of line 4's value.
+    const auto s = make_schemata(file, m, {both->id});
+    const std::string id = std::to_string(both->id);
+    const std::string emptied = "if (HW_M(" + id + ")) { ; } else";
+    const std::size_t first = s.text.find(emptied);
+    CHECK(first != std::string::npos);
+    CHECK(s.text.find(emptied, first + 1) != std::string::npos);
+    CHECK(s.text.find("HW_M(" + id + ") ? ((put(cache.k, k_new, pos), cache.length = pos + 1, (cache.length)))") !=
+          std::string::npos);
+}
+
+TEST_CASE("repair: two values of one declaration are swapped, and tiles of one type read for each other") {
+    const std::string file = R"(namespace x {
+void merge(const Tensor4& x) {
+    const std::size_t B = x.shape()[0], N = x.shape()[3], dh = x.shape()[2];
+    use(B, N, dh);
+}
+__global__ void kernel(const float* K, const float* V, float* O) {
+    __shared__ tile<float, 32, D> k_tile;
+    __shared__ tile<float, 32, D> v_tile;
+    O[0] = k_tile(0, 0) * v_tile(0, 0);
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    CHECK(has_edit(m, 3, "two values swapped",
+                   "const std::size_t B = x.shape()[0], N = x.shape()[2], dh = x.shape()[3];"));
+    CHECK(has_edit(m, 9, "variable swap", "O[0] = v_tile(0, 0) * v_tile(0, 0);"));
+    CHECK(has_edit(m, 9, "variable swap", "O[0] = k_tile(0, 0) * k_tile(0, 0);"));
+    // Not a pointer for another: a kernel's inputs would make dozens of edits of every line.
+    CHECK_FALSE(has_edit(m, 9, "variable swap", "K[0] = k_tile(0, 0) * v_tile(0, 0);"));
+}
+
 TEST_CASE("repair: a nibble's mask is tried as the other nibble's, its suffix kept") {
     const std::string text = R"(void low(const unsigned char* qs, float d, float m, float* dst) {
     for (int j = 0; j < 16; ++j) dst[j] = d * float(qs[j] & 0xF0u) + m;

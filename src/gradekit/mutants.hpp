@@ -77,7 +77,10 @@ Mutants generate_mutants(const std::string& solution);
 // range-for's written copy made a reference, a divisor or an offset the function uses elsewhere put
 // back (`/ double(counted)`, `start + n`), a tile cut at the loop's end (`imin(Bc, stop - s)`), a
 // namespace constant nothing reads made a factor, a block's index made its first row
-// (`range(part * d, (part + 1) * d)`), a log-sum-exp's shift added back, a count advanced.
+// (`range(part * d, (part + 1) * d)`), a log-sum-exp's shift added back, a count advanced, a tile or
+// a vector read for another of its type; and two edits of several regions (Variant::also): a
+// block's last statements moved before the first statement that reads what they write, two values
+// of one declaration swapped.
 // `structs`: the structs its headers declare (header_structs); a member of one of them may stand
 // for another of the same type, where the members the file uses on that object are all its.
 struct HeaderStruct {
