@@ -762,6 +762,33 @@ Tensor4 step(Cache& cache, const Tensor4& k_new) {
           std::string::npos);
 }
 
+TEST_CASE("repair: a loop at a block's end is moved before the loop that reads what it writes, run at once") {
+    const std::string file = R"(namespace x {
+float step(Cache& cache, const Tensor4& k_new, std::size_t n) {
+    const std::size_t t = cache.length;
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < cache.length; ++j) sum += cache.k(j);
+    for (std::size_t c = 0; c < n; ++c) {
+        cache.k(t) = k_new(c);
+    }
+    cache.length = t + 1;
+    return sum;
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    const Variant* loop = find(m, "statements moved earlier", 5);
+    REQUIRE(loop != nullptr);
+    CHECK(loop->moved_first == 6);
+    CHECK(loop->moved_last == 9);
+    CHECK(loop->edited_line == "for (std::size_t c = 0; c < n; ++c) { cache.k(t) = k_new(c); } cache.length = t + 1;");
+    // The loop's statement and the count emptied; both put in front of the reading loop's start,
+    // which runs once: as a lambda called there.
+    REQUIRE(loop->also.size() == 2);
+    CHECK(loop->replacement ==
+          "([&] { for (std::size_t c = 0; c < n; ++c) { cache.k(t) = k_new(c); } cache.length = t + 1; }(), (0))");
+}
+
 TEST_CASE("repair: two values of one declaration are swapped, and tiles of one type read for each other") {
     const std::string file = R"(namespace x {
 void merge(const Tensor4& x) {

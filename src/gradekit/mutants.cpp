@@ -678,6 +678,7 @@ public:
         std::size_t target = 0;
         std::vector<std::pair<std::size_t, std::string>> others;
         std::size_t before = 0;
+        std::pair<std::size_t, std::size_t> moved = {0, 0};  // a move's statements, as offsets of the text
     };
 
     // A step taken too late: the last statements of a block (`append_row(cache.k, pr.k, pos);
@@ -2417,31 +2418,52 @@ std::size_t statement_end(const std::vector<Token>& t, std::size_t p) {
 }
 
 std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, std::size_t at) const {
-    // The run: this statement and the ones right after it, up to the block's end or its return.
-    const auto movable = [&](const Parser::Found& g) {
-        return g.statement && g.droppable && t_[g.first].kind == Tok::ident;
-    };
-    if (!movable(f_)) return {};
-    std::vector<std::size_t> run = {at};
-    while (run.size() <= 4 && !(t_[all[run.back()].last].text == "}" || t_[all[run.back()].last].text == "return")) {
-        const std::size_t next = run.back() + 1;
-        if (next >= all.size() || all[next].first != all[run.back()].last || !movable(all[next])) return {};
-        run.push_back(next);
-    }
-    if (run.size() > 4) return {};
-    const std::size_t first = f_.first, last = all[run.back()].last;
-    // The block it stands in.
-    std::size_t open = first;
+    // The block this region stands in, and its statements.
+    std::size_t open = f_.first;
     for (int depth = 0; open-- > 0;) {
         if (t_[open].text == "}") ++depth;
         if (t_[open].text == "{" && depth-- == 0) break;
     }
     if (open + 1 == 0) return {};
-    // What the run writes (a variable not const: assigned, or passed to a call), and what it reads.
+    std::vector<std::pair<std::size_t, std::size_t>> statements;
+    for (std::size_t s = open + 1; s < t_.size() && t_[s].text != "}";) {
+        const std::size_t e = statement_end(t_, s);
+        if (e == 0) return {};
+        statements.push_back({s, e});
+        s = e;
+    }
+    // The run: the statement this region is the first region of and the ones after it, up to the
+    // block's end or its return; each a statement the parser edits, or a loop, an if or a block of
+    // them (emptied by emptying each statement in it).
+    const auto mine = std::ranges::find_if(statements, [&](const auto& x) { return x.second > f_.first; });
+    if (mine == statements.end() || (at > 0 && all[at - 1].first >= mine->first)) return {};
+    const auto stop =
+        std::ranges::find_if(mine, statements.end(), [&](const auto& x) { return t_[x.first].text == "return"; });
+    if (stop == mine || stop - mine > 4) return {};
+    const std::size_t first = mine->first, last = (stop - 1)->second;
+    std::vector<std::size_t> emptied;
+    for (auto x = mine; x != stop; ++x) {
+        const std::size_t before = emptied.size();
+        for (std::size_t r = at; r < all.size() && all[r].first < x->second; ++r)
+            if (all[r].first >= x->first && all[r].statement && all[r].droppable) emptied.push_back(r);
+        const bool region = emptied.size() > before && all[emptied[before]].first == x->first;
+        const std::string& word = t_[x->first].text;
+        if (!region && word != "for" && word != "while" && word != "if" && word != "{") return {};
+        if (emptied.size() == before) return {};
+    }
+    if (std::any_of(t_.begin() + long(first), t_.begin() + long(last),
+                    [](const Token& x) { return x.text == "return"; }))
+        return {};
+    const bool expressions = std::ranges::all_of(mine, stop, [&](const auto& x) {
+        return std::ranges::any_of(emptied,
+                                   [&](std::size_t r) { return all[r].first == x.first && all[r].last == x.second; });
+    });
+    // What the run writes (a variable not const, declared before it: assigned, or passed to a call),
+    // and what it reads from before it.
     std::set<const Var*> written, used;
     for (std::size_t k = first; k < last; ++k) {
         const Var* v = t_[k].kind == Tok::ident ? var_at(k) : nullptr;
-        if (v == nullptr) continue;
+        if (v == nullptr || v->from >= first) continue;
         used.insert(v);
         std::size_t end = k;  // the end of `cache.length`
         while (end + 2 < last && (t_[end + 1].text == "." || t_[end + 1].text == "->") &&
@@ -2452,19 +2474,16 @@ std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, 
         if (!v->constant && (written_at(end) || argument)) written.insert(v);
     }
     if (written.empty()) return {};
-    for (std::size_t s = open + 1; s < first;) {
-        const std::size_t e = statement_end(t_, s);
-        if (e == 0 || e > first) return {};
+    // The first statement before the run that reads what it writes, once all it reads is declared.
+    for (auto x = statements.begin(); x != mine; ++x) {
+        const auto [s, e] = *x;
         const bool declared = std::ranges::all_of(used, [&](const Var* v) { return v->from <= s; });
         bool reads = false;
         for (std::size_t k = s; k < e && declared && !reads; ++k)
             reads = t_[k].kind == Tok::ident && written.contains(var_at(k));
-        if (!reads) {
-            s = e;
-            continue;
-        }
+        if (!reads) continue;
         // Its first region, in front of which the run goes: run once, before the rest of it.
-        const auto g = std::ranges::find_if(all, [&](const Parser::Found& x) { return x.first >= s && x.first < e; });
+        const auto g = std::ranges::find_if(all, [&](const Parser::Found& f) { return f.first >= s && f.first < e; });
         if (g == all.end()) return {};
         int depth = 0;
         for (std::size_t k = s; k < g->first; ++k) depth += t_[k].text == "{" ? 1 : t_[k].text == "}" ? -1 : 0;
@@ -2473,26 +2492,27 @@ std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, 
         const bool once =
             !g->statement && ((t_[g->first - 1].text == "=" && word != "while" &&
                                (word != "for" || std::none_of(t_.begin() + long(s), t_.begin() + long(g->first),
-                                                              [](const Token& x) { return x.text == ";"; }))) ||
+                                                              [](const Token& y) { return y.text == ";"; }))) ||
                               (word == "if" && g->first == s + 2));
         if (depth != 0 || (!in_front && !once) || g->statement != in_front) return {};
         const std::string original = text_.substr(t_[g->first].begin, t_[g->last - 1].end - t_[g->first].begin);
-        std::string moved;
-        for (const std::size_t r : run) {
-            const Parser::Found& x = all[r];
-            const std::string statement = text_.substr(t_[x.first].begin, t_[x.last - 1].end - t_[x.first].begin);
-            if (in_front) {
-                moved += statement + " ";
-            } else {
-                moved += statement.substr(0, statement.size() - 1) + ", ";
-            }
+        const std::string moved = one_line(text_.substr(t_[first].begin, t_[last - 1].end - t_[first].begin));
+        std::string with = moved + " " + original;  // in front of a statement
+        if (!in_front && expressions) {
+            // In front of a value: a comma expression (`(a(), b = c, (value))`), or a lambda run at once.
+            with = "(";
+            for (auto y = mine; y != stop; ++y)
+                with += text_.substr(t_[y->first].begin, t_[y->second - 2].end - t_[y->first].begin) + ", ";
+            with += "(" + original + "))";
+        } else if (!in_front) {
+            with = "([&] { " + moved + " }(), (" + original + "))";
         }
         Joint m;
-        m.edit = {t_[g->first].begin, t_[g->last - 1].end,
-                  in_front ? moved + original : "(" + moved + "(" + original + "))", "statements moved earlier"};
+        m.edit = {t_[g->first].begin, t_[g->last - 1].end, with, "statements moved earlier"};
         m.target = static_cast<std::size_t>(g - all.begin());
-        for (const std::size_t r : run) m.others.push_back({r, ";"});
+        for (const std::size_t r : emptied) m.others.push_back({r, ";"});
         m.before = s;
+        m.moved = {t_[first].begin, t_[last - 1].end};
         return {m};
     }
     return {};
@@ -2578,22 +2598,24 @@ void add_joint(Mutants& m, int& id, const std::string& text, const Editor::Joint
     v.kind = joint.edit.kind;
     v.line = line_of(text, t[joint.before].begin);
     v.original_line = trimmed_line(text, t[joint.before].begin);
-    std::string moved, edited = text;
-    std::vector<std::pair<std::size_t, std::size_t>> spans = {{v.begin, v.end}};
+    std::string edited = text;
     for (const auto& [r, with] : joint.others) {
         const Parser::Found& g = parser.found[r];
         v.also.push_back({first_region + r, t[g.first].begin, t[g.last - 1].end, with});
-        moved +=
-            (moved.empty() ? "" : " ") + one_line(text.substr(t[g.first].begin, t[g.last - 1].end - t[g.first].begin));
     }
     // The edited text, the later spans first (the earlier keep their offsets).
     std::vector<Variant::Span> all = v.also;
     all.push_back({v.region, v.begin, v.end, v.replacement});
     std::ranges::sort(all, std::greater<>{}, &Variant::Span::begin);
     for (const Variant::Span& span : all) edited.replace(span.begin, span.end - span.begin, span.replacement);
-    v.edited_line = v.kind == "statements moved earlier" ? moved : trimmed_line(edited, t[joint.before].begin);
-    v.moved_first = line_of(text, v.also.front().begin);
-    v.moved_last = line_of(text, v.also.back().end - 1);
+    v.edited_line = trimmed_line(edited, t[joint.before].begin);
+    if (const auto [from, to] = joint.moved; to > from) {
+        // The statements moved, on one line; their first hundred characters or so, when they are long.
+        v.edited_line = one_line(text.substr(from, to - from));
+        if (v.edited_line.size() > 120) v.edited_line = v.edited_line.substr(0, v.edited_line.rfind(' ', 100)) + " ...";
+        v.moved_first = line_of(text, from);
+        v.moved_last = line_of(text, to - 1);
+    }
     v.context = "in " + parser.found[joint.target].function;
     m.variants.push_back(std::move(v));
 }

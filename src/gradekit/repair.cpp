@@ -312,16 +312,27 @@ int evidence_rank(const Variant& v) {
 
 namespace {
 
+// Whether an edit leaves an operation doing nothing (`h * 1 < heads`, `h + 0 < heads` for `h + 1 <
+// heads`): tried, and said, after the others, one of which may say it plainly (`h < heads`).
+bool contrived(const Variant& v) {
+    static const std::regex identity(R"((\*|/)\s*1(?![\w.])|[-+]\s*0(?![\w.]))");
+    const auto identities = [](const std::string& line) {
+        return std::distance(std::sregex_iterator(line.begin(), line.end(), identity), std::sregex_iterator());
+    };
+    return identities(v.edited_line) > identities(v.original_line);
+}
+
 // The order of edits the file points at: by evidence_rank (none, -1, last), then a factor put back
 // where a value is stored before the same one put into each term of a sum (`w[j] = dot * scale;`
 // before `dot += q * k * scale;` in the loop above it): the learner's line is the store.
-std::tuple<unsigned, bool, bool> evidence_order(const Variant& v) {
+std::tuple<unsigned, bool, bool, bool> evidence_order(const Variant& v) {
     // Then an edit that changes an operator or a bound before one that doubles, zeroes or drops
     // something: that more often makes up for a slip than undoes one.
     const bool blunt = v.kind.find("doubled") != std::string::npos ||
                        v.kind.find("replaced by 0") != std::string::npos || v.kind.ends_with("dropped") ||
                        v.kind == "a constant changed";
-    return {static_cast<unsigned>(evidence_rank(v)), v.original_line.find("+=") != std::string::npos, blunt};
+    return {static_cast<unsigned>(evidence_rank(v)), v.original_line.find("+=") != std::string::npos, contrived(v),
+            blunt};
 }
 
 // An edit's place in the pair search's order, lower first (rank_edit_pairs).
@@ -1070,7 +1081,7 @@ private:
     void evidence_first(std::vector<int>& ids) const {
         std::ranges::stable_sort(ids, std::less<>(), [&](int id) {
             const int rank = evidence_rank(*edit_of(id));
-            return rank < 0 ? 3 : rank;
+            return std::pair{rank < 0 ? 3 : rank, contrived(*edit_of(id))};
         });
     }
 
