@@ -201,7 +201,12 @@ namespace {
 struct CacheProblem {
     std::size_t batch, heads, kv_heads, d_head, steps, prompt;
     std::uint64_t seed;
+    std::size_t chunk = 1;  // after the prompt: this many tokens a step (a chunked prefill), the last step fewer
     std::string label() const {
+        if (chunk > 1)
+            return fmt::format(
+                "B = {}, H = {}, H_kv = {}, d_head = {}: a prompt of {} tokens, then {} more {} at a time", batch,
+                heads, kv_heads, d_head, prompt, steps - prompt, chunk);
         return fmt::format("B = {}, H = {}, H_kv = {}, d_head = {}: a prompt of {} tokens, then {} one at a time",
                            batch, heads, kv_heads, d_head, prompt, steps - prompt);
     }
@@ -227,8 +232,9 @@ CacheRun run_cache(const Ex09& ex, const CacheProblem& p, const Tensor4& q, cons
     CacheRun r{empty_cache(p, capacity), Tensor4::from_shape(q.shape())};
     std::optional<Tensor4> wrong_shape;  // the first q of the wrong shape: the report names it
     std::size_t t = 0;
-    while (t < p.steps) {                             // every step runs: the cache then holds what all of them wrote
-        const std::size_t n = t == 0 ? p.prompt : 1;  // the prompt at once, then one token per step
+    while (t < p.steps) {  // every step runs: the cache then holds what all of them wrote
+        // The prompt at once, then a token (or a chunk of them) per step.
+        const std::size_t n = t == 0 ? p.prompt : std::min(p.chunk, p.steps - t);
         const auto block = [&](const Tensor4& a) -> Tensor4 {
             return xt::view(a, xt::all(), xt::all(), xt::range(t, t + n), xt::all());
         };
@@ -338,6 +344,12 @@ TEST_CASE("rope_append: interleaved layout, multi-query (H_kv = 1), base 500,000
 
 TEST_CASE("rope_append: an empty prompt's first step, then 12 more, H = H_kv", "[ex09][part2]") {
     expect_cache({3, 2, 2, 8, 13, 1, 3}, 10000.0, Layout::half);
+}
+
+// Several tokens appended after earlier ones: each at its own position, start + t (a slip that
+// gives every token of a step the same position, or start * t, shows nowhere else).
+TEST_CASE("rope_append: a prompt, then chunks of 3 tokens at positions 2.., each at its own", "[ex09][part2]") {
+    expect_cache({2, 4, 2, 8, 11, 2, 4, 3}, 10000.0, Layout::half);
 }
 
 // ---------------------------------------------------------------------------------------------
