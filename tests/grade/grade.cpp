@@ -1026,6 +1026,30 @@ std::string line_of(const std::string& file, long line) {
     return first == std::string::npos ? std::string() : text.substr(first);
 }
 
+// A thread that returned before a barrier (the emulator's "which returned before it"): the
+// kernel's returns above the barrier's line, up to its signature at column 0 -- "your line 68
+// (`if (row >= a.seq) return;`) returns before it", or empty when it has none.
+std::string returns_before(const std::string& file, long barrier) {
+    std::vector<std::string> lines;
+    if (FILE* f = std::fopen(file.c_str(), "r")) {
+        char buffer[1024];
+        while (std::fgets(buffer, sizeof buffer, f) != nullptr) lines.emplace_back(buffer);
+        std::fclose(f);
+    }
+    std::string said;
+    int found = 0;
+    static const std::regex word(R"(\breturn\b)");
+    for (long n = std::min<long>(barrier, long(lines.size())) - 1; n >= 1; --n) {
+        const std::string& raw = lines[std::size_t(n - 1)];
+        if (!raw.empty() && raw[0] != ' ' && raw[0] != '\t' && raw.find('(') != std::string::npos)
+            break;  // its signature
+        const std::string line = line_of(file, n);
+        if (!line.starts_with("//") && std::regex_search(line, word) && ++found)
+            said = fmt::format("your line {} (`{}`)", n, line) + (said.empty() ? "" : " and " + said);
+    }
+    return found == 0 ? said : "; " + said + (found == 1 ? " returns" : " return") + " before it";
+}
+
 // xtensor's messages, in the learner's terms.
 std::string translate(std::string message) {
     for (char& c : message)
@@ -1125,6 +1149,8 @@ Diagnosis describe_exception(const std::string& what, const std::exception& e) {
                 if (!ends_with_components(file, (*it)[1].str())) continue;
                 d.where = relative_to_source(file) + ":" + (*it)[3].str();
                 d.source = line_of(file, std::atol((*it)[3].str().c_str()));
+                if (message.find("which returned before it") != std::string::npos)
+                    d.message += returns_before(file, std::atol((*it)[3].str().c_str()));
                 break;
             }
         }
