@@ -811,6 +811,61 @@ __global__ void kernel(const float* K, const float* V, float* O) {
     CHECK_FALSE(has_edit(m, 9, "variable swap", "K[0] = k_tile(0, 0) * v_tile(0, 0);"));
 }
 
+TEST_CASE("repair: the ninth trial's slips each have the edit that undoes them in a learner's own file") {
+    const std::string file = R"(namespace x {
+Tensor2 rows(const Tensor2& w, std::size_t from, std::size_t count) {
+    return xt::view(w, xt::range(from, count), xt::all());
+}
+void mha(const Params& p, std::size_t dm) {
+    use(block(p.w, 2 * dm, dm), block(p.b, dm, dm));
+}
+std::uint64_t flops(std::size_t d_model, std::size_t heads) {
+    const std::uint64_t d = d_model;
+    const std::uint64_t one_head = d * d;
+    std::uint64_t total = one_head;
+    return total + d;
+}
+void softmax(float* row, float* out, std::size_t n, const std::int32_t t) {
+    float best = -1e30f;
+    for (std::size_t j = 0; j < n; ++j) best = std::max(best, row[j]);
+    float denom = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) {
+        row[j] = std::exp(row[j]);
+        denom += row[j];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (best < 0.0f) {
+            out[i] = 0.0f;
+        }
+        out[i] = row[i];
+        if (i == n) out[i] -= 1.0f;
+    }
+    std::size_t p = 1;
+    while (p < n) p *= 2;
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    CHECK(
+        has_edit(m, 3, "a count for the range's end", "return xt::view(w, xt::range(from, from + count), xt::all());"));
+    CHECK(has_edit(m, 6, "an argument like its neighbour's", "use(block(p.w, 2 * dm, dm), block(p.b, 2 * dm, dm));"));
+    CHECK_FALSE(has_edit(m, 11, "a factor put back", "std::uint64_t total = one_head * one_head;"));
+    CHECK(has_edit(m, 11, "a factor put back", "std::uint64_t total = d * one_head;"));
+    // Not a parameter taken as it comes: `d = heads * d_model` makes up for slips elsewhere.
+    CHECK_FALSE(has_edit(m, 9, "a factor put back", "const std::uint64_t d = heads * d_model;"));
+    CHECK(has_edit(m, 12, "the result doubled", "return 2 * (total + d);"));
+    CHECK(has_edit(m, 19, "a maximum subtracted", "row[j] = std::exp(row[j] - best);"));
+    CHECK(has_edit(m, 26, "a softmax's sum put back", "out[i] = row[i] / denom;"));
+    CHECK(has_edit(m, 27, "variable swap", "if (i == std::size_t(t)) out[i] -= 1.0f;"));
+    CHECK(has_edit(m, 30, "a loop one step shorter", "while (p * 2 <= n) p *= 2;"));
+    // The end of an if's block in a loop, which ends in no jump: a continue put back, said at the if.
+    const Variant* jump = find(m, "a continue put back", 23);
+    REQUIRE(jump != nullptr);
+    CHECK(jump->original_line == "if (best < 0.0f) {");
+    CHECK(jump->replacement == "continue;");
+    CHECK(jump->begin == jump->end);
+}
+
 TEST_CASE("repair: a nibble's mask is tried as the other nibble's, its suffix kept") {
     const std::string text = R"(void low(const unsigned char* qs, float d, float m, float* dst) {
     for (int j = 0; j < 16; ++j) dst[j] = d * float(qs[j] & 0xF0u) + m;

@@ -155,6 +155,9 @@ public:
         std::string type;             // a declarator's initializer: the declared type
         std::string function;         // the function it is in
         std::size_t range_copy = 0;   // a range-for that writes its copy: the copy's name
+        // A learner's place for a statement left out, not a region of their text: the end of an if's
+        // block inside a loop, that block ending in no jump (first: its `}`; `block_of`: the `if`).
+        std::size_t block_of = 0;
     };
     std::vector<Found> found;
     const std::vector<Var>& vars() const { return vars_; }
@@ -206,6 +209,18 @@ private:
         return end;
     }
 
+    // Whether a block's statements [from, to) hold a jump of their own (`continue;`, `break;`,
+    // `return ...;`, `throw ...;`; not one in a loop of theirs).
+    bool jumps(std::size_t from, std::size_t to) const {
+        int depth = 0;
+        for (std::size_t q = from; q < to; ++q) {
+            const std::string& x = t_[q].text;
+            depth += x == "{" ? 1 : x == "}" ? -1 : 0;
+            if (x == "return" || x == "throw" || (depth == 0 && (x == "continue" || x == "break"))) return true;
+        }
+        return false;
+    }
+
     void region(std::size_t first, std::size_t last, bool statement, bool droppable) {
         // A region runs to the end of its block at most (a learner's statement the reader lost its way in: none).
         if (first < last && last <= t_.size())
@@ -226,6 +241,10 @@ private:
             const std::size_t rp = close(p + 1);
             region(p + 2, rp - 1, false, false);
             std::size_t end = statement(rp);
+            if (own_ && is(p, "if") && is(rp, "{") && !loops_.empty() && !jumps(rp + 1, end - 1)) {
+                found.push_back({end - 1, end - 1, true, false, loops_, false, {}, function_});
+                found.back().block_of = p;
+            }
             if (is(p, "if") && is(end, "else")) end = statement(end + 1);
             return end;
         }
@@ -626,6 +645,10 @@ public:
           file_constants_(parser.file_constants()) {}
 
     std::vector<Edit> edits() {
+        if (f_.block_of != 0) {  // the end of an if's block in a loop: the loop's next pass taken there
+            out_.push_back({t_[f_.first].begin, t_[f_.first].begin, "continue;", "a continue put back"});
+            return out_;
+        }
         if (own_) unused_in_place();  // first: the same text as a variable swap keeps this kind
         for (std::size_t k = f_.first; k < f_.last; ++k) {
             const Token& tok = t_[k];
@@ -635,6 +658,9 @@ public:
         }
         if (f_.statement && f_.droppable)
             out_.push_back({t_[f_.first].begin, t_[f_.last - 1].end, ";", "statement dropped"});
+        if (own_) result_doubled();
+        if (own_) loop_one_step_shorter();
+        if (own_) count_multiplied();
         // A scalar started at 0 instead of its value (float m = 0.0f for the row's first score).
         if ((f_.type == "float" || f_.type == "double") && f_.last > f_.first + 1)
             add(f_.first, f_.last, f_.type == "float" ? "0.0f" : "0.0", "a constant changed");
@@ -792,51 +818,14 @@ private:
             member(k);
             return;
         }
-        // A learner's named constant for another of theirs: kBlock for kHalfBlock.
-        if (own_ && named_constant(s) && (k == 0 || t_[k - 1].text != "::")) {
-            if (file_tokens_.empty()) file_tokens_ = tokenize(text_, 0, text_.size());
-            std::set<std::string> others;
-            for (const Token& t : file_tokens_)
-                if (t.kind == Tok::ident && t.text != s && named_constant(t.text)) others.insert(t.text);
-            for (const std::string& other : others) add(k, other, "constant swap");
-        }
-        // The size of the other floating type: sizeof(double) for sizeof(float).
-        if ((s == "float" || s == "double") && k >= 2 && t_[k - 1].text == "(" && t_[k - 2].text == "sizeof")
-            add(k, s == "float" ? "double" : "float", "float for double");
-        // A learner's std algorithms: the other end (std::max_element for std::min_element).
-        if (own_ && (s == "max_element" || s == "min_element") && k > 0 && t_[k - 1].text == "::")
-            add(k, s == "max_element" ? "min_element" : "max_element", "std::max_element for std::min_element");
-        if (own_) square_root_edits(k);
         if (s == "max" || s == "min") {
             if (k > 0 && t_[k - 1].text == "::") add(k, s == "max" ? "min" : "max", "std::max for std::min");
             return;
         }
-        // A learner's (a kernel's) C maximum for the minimum: fmaxf for fminf.
-        static const std::map<std::string, std::string> c_extremes = {{"fmaxf", "fminf"}, {"fminf", "fmaxf"},
-                                                                      {"fmax", "fmin"},   {"fmin", "fmax"},
-                                                                      {"isnan", "isinf"}, {"isinf", "isnan"}};
-        if (const auto other = c_extremes.find(s);
-            own_ && other != c_extremes.end() && k + 1 < t_.size() && t_[k + 1].text == "(")
-            add(k, other->second, s + " for " + other->second);
-        if (own_ && s == "range" && k >= 2 && t_[k - 1].text == "::" && k + 1 < t_.size() && t_[k + 1].text == "(")
-            range_shifted(k + 1);
-        if (own_ && k + 1 < t_.size() && t_[k + 1].text == "(" &&
-            (k == 0 || (t_[k - 1].text != "." && t_[k - 1].text != "::")))
-            argument_put_back(k);
-        if (s == "INFINITY") add(k, "1e9f", "a constant changed");
-        if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
-            add(k - 7, k + 3, "1e9f", "a constant changed");
+        name_edits(k);
         const Var* v = var_at(k);
-        // A learner's object read like a tensor for another of its type: `k_tile(r, c)` for
-        // `v_tile(r, c)` (two shared tiles of a kernel), `scores[j]` for `weights[j]` (two vectors).
-        // Not pointers: a kernel's many inputs would make dozens of edits of each line that reads one.
-        if (own_ && v != nullptr && !scalar_type(v->type) && v->type != "lambda" && !v->type.ends_with('*') &&
-            k + 1 < t_.size() && (t_[k + 1].text == "(" || t_[k + 1].text == "[") && !captured_name(k)) {
-            const bool written = written_at(k);
-            for (const Var& other : vars_)
-                if (other.name != v->name && other.type == v->type && other.from <= k && k < other.to &&
-                    usable(other, k) && !(written && other.constant))
-                    add(k, other.name, "variable swap");
+        if (own_ && v != nullptr && !scalar_type(v->type)) {
+            object_swapped(k, *v);
             return;
         }
         if (v == nullptr || !scalar_type(v->type) || (v->loop && f_.loop_condition)) return;
@@ -877,6 +866,7 @@ private:
                 continue;
             add(k, other.name, v->loop ? "index swap" : "variable swap");
         }
+        if (own_ && v->type == "std::size_t") signed_compared(k);
         // An index one off: t(b, i + 1, c).
         // A size one off where it is passed on: std::sqrt(static_cast<float>(d + 1)).
         // A learner's (or a kernel's) int too, and a count alone in an integer's initializer or in a
@@ -916,6 +906,72 @@ private:
                 (t_[k + 3].text == "," || t_[k + 3].text == ")" || t_[k + 3].text == "]"))
                 add(k, k + 3, next->name + ", " + s, "indices swapped");
         }
+    }
+
+    // (identifier) The edits of a name that are not a variable's: a named constant, a function or
+    // algorithm of the other kind (`fminf`, `min_element`), a square root, a call's arguments.
+    void name_edits(std::size_t k) {
+        const std::string& s = t_[k].text;
+        // A learner's named constant for another of theirs: kBlock for kHalfBlock.
+        if (own_ && named_constant(s) && (k == 0 || t_[k - 1].text != "::")) {
+            if (file_tokens_.empty()) file_tokens_ = tokenize(text_, 0, text_.size());
+            std::set<std::string> others;
+            for (const Token& t : file_tokens_)
+                if (t.kind == Tok::ident && t.text != s && named_constant(t.text)) others.insert(t.text);
+            for (const std::string& other : others) add(k, other, "constant swap");
+        }
+        // The size of the other floating type: sizeof(double) for sizeof(float).
+        if ((s == "float" || s == "double") && k >= 2 && t_[k - 1].text == "(" && t_[k - 2].text == "sizeof")
+            add(k, s == "float" ? "double" : "float", "float for double");
+        // A learner's std algorithms: the other end (std::max_element for std::min_element).
+        if (own_ && (s == "max_element" || s == "min_element") && k > 0 && t_[k - 1].text == "::")
+            add(k, s == "max_element" ? "min_element" : "max_element", "std::max_element for std::min_element");
+        if (own_) square_root_edits(k);
+        if (own_ && (s == "exp" || s == "expf" || s == "__expf") && k + 1 < t_.size() && t_[k + 1].text == "(")
+            maximum_subtracted(k + 1);
+        // A learner's (a kernel's) C maximum for the minimum: fmaxf for fminf.
+        static const std::map<std::string, std::string> c_extremes = {{"fmaxf", "fminf"}, {"fminf", "fmaxf"},
+                                                                      {"fmax", "fmin"},   {"fmin", "fmax"},
+                                                                      {"isnan", "isinf"}, {"isinf", "isnan"}};
+        if (const auto other = c_extremes.find(s);
+            own_ && other != c_extremes.end() && k + 1 < t_.size() && t_[k + 1].text == "(")
+            add(k, other->second, s + " for " + other->second);
+        if (own_ && s == "range" && k >= 2 && t_[k - 1].text == "::" && k + 1 < t_.size() && t_[k + 1].text == "(")
+            range_shifted(k + 1);
+        if (own_ && k + 1 < t_.size() && t_[k + 1].text == "(" &&
+            (k == 0 || (t_[k - 1].text != "." && t_[k - 1].text != "::"))) {
+            argument_put_back(k);
+            argument_like_neighbour(k);
+        }
+        if (s == "INFINITY") add(k, "1e9f", "a constant changed");
+        if (s == "infinity" && k >= 7 && t_[k - 7].text == "std" && k + 2 < t_.size() && t_[k + 2].text == ")")
+            add(k - 7, k + 3, "1e9f", "a constant changed");
+    }
+
+    // (identifier) A name of a type not a number's, at token k.
+    void object_swapped(std::size_t k, const Var& v) {
+        // A learner's object read like a tensor for another of its type: `k_tile(r, c)` for
+        // `v_tile(r, c)` (two shared tiles of a kernel), `scores[j]` for `weights[j]` (two vectors).
+        // Not pointers: a kernel's many inputs would make dozens of edits of each line that reads one.
+        if (v.type != "lambda" && !v.type.ends_with('*') && k + 1 < t_.size() &&
+            (t_[k + 1].text == "(" || t_[k + 1].text == "[") && !captured_name(k)) {
+            const bool written = written_at(k);
+            for (const Var& other : vars_)
+                if (other.name != v.name && other.type == v.type && other.from <= k && k < other.to &&
+                    usable(other, k) && !(written && other.constant))
+                    add(k, other.name, "variable swap");
+        }
+    }
+
+    // (identifier) A size at token k, beside `==` or `!=`.
+    void signed_compared(std::size_t k) {
+        // A size compared with a signed value of the file, cast: `j == std::size_t(t)` for `j == n`
+        // (a target id, an int32, where the counter of the row stood).
+        if ((t_[k - 1].text == "==" || t_[k - 1].text == "!=" || t_[k + 1].text == "==" || t_[k + 1].text == "!="))
+            for (const Var& other : vars_)
+                if (!other.loop && other.from <= k && k < other.to &&
+                    (other.type == "int" || other.type == "std::int32_t" || other.type == "std::int64_t"))
+                    add(k, "std::size_t(" + other.name + ")", "variable swap");
     }
 
     // The call an argument at token `k` is passed to, and its position: ("dense", 2). Empty when
@@ -1337,6 +1393,9 @@ private:
             const bool count = u.type == "std::size_t" || u.type == "std::uint64_t" || u.type == "int" ||
                                u.type == "long" || u.type == "unsigned";
             if (u.loop || !(scalar || count) || f_.first < u.from || f_.last > u.to || read(u)) continue;
+            // An `auto` the file reads through a subscript (`auto vs = slice(v, ...)`, `vs[j]`): a
+            // pointer or a view, no number to add or multiply.
+            if (u.type == "auto" && subscripted_in_file(u.name)) continue;
             // Or what it was made to stand for, where the learner wrote a product of names in its
             // place: `double(counted)` for `double(B * N)` (the count of targets not -1).
             for (std::size_t k = f_.first + 1; k + 3 < f_.last; ++k) {
@@ -1365,6 +1424,13 @@ private:
                 add(k, end, x + " / " + u.name, "an unused value put back");
             }
         }
+    }
+
+    bool subscripted_in_file(const std::string& name) {
+        const auto& f = file_tokens();
+        for (std::size_t q = 0; q + 1 < f.size(); ++q)
+            if (f[q].text == name && f[q + 1].text == "[" && (q == 0 || f[q - 1].text != ".")) return true;
+        return false;
     }
 
     // A rescale forgotten: `l = l * shrink + p` for `l = l + p`, where another statement of the
@@ -1564,22 +1630,37 @@ private:
                 if (t_[q].text == x) return true;
             return false;
         };
-        if (!has(first, last, "exp")) return;
+        // The names stored from an exp (`w[j] = std::exp(w[j] - peak);`): a sum of them is one of exps.
+        std::set<std::string> exps;
+        for (std::size_t q = 0; q + 1 < t_.size(); ++q)
+            if (t_[q].kind == Tok::ident && (q == 0 || t_[q - 1].text != ".")) {
+                const std::size_t after = after_subscripts(q + 1);
+                std::size_t semi = after;
+                while (semi < t_.size() && t_[semi].text != ";") ++semi;
+                if (after < t_.size() && t_[after].text == "=" && has(after, semi, "exp")) exps.insert(t_[q].text);
+            }
+        const bool exp_here = has(first, last, "exp");
         for (const Var& u : vars_) {
             if (u.constant || u.loop || (u.type != "float" && u.type != "double") || f_.first < u.from ||
                 f_.first >= u.to || has(first, last, u.name))
                 continue;
             bool summed = false, divides = false;
+            std::size_t last_sum = 0;
             for (std::size_t q = std::max<std::size_t>(u.from, 1); q + 1 < u.to && q + 1 < t_.size(); ++q) {
                 if (t_[q].kind != Tok::ident || t_[q].text != u.name) continue;
                 divides = divides || t_[q - 1].text == "/";
                 if (t_[q + 1].text == "+=") {
                     std::size_t semi = q + 1;
                     while (semi < t_.size() && t_[semi].text != ";") ++semi;
-                    summed = summed || has(q + 2, semi, "exp");
+                    const bool of_exps =
+                        has(q + 2, semi, "exp") || (t_[q + 2].kind == Tok::ident && exps.contains(t_[q + 2].text));
+                    summed = summed || of_exps;
+                    if (of_exps) last_sum = semi;
                 }
             }
-            if (summed && !divides)
+            // Into the exp's own value, or into a value stored after the sum (`out(...) = acc / denom`).
+            const bool constant = last == first + 1 && t_[first].kind == Tok::number;
+            if (summed && !divides && !constant && (exp_here || (f_.first > last_sum && !f_.loops.empty())))
                 add(first, last, as_factor(first, last) + " / " + u.name, "a softmax's sum put back");
         }
     }
@@ -2008,6 +2089,11 @@ private:
             add(p + 1, close - 1, fmt::format("{0} * {1}, ({0} + 1) * {1}", a, length),
                 "a block's start for its index");
         }
+        // A count taken for the range's end: `range(from, from + count)` for `range(from, count)`
+        // (two names; xt::range ends where its second argument says, it takes no length).
+        if (own_ && comma == p + 2 && close == comma + 3 && t_[p + 1].kind == Tok::ident &&
+            t_[comma + 1].kind == Tok::ident && a != b)
+            add(comma + 1, comma + 2, a + " + " + b, "a count for the range's end");
         // The first block where the i-th belongs: `range(which * d, (which + 1) * d)` for
         // `range(0, d)`, each index in scope (a block's number: a parameter, a loop's counter) that
         // the line does not read yet (a learner's bias slice beside the weight's `range(which * d, ...)`).
@@ -2034,6 +2120,127 @@ private:
             if (depth == 0 && x == ",") return q;
         }
         return to;
+    }
+
+    // A softmax's shift left out: `std::exp(row[j] - best)` for `std::exp(row[j])`, where the
+    // function takes `best` as a maximum (`best = std::max(best, row[j])`, `= *std::max_element(...)`,
+    // `= fmaxf(...)`) and the exp's argument subtracts nothing. The `(` of the exp at `open`.
+    void maximum_subtracted(std::size_t open) {
+        const std::size_t close = close_in_region(open);
+        if (close > f_.last || close < open + 3 ||
+            std::any_of(t_.begin() + long(open), t_.begin() + long(close),
+                        [](const Token& x) { return x.text == "-"; }))
+            return;
+        std::set<std::string> maxima;
+        for (std::size_t q = 0; q + 4 < t_.size(); ++q) {
+            if (t_[q].kind != Tok::ident || t_[q + 1].text != "=") continue;
+            std::size_t r = q + 2;
+            if (t_[r].text == "*") ++r;
+            if (t_[r].text == "std" && t_[r + 1].text == "::") r += 2;
+            const std::string& call = t_[r].text;
+            if (call == "max" || call == "max_element" || call == "fmaxf" || call == "fmax") maxima.insert(t_[q].text);
+        }
+        for (const std::string& m : maxima)
+            if (std::ranges::any_of(vars_, [&](const Var& v) { return v.name == m && v.from <= open && open < v.to; }))
+                add(open + 1, close - 1,
+                    text_.substr(t_[open + 1].begin, t_[close - 2].end - t_[open + 1].begin) + " - " + m,
+                    "a maximum subtracted");
+    }
+
+    // A loop that runs one step too far: `while (p * 2 <= heads) p *= 2;` for `while (p < heads) p *=
+    // 2;` (the next power of two, where the largest not above was meant), `while (x + s <= n) x += s;`.
+    // The condition `a < b` or `a <= b` of a while whose body is `a *= s;` or `a += s;`.
+    void loop_one_step_shorter() {
+        if (f_.statement || f_.first < 2 || t_[f_.first - 2].text != "while" || f_.last != f_.first + 3 ||
+            t_[f_.first].kind != Tok::ident || (t_[f_.first + 1].text != "<" && t_[f_.first + 1].text != "<="))
+            return;
+        const std::size_t body = f_.last + 1;  // after the `)`
+        if (body + 3 >= t_.size() || t_[body].text != t_[f_.first].text ||
+            (t_[body + 1].text != "*=" && t_[body + 1].text != "+=") || t_[body + 3].text != ";")
+            return;
+        const std::string& a = t_[f_.first].text;
+        const std::string& b = t_[f_.first + 2].text;
+        const std::string step = t_[body + 1].text.substr(0, 1) + " " + t_[body + 2].text;
+        add(f_.first, f_.last, fmt::format("{} {} <= {}", a, step, b), "a loop one step shorter");
+        add(f_.first, f_.last, fmt::format("{} {} < {}", a, step, b), "a loop one step shorter");
+    }
+
+    // A count's every term short of its factor (one FLOP for a multiply-add's two): `return 2 *
+    // (projections + scores);` for `return projections + scores;`, and half of it -- a returned sum
+    // or product of names (not one value: a tensor or a list returned is no number to double).
+    void result_doubled() {
+        if (!f_.statement || t_[f_.first].text != "return" || f_.last < f_.first + 5) return;
+        const std::size_t first = f_.first + 1, last = f_.last - 1;  // the value, `;` left out
+        int depth = 0;
+        bool arithmetic = false;
+        for (std::size_t q = first; q < last; ++q) {
+            const std::string& x = t_[q].text;
+            depth += (x == "(" || x == "[") ? 1 : (x == ")" || x == "]") ? -1 : 0;
+            arithmetic = arithmetic || (depth == 0 && (x == "+" || x == "*"));
+            if (x == "?" || x == "{" || x == "<<") return;
+        }
+        if (!arithmetic) return;
+        const std::string value = text_.substr(t_[first].begin, t_[last - 1].end - t_[first].begin);
+        add(first, last, "2 * (" + value + ")", "the result doubled");
+        add(first, last, "(" + value + ") / 2", "the result halved");
+    }
+
+    // A count taken once where it is had many times: `total = heads * one_head` for `total =
+    // one_head` (a value alone on the right of an integer's `=`), times each other integer in scope
+    // that is no loop's counter.
+    void count_multiplied() {
+        const bool alone = f_.last == f_.first + 1 && t_[f_.first].kind == Tok::ident && f_.first > 0 &&
+                           t_[f_.first - 1].text == "=" && (f_.type == "std::uint64_t" || f_.type == "std::size_t");
+        const Var* v = alone ? var_at(f_.first) : nullptr;
+        // A value the function computed (`one_head`), not a parameter taken as it comes (`d = d_model`).
+        const auto body = std::ranges::find(t_, "{", &Token::text) - t_.begin();
+        if (v == nullptr || v->from <= std::size_t(body)) return;
+        for (const Var& other : vars_)
+            if (other.name != v->name && !other.loop &&
+                (other.type == "std::size_t" || other.type == "std::uint64_t") && other.from <= f_.first &&
+                f_.first < other.to)
+                add(f_.first, f_.last, other.name + " * " + v->name, "a factor put back");
+    }
+
+    // The arguments of the call opened at `open`, each as its token range [first, last).
+    std::vector<std::pair<std::size_t, std::size_t>> arguments(std::size_t open) const {
+        std::vector<std::pair<std::size_t, std::size_t>> out;
+        const std::size_t close = close_in_region(open);
+        if (close > f_.last || close < open + 3) return out;
+        for (std::size_t a = open + 1; a < close - 1;) {
+            const std::size_t next = until_comma(a, close - 1);
+            out.push_back({a, next});
+            a = next + 1;
+        }
+        return out;
+    }
+
+    // An argument written like its neighbour's: `bias_block(p.in_proj_bias, 2 * dm, dm)` for
+    // `bias_block(p.in_proj_bias, dm, dm)` beside `row_block(p.in_proj_weight, 2 * dm, dm)` in the
+    // same statement (two calls of as many arguments, the one that differs a count of names and
+    // numbers: the weight's block and its bias's, one of them taken at another offset).
+    void argument_like_neighbour(std::size_t k) {
+        const auto mine = arguments(k + 1);
+        if (mine.size() < 2) return;
+        const auto plain = [&](std::pair<std::size_t, std::size_t> a) {
+            return std::all_of(t_.begin() + long(a.first), t_.begin() + long(a.second), [](const Token& x) {
+                return x.kind == Tok::ident || x.kind == Tok::number || x.text == "*" || x.text == "+" ||
+                       x.text == "-" || x.text == "/";
+            });
+        };
+        const auto text = [&](std::pair<std::size_t, std::size_t> a) {
+            return text_.substr(t_[a.first].begin, t_[a.second - 1].end - t_[a.first].begin);
+        };
+        for (std::size_t q = f_.first; q + 1 < f_.last; ++q) {
+            if (q == k || t_[q].kind != Tok::ident || t_[q + 1].text != "(" || (q > 0 && t_[q - 1].text == "."))
+                continue;
+            const auto theirs = arguments(q + 1);
+            if (theirs.size() != mine.size()) continue;
+            for (std::size_t i = 0; i < mine.size(); ++i)
+                if (plain(mine[i]) && plain(theirs[i]) && text(mine[i]) != text(theirs[i]) &&
+                    mine[i].second - mine[i].first + theirs[i].second - theirs[i].first > 2)  // not two names: swaps
+                    add(mine[i].first, mine[i].second, text(theirs[i]), "an argument like its neighbour's");
+        }
     }
 
     // An argument left out: `linear(x, p.out_proj_weight, p.out_proj_bias)` for `linear(x,
@@ -2418,6 +2625,7 @@ std::size_t statement_end(const std::vector<Token>& t, std::size_t p) {
 }
 
 std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, std::size_t at) const {
+    if (f_.block_of != 0) return {};
     // The block this region stands in, and its statements.
     std::size_t open = f_.first;
     for (int depth = 0; open-- > 0;) {
@@ -2575,7 +2783,7 @@ std::vector<const Parser::Found*> twin_regions(const Parser& parser, const Parse
     // Four regions of its kind either side (a loop's own regions between them are not counted).
     const auto look = [&](std::size_t j) {
         const Parser::Found& g = all[j];
-        if (g.statement != f.statement || g.loop_condition) return false;
+        if (g.statement != f.statement || g.loop_condition || g.block_of != 0) return false;
         if (g.loops == f.loops && g.type == f.type && g.function == f.function) twins.push_back(&g);
         return true;
     };
@@ -2635,7 +2843,11 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
         Editor editor(code, parser, f);
         if (parser.own()) editor.set_twins(twin_regions(parser, f));
         const std::size_t r = m.regions.size();
-        m.regions.push_back({parser.tokens()[f.first].begin, parser.tokens()[f.last - 1].end, f.statement});
+        const std::vector<Token>& tokens = parser.tokens();
+        if (f.block_of != 0)  // a place for a statement: empty
+            m.regions.push_back({tokens[f.first].begin, tokens[f.first].begin, true});
+        else
+            m.regions.push_back({tokens[f.first].begin, tokens[f.last - 1].end, f.statement});
         std::set<std::pair<std::size_t, std::string>> seen;
         for (const Edit& e : editor.edits()) {
             if (!seen.insert({e.begin, e.with + "@" + std::to_string(e.end)}).second) continue;
@@ -2661,6 +2873,11 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
                 v.line = line_of(text, whole.begin);
             }
             if (e.with == ";") v.edited_line = "(nothing: the statement is gone)";
+            if (f.block_of != 0) {  // said at the if whose block it ends
+                v.line = line_of(text, tokens[f.block_of].begin);
+                v.original_line = trimmed_line(text, tokens[f.block_of].begin);
+                v.edited_line = e.with;
+            }
             v.context = context;
             m.variants.push_back(std::move(v));
         }
