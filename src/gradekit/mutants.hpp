@@ -78,7 +78,9 @@ Mutants generate_mutants(const std::string& solution);
 // back (`/ double(counted)`, `start + n`), a tile cut at the loop's end (`imin(Bc, stop - s)`), a
 // namespace constant nothing reads made a factor, a block's index made its first row
 // (`range(part * d, (part + 1) * d)`), a log-sum-exp's shift added back, a count advanced, a tile or
-// a vector read for another of its type; and two edits of several regions (Variant::also): a
+// a vector read for another of its type, a softmax's max or sum put back, a returned sum doubled, a
+// count multiplied, a neighbouring call's argument, a while loop one step shorter, `continue;` at the
+// end of an if's block in a loop (an empty region); and two edits of several regions (Variant::also): a
 // block's last statements moved before the first statement that reads what they write, two values
 // of one declaration swapped.
 // `structs`: the structs its headers declare (header_structs); a member of one of them may stand
