@@ -581,7 +581,7 @@ public:
                 }
             }
             if (pairs && parts.empty() && !only_evidence && groups[g].size() >= 2 && !late())
-                last_check_parts(groups[g], parts, phase);
+                other_checks_parts(groups[g], parts, phase);
             if (only_evidence) screened_.pop_back();
             // A repair of part: what it leaves failing is screened with it on (second_slip), not alone.
             if (!parts.empty()) break;
@@ -598,8 +598,8 @@ public:
     // check -- its other checks are screened each alone, the last first: an edit that passes one may repair part (exercise
     // 8's value cache written from the keys beside a query head read from kvh: every check but the
     // hand-worked one mends with the value's line), and second_slip looks for the rest beside it.
-    void last_check_parts(const std::vector<std::string>& checks, std::vector<Effect>& parts,
-                          const std::function<void(const std::string&)>& phase) const {
+    void other_checks_parts(const std::vector<std::string>& checks, std::vector<Effect>& parts,
+                            const std::function<void(const std::string&)>& phase) const {
         std::vector<int> ids;
         for (const auto& [id, run] : screened_.back().runs) ids.push_back(id);
         evidence_first(ids);

@@ -1043,7 +1043,8 @@ std::string returns_before(const std::string& file, long barrier) {
         const std::string& raw = lines[std::size_t(n - 1)];
         if (!raw.empty() && raw[0] != ' ' && raw[0] != '\t' && raw.find('(') != std::string::npos)
             break;  // its signature
-        const std::string line = line_of(file, n);
+        const auto first = raw.find_first_not_of(" \t"), last = raw.find_last_not_of(" \t\r\n");
+        const std::string line = first == std::string::npos ? std::string() : raw.substr(first, last + 1 - first);
         if (!line.starts_with("//") && std::regex_search(line, word) && ++found)
             said = fmt::format("your line {} (`{}`)", n, line) + (said.empty() ? "" : " and " + said);
     }
