@@ -43,6 +43,9 @@ std::string fresh_memory_step(const Subject& s, const std::filesystem::path& gra
     auto report = read_report(s.report);
     if (!report || !report->compiled || !report->finished || report->all_passed() || !names_something(*report))
         return {};
+    // A repair of their line that passes every check ran on the same pattern-filled memory: what
+    // their code reads there did not decide a check (exercise 6: a second run of the kernels, 1.5 s).
+    if (!report->repaired.empty() && !report->repaired_partly && report->still_failing.empty()) return {};
     Subject zeroed = s;
     zeroed.report = s.report.parent_path() / (s.report.stem().string() + ".zero-filled.json");
     // Which checks pass is all it reads: no search, no catalogued mistake run beside them.

@@ -30,7 +30,8 @@ namespace headwise::gradekit {
 enum class SchemataBuild { none, sanitized, unsanitized };
 struct RepairPlan {
     SchemataBuild build = SchemataBuild::sanitized;
-    int budget_s = 0;  // 0: RepairSetup's
+    int budget_s = 0;     // 0: RepairSetup's
+    std::string options;  // the schemata's compile's own (course.json "options"), space-separated
 };
 RepairPlan repair_plan(const Subject& s);
 
