@@ -108,7 +108,7 @@ RepairPlan repair_plan(const Subject& s) {
             return {repair.value("build", "") == "unsanitized" ? SchemataBuild::unsanitized : SchemataBuild::sanitized,
                     repair.value("budget_s", 0), options};
         }
-        return {repair.is_boolean() && !repair.get<bool>() ? SchemataBuild::none : SchemataBuild::sanitized, 0};
+        return {repair.is_boolean() && !repair.get<bool>() ? SchemataBuild::none : SchemataBuild::sanitized, 0, {}};
     }
     return {};
 }

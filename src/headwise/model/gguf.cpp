@@ -431,6 +431,8 @@ File::File(std::shared_ptr<const model::FileBytes> storage, std::filesystem::pat
 // Read whole into huge pages rather than mapped: a decoder streams every weight at every token.
 File File::open(const std::filesystem::path& path) { return File(model::FileBytes::load(path), path); }
 
+File File::map(const std::filesystem::path& path) { return File(model::FileBytes::map(path), path); }
+
 File File::parse(std::string bytes, const std::filesystem::path& label) {
     return File(model::FileBytes::hold(std::move(bytes)), label);
 }

@@ -80,8 +80,12 @@ struct TensorInfo {
 
 class File {
 public:
-    // Maps and validates a file. Throws usage_error (one line, starting with the path).
+    // Reads a file into memory (model::FileBytes::load: huge pages, its tensors rewritable) and
+    // validates it. Throws usage_error (one line, starting with the path).
     static File open(const std::filesystem::path& path);
+    // The same over the file mapped read-only (FileBytes::map): no copy, for a reader that keeps
+    // every tensor as it is in the file.
+    static File map(const std::filesystem::path& path);
     // Validates bytes that are already in memory (kept by the File); `label` stands for the path.
     static File parse(std::string bytes, const std::filesystem::path& label);
 

@@ -66,8 +66,9 @@ std::filesystem::path default_model_path();
 enum class Path { exact, fast };
 std::string_view to_string(Path path);
 
-// Where Model::open leaves the Q4_1 matrices' bytes: where the file has them (for code that reads
-// the blocks itself, as exercise 12's grader does with the learner's dequantization), or regrouped
+// Where Model::open leaves the Q4_1 matrices' bytes: where the file has them, the file mapped
+// read-only (for code that reads the blocks itself, as exercise 12's grader does with the
+// learner's dequantization), or read into memory and regrouped
 // in panels where the AVX-512 product runs (quant.hpp; ~2x fewer instructions per byte: the fast
 // path's decode ~1.2x faster). Every library function reads either layout.
 enum class WeightLayout { as_in_file, fastest };
