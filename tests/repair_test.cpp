@@ -866,6 +866,58 @@ void softmax(float* row, float* out, std::size_t n, const std::int32_t t) {
     CHECK(jump->begin == jump->end);
 }
 
+TEST_CASE("repair: the tenth trial's slips -- a math call's parenthesis moved, a comparison turned round") {
+    const std::string file = R"(void layer(float* row, float* y, std::size_t n, bool causal, float var, float eps) {
+    float top = row[0];
+    for (std::size_t j = 0; j < n; ++j) y[j] = std::exp(row[j]) - top;
+    const float inv = 1.0f / (std::sqrt(var) + eps);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const bool hidden = causal && j < i;
+            y[j] = hidden ? 0.0f : std::erf(row[j] / std::sqrt(2.0f)) * inv;
+        }
+    }
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    CHECK(has_edit(m, 3, "a call's parenthesis moved",
+                   "for (std::size_t j = 0; j < n; ++j) y[j] = std::exp(row[j] - top);"));
+    CHECK(has_edit(m, 4, "a call's parenthesis moved", "const float inv = 1.0f / (std::sqrt(var + eps));"));
+    CHECK(has_edit(m, 8, "a call's parenthesis moved",
+                   "y[j] = hidden ? 0.0f : std::erf(row[j]) / std::sqrt(2.0f) * inv;"));
+    CHECK(has_edit(m, 7, "< for >", "const bool hidden = causal && j > i;"));
+    // Not in a loop's condition: a loop that never runs says nothing.
+    CHECK_FALSE(has_edit(m, 6, "< for >", "for (std::size_t j = 0; j > n; ++j) {"));
+    // Of the names that set two parallel lines apart, one taken as the twin has it: the head index.
+    const std::string heads =
+        R"(void decode(const float* k_cache, const float* v_cache, std::size_t heads, std::size_t n) {
+    for (std::size_t h = 0; h < heads; ++h) {
+        const std::size_t g = h / 2;
+        const float* keys = k_cache + g * n;
+        const float* vals = v_cache + h * n;
+        use(keys, vals);
+    }
+}
+)";
+    const Mutants twins = generate_own_mutants(heads);
+    CHECK(has_edit(twins, 5, "made like its twin", "const float* vals = v_cache + g * n;"));
+    // A flag nothing ever raises is raised after a statement before the line that reads it.
+    const std::string flag = R"(void rows(const float* s, float* w, std::size_t n, std::size_t rows) {
+    for (std::size_t i = 0; i < rows; ++i) {
+        bool any = false;
+        for (std::size_t j = 0; j < n; ++j) {
+            if (s[j] < 0.0f) continue;
+            w[j] = s[j];
+        }
+        if (!any) w[0] = 0.0f;
+    }
+}
+)";
+    const Mutants flags = generate_own_mutants(flag);
+    CHECK(has_edit(flags, 6, "a flag raised", "w[j] = s[j]; any = true;"));
+    CHECK_FALSE(has_edit(flags, 8, "a flag raised", "if (!any) w[0] = 0.0f; any = true;"));
+}
+
 TEST_CASE("repair: a nibble's mask is tried as the other nibble's, its suffix kept") {
     const std::string text = R"(void low(const unsigned char* qs, float d, float m, float* dst) {
     for (int j = 0; j < 16; ++j) dst[j] = d * float(qs[j] & 0xF0u) + m;

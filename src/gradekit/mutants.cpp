@@ -80,6 +80,19 @@ struct Var {
     bool constant = false;  // declared const (not through a pointer): never written
 };
 
+// A variable's type from its declaration's tokens [first, last), joined: no `const`, `&` or
+// `static` of its own, but a const inside template arguments stays (`global_ptr<const float>` is no
+// `global_ptr<float>`: an emulator's input swapped for its output does not compile).
+std::string type_words(const std::vector<Token>& t, std::size_t first, std::size_t last) {
+    std::string type;
+    int angle = 0;
+    for (std::size_t q = first; q < last; ++q) {
+        angle += t[q].text == "<" ? 1 : t[q].text == ">" ? -1 : 0;
+        if ((t[q].text != "const" || angle > 0) && t[q].text != "&" && t[q].text != "static") type += t[q].text;
+    }
+    return type;
+}
+
 // A learner's names for types (`using u64 = std::uint64_t;`, `typedef std::size_t idx;`), each
 // name -> the type's tokens joined: their variables are of the type named, swapped with the others
 // of it (`in` and `out`, both u64).
@@ -398,9 +411,7 @@ private:
     }
 
     std::string type_of(std::size_t first, std::size_t last) const {
-        std::string type;
-        for (std::size_t q = first; q < last; ++q)
-            if (t_[q].text != "const" && t_[q].text != "&" && t_[q].text != "static") type += t_[q].text;
+        const std::string type = type_words(t_, first, last);
         const auto alias = aliases_.find(type);
         return alias != aliases_.end() ? alias->second : type;
     }
@@ -534,9 +545,7 @@ std::pair<std::string, std::vector<Var>> signature_before(const std::string& tex
         std::size_t n = q;
         while (n > first && toks[n - 1].kind != Tok::ident) --n;
         if (n > first + 1 && toks[n - 1].kind == Tok::ident) {
-            std::string type;
-            for (std::size_t r = first; r + 1 < n; ++r)
-                if (toks[r].text != "const" && toks[r].text != "&") type += toks[r].text;
+            const std::string type = type_words(toks, first, n - 1);
             // Only whole-value parameters swap with each other (a pointer's '*' stays in the type).
             params.push_back({toks[n - 1].text, type, 0, std::string::npos, false});
         }
@@ -684,6 +693,7 @@ public:
         if (own_) shift_put_back();
         if (own_) count_advanced();
         if (own_) reset_put_back();
+        if (own_) flag_raised();
         if (own_) sum_put_back();
         if (own_) step_doubled();
         if (own_) list_neighbours_swapped();
@@ -782,6 +792,45 @@ private:
     void add(std::size_t k, std::string with, std::string kind) { add(k, k + 1, std::move(with), std::move(kind)); }
     void add(std::size_t first, std::size_t last, std::string with, std::string kind) {
         out_.push_back({t_[first].begin, t_[last - 1].end, std::move(with), std::move(kind)});
+    }
+
+    // A math function's closing parenthesis on the wrong side of an operand: `std::exp(s) - top`
+    // for `std::exp(s - top)` (the shift taken after the exp), `std::sqrt(var) + eps` for
+    // `std::sqrt(var + eps)`, and back. `k`: the binary operator between the call and the operand.
+    void call_parenthesis_moved(std::size_t k) {
+        static const std::set<std::string> math = {"exp",  "expf",  "exp2",  "expm1", "log",   "logf", "log2", "log1p",
+                                                   "sqrt", "sqrtf", "rsqrt", "tanh",  "tanhf", "pow",  "powf", "erf"};
+        const auto math_call = [&](std::size_t open) {
+            return open > f_.first && t_[open].text == "(" && t_[open - 1].kind == Tok::ident &&
+                   math.count(t_[open - 1].text) > 0;
+        };
+        const std::size_t e = operand_end(k + 1);
+        if (e == 0 || e <= k + 1) return;
+        const bool loose = t_[k].text == "+" || t_[k].text == "-";
+        if (loose && e < f_.last && (t_[e].text == "*" || t_[e].text == "/" || t_[e].text == "%")) return;
+        const std::string operand = text_.substr(t_[k].begin, t_[e - 1].end - t_[k].begin);  // `- top`
+        // Out of the call, into it: `f(x) - top` -> `f(x - top)`.
+        if (t_[k - 1].text == ")") {
+            int depth = 0;
+            std::size_t q = k - 1;
+            for (; q > f_.first; --q) {
+                if (t_[q].text == ")" || t_[q].text == "]") ++depth;
+                if ((t_[q].text == "(" || t_[q].text == "[") && --depth == 0) break;
+            }
+            if (depth == 0 && math_call(q)) add(k - 1, e, " " + operand + ")", "a call's parenthesis moved");
+        }
+        // In the call, out of it: `f(x - top)` -> `f(x) - top`, the operator in the call's last argument.
+        if (e < f_.last && t_[e].text == ")") {
+            int depth = 0;
+            std::size_t q = k;
+            for (; q > f_.first; --q) {
+                const std::string& t = t_[q - 1].text;
+                if (t == ")" || t == "]") ++depth;
+                if ((t == "(" || t == "[") && depth-- == 0) break;
+            }
+            if (q > f_.first && math_call(q - 1) && close_in_region(q - 1) == e + 1)
+                add(k - 1, e + 1, t_[k - 1].text + ") " + operand, "a call's parenthesis moved");
+        }
     }
 
     // A learner's square root forgotten, or one too many: std::sqrt(x) for x (a cast, a size) and
@@ -1176,10 +1225,13 @@ private:
         const bool step =
             f_.first > 0 && t_[f_.first - 1].text == ";" && f_.last < t_.size() && t_[f_.last].text == ")";
         if (own_ && !f_.statement && !step && (s == "++" || s == "--")) increment_order(k);
-        static const std::vector<std::pair<std::string, std::string>> relational = {
-            {"<", "<="}, {"<=", "<"}, {">", ">="}, {">=", ">"}, {"==", "!="}, {"!=", "=="}};
-        for (const auto& [from, to] : relational) {
-            if (s != from || !binary) continue;
+        // Last, a learner's comparison turned round (`j < i` for `j > i`: a causal mask that hides
+        // the past), not in a loop's condition (a loop that never runs says nothing).
+        static const std::vector<std::tuple<std::string, std::string, bool>> relational = {
+            {"<", "<=", false},  {"<=", "<", false}, {">", ">=", false}, {">=", ">", false}, {"==", "!=", false},
+            {"!=", "==", false}, {"<", ">", true},   {">", "<", true},   {"<=", ">=", true}, {">=", "<=", true}};
+        for (const auto& [from, to, mirrored] : relational) {
+            if (s != from || !binary || (mirrored && (!own_ || f_.loop_condition))) continue;
             // A template's angle bracket follows a name that is no variable (static_cast<float>).
             // A learner's member (`cache.length > capacity`) is compared: a member template needs `template`.
             const bool member = own_ && k >= 2 && (t_[k - 2].text == "." || t_[k - 2].text == "->");
@@ -1196,7 +1248,7 @@ private:
                 continue;
             add(k, to, s + " for " + to);
             // for (...; j < n; ...): the bound one further or one short.
-            if ((s == "<" || s == "<=") && !f_.statement) {
+            if ((s == "<" || s == "<=") && !f_.statement && !mirrored) {
                 const std::size_t last = f_.last;
                 bool simple = true;
                 for (std::size_t q = k + 1; q < last; ++q) simple = simple && t_[q].text != "&&" && t_[q].text != "||";
@@ -1230,6 +1282,7 @@ private:
         if (own_ && binary && s == "%") swap_operands(k);  // `heads % d_model` for `d_model % heads`
         if (own_ && binary && s == "/") real_division(k);
         if (own_ && (s == "&&" || s == "||")) add(k, s == "&&" ? "||" : "&&", s + " for " + (s == "&&" ? "||" : "&&"));
+        if (own_ && binary && (s == "+" || s == "-" || s == "*" || s == "/")) call_parenthesis_moved(k);
         if (own_ && binary && s == "*") multiplied_whole(k, "-");
         if (own_ && binary && s == "*") multiplied_in_part(k);
         static const std::map<std::string, std::string> assign = {
@@ -1837,6 +1890,32 @@ private:
                     vars_, [&](const Var& v) { return v.name == list && v.from <= f_.first && f_.first < v.to; }))
                 add(f_.first, f_.last, fmt::format("{} {}.clear();", statement, list),
                     "a reset put back beside its twin");
+    }
+
+    // A flag never raised: `any_visible = true;` after a statement between `bool any_visible =
+    // false;` and the first line that reads it, where nothing in the function ever sets it (a row
+    // that sees a key taken, every time, for one that sees none).
+    void flag_raised() {
+        if (!f_.statement || !f_.droppable) return;
+        for (const Var& v : vars_) {
+            if (v.type != "bool" || v.from < 4 || v.from > f_.first || v.to > t_.size() || f_.last > v.to) continue;
+            const std::size_t semi = v.from - 1;  // `bool name = false;`: its scope starts after the `;`
+            if (t_[semi].text != ";" || t_[semi - 2].text != "=" || t_[semi - 3].text != v.name) continue;
+            const std::string& start = t_[semi - 1].text;
+            if (start != "false" && start != "true") continue;
+            bool written = false;
+            std::size_t first_read = v.to;
+            for (std::size_t q = v.from; q < v.to; ++q) {
+                if (t_[q].text != v.name || t_[q - 1].text == "." || t_[q - 1].text == "->") continue;
+                const std::string& next = q + 1 < t_.size() ? t_[q + 1].text : t_[q].text;
+                written = written || next == "=" || next == "|=" || next == "&=" || next == "^=";
+                first_read = std::min(first_read, q);
+            }
+            if (written || f_.last > first_read) continue;
+            const std::string statement = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
+            add(f_.first, f_.last, fmt::format("{} {} = {};", statement, v.name, start == "false" ? "true" : "false"),
+                "a flag raised");
+        }
     }
 
     // A count never advanced: `cache.length = t + 1;` after a store at `t`, where the function reads
@@ -2548,8 +2627,16 @@ private:
         const auto span = [&](std::size_t x, std::size_t x_end, std::size_t last) {
             return std::pair{t_[x - 1].end, x_end < last ? t_[x_end].begin : t_[last - 1].end};
         };
+        // The arguments' commas in tokens [x, x_end): a piece with more or fewer than the twin's
+        // calls a function with another count of arguments (`slice(out, base, n)` from `slice(v,
+        // base, n)` for `slice(out, base + n, d)`), which does not compile.
+        const auto commas = [&](std::size_t x, std::size_t x_end) {
+            return std::count_if(t_.begin() + static_cast<std::ptrdiff_t>(x),
+                                 t_.begin() + static_cast<std::ptrdiff_t>(x_end),
+                                 [](const Token& t) { return t.text == ","; });
+        };
         for (const Piece& p : differences) {
-            if (!in_scope(p.b, p.b_end)) continue;
+            if (!in_scope(p.b, p.b_end) || commas(p.a, p.a_end) != commas(p.b, p.b_end)) continue;
             if (p.a == a0 || p.b == b0) {
                 // At the start of both, no token before it: the twin's leading tokens put in front
                 // of this line where it has none (a count's factor, `2 * n * d` beside `n * d`).
@@ -2577,6 +2664,37 @@ private:
         if (!names.empty() && names_alike(names, twin) && in_scope(b0, twin.last)) {
             const std::string whole = renamed(b0, twin.last);
             if (whole != line) add(f_.first, f_.last, whole, "made like its twin");
+        }
+        if (names.size() >= 2) one_name_as_the_twins(names);
+    }
+
+    // Of the names that set this line apart from its twin, one taken as the twin has it, where both
+    // are variables of one type and the twin's is in scope here: `v_cache + g * length * d_head`
+    // beside `k_cache + g * length * d_head` for `v_cache + h * length * d_head` (the head index
+    // is no name that sets keys from values apart).
+    void one_name_as_the_twins(const std::map<std::string, std::string>& names) {
+        const auto var_here = [&](const std::string& name) -> const Var* {
+            for (const Var& v : vars_)
+                if (v.name == name && v.from <= f_.first && f_.first < v.to) return &v;
+            return nullptr;
+        };
+        const auto bare = [](std::string type) { return type.starts_with("const ") ? type.substr(6) : type; };
+        const std::string line = text_.substr(t_[f_.first].begin, t_[f_.last - 1].end - t_[f_.first].begin);
+        for (const auto& [theirs, ours] : names) {
+            const Var* a = var_here(theirs);
+            const Var* b = var_here(ours);
+            if (a == nullptr || b == nullptr || bare(a->type) != bare(b->type) || a->type.empty()) continue;
+            std::string edited;
+            std::size_t at = t_[f_.first].begin;
+            for (std::size_t q = f_.first; q < f_.last; ++q) {
+                if (t_[q].text != ours || t_[q].kind != Tok::ident ||
+                    (q > f_.first && (t_[q - 1].text == "." || t_[q - 1].text == "->" || t_[q - 1].text == "::")))
+                    continue;
+                edited += text_.substr(at, t_[q].begin - at) + theirs;
+                at = t_[q].end;
+            }
+            edited += text_.substr(at, t_[f_.last - 1].end - at);
+            if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
         }
     }
 
