@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 using headwise::gradekit::generate_own_mutants;
@@ -196,7 +197,11 @@ TEST_CASE("repair: in the schemata every edit is an alternative on a line of its
     std::vector<int> all;
     for (const Variant& v : m.variants) all.push_back(v.id);
     const auto schemata = make_schemata(own_file, m, all);
-    CHECK(schemata.line_to_variant.size() == m.variants.size());
+    // Each line one edit's; an edit of two regions (two values swapped across lines) has two lines.
+    std::set<int> edits;
+    for (const auto& [line, id] : schemata.line_to_variant) edits.insert(id);
+    CHECK(edits.size() == m.variants.size());
+    CHECK(schemata.line_to_variant.size() <= m.variants.size() + 2);
     CHECK(schemata.text.find("HW_M(") != std::string::npos);
     CHECK(schemata.text.find("#include \"single_head.hpp\"") != std::string::npos);
 }
@@ -762,6 +767,27 @@ Tensor4 step(Cache& cache, const Tensor4& k_new) {
           std::string::npos);
 }
 
+TEST_CASE("repair: a declaration at the start of a block's last statements is moved with them, in a block") {
+    const std::string file = R"(namespace x {
+Tensor4 step(Cache& cache, const Tensor4& k_new) {
+    const std::size_t n = cache.length;
+    Tensor4 out = attend(cache, n);
+    const std::size_t pos = cache.length;
+    for (std::size_t c = 0; c < 4; ++c) cache.k(pos, c) = k_new(0, c);
+    cache.length = pos + 1;
+    return out;
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    const auto moved = std::ranges::find_if(m.variants, [](const Variant& v) {
+        return v.kind == "statements moved earlier" && v.line == 3 && v.moved_first == 5 && v.moved_last == 7;
+    });
+    REQUIRE(moved != m.variants.end());
+    // The declaration stays where it was too: the moved statements are a block of their own.
+    CHECK(moved->replacement.starts_with("([&] { const std::size_t pos = cache.length;"));
+}
+
 TEST_CASE("repair: a loop at a block's end is moved before the loop that reads what it writes, run at once") {
     const std::string file = R"(namespace x {
 float step(Cache& cache, const Tensor4& k_new, std::size_t n) {
@@ -916,6 +942,18 @@ TEST_CASE("repair: the tenth trial's slips -- a math call's parenthesis moved, a
     const Mutants flags = generate_own_mutants(flag);
     CHECK(has_edit(flags, 6, "a flag raised", "w[j] = s[j]; any = true;"));
     CHECK_FALSE(has_edit(flags, 8, "a flag raised", "if (!any) w[0] = 0.0f; any = true;"));
+    // Two neighbouring declarations' values swapped, both lines said.
+    const std::string sizes = R"(void merge(const Tensor4& x) {
+    const std::size_t heads = x.shape()[2];
+    const std::size_t tokens = x.shape()[1];
+    use(heads, tokens);
+}
+)";
+    const Mutants both = generate_own_mutants(sizes);
+    const Variant* swapped = find(both, "two values swapped", 2);
+    REQUIRE(swapped != nullptr);
+    CHECK(swapped->edited_line == "const std::size_t heads = x.shape()[1]; const std::size_t tokens = x.shape()[2];");
+    CHECK(swapped->lines_last == 3);
 }
 
 TEST_CASE("repair: a nibble's mask is tried as the other nibble's, its suffix kept") {

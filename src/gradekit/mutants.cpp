@@ -2768,12 +2768,24 @@ std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, 
     if (stop == mine || stop - mine > 4) return {};
     const std::size_t first = mine->first, last = (stop - 1)->second;
     std::vector<std::size_t> emptied;
+    // A declaration in the run is moved with it and stays where it was too (the moved statements in
+    // a block of their own): `const std::size_t pos = cache.length;` before the loop that stores at
+    // `pos` (a learner's append written after the attention that needs it).
+    bool declares = false;
     for (auto x = mine; x != stop; ++x) {
         const std::size_t before = emptied.size();
         for (std::size_t r = at; r < all.size() && all[r].first < x->second; ++r)
             if (all[r].first >= x->first && all[r].statement && all[r].droppable) emptied.push_back(r);
         const bool region = emptied.size() > before && all[emptied[before]].first == x->first;
         const std::string& word = t_[x->first].text;
+        // Only the run's first statement, a variable the rest of the run reads.
+        const auto declared = std::ranges::find_if(vars_, [&](const Var& v) { return v.from == x->second; });
+        const bool declaration =
+            x == mine && declared != vars_.end() &&
+            std::any_of(t_.begin() + long(x->second), t_.begin() + long((stop - 1)->second),
+                        [&](const Token& y) { return y.kind == Tok::ident && y.text == declared->name; });
+        declares = declares || declaration;
+        if (declaration && emptied.size() == before) continue;
         if (!region && word != "for" && word != "while" && word != "if" && word != "{") return {};
         if (emptied.size() == before) return {};
     }
@@ -2823,7 +2835,7 @@ std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, 
         if (depth != 0 || (!in_front && !once) || g->statement != in_front) return {};
         const std::string original = text_.substr(t_[g->first].begin, t_[g->last - 1].end - t_[g->first].begin);
         const std::string moved = one_line(text_.substr(t_[first].begin, t_[last - 1].end - t_[first].begin));
-        std::string with = moved + " " + original;  // in front of a statement
+        std::string with = (declares ? "{ " + moved + " }" : moved) + " " + original;  // in front of a statement
         if (!in_front && expressions) {
             // In front of a value: a comma expression (`(a(), b = c, (value))`), or a lambda run at once.
             with = "(";
@@ -2853,15 +2865,21 @@ std::vector<Editor::Joint> Editor::swaps(const std::vector<Parser::Found>& all, 
     const std::string mine = value(f_);
     if (mine.empty()) return {};
     std::vector<Joint> out;
+    // A declarator of the same declaration, on its line; or the next line's declaration of the same
+    // type, its value as many tokens long (`heads = x.shape()[2];` above `tokens = x.shape()[1];`).
+    const int line = line_of(text_, t_[f_.first].begin);
     for (std::size_t j = at + 1; j < all.size(); ++j) {
         const Parser::Found& g = all[j];
-        if (std::any_of(t_.begin() + long(f_.last), t_.begin() + long(g.first),
-                        [](const Token& x) { return x.text == ";" || x.text == "{"; }))
-            break;  // past the declaration
+        const auto semicolons = std::count_if(t_.begin() + long(f_.last), t_.begin() + long(g.first),
+                                              [](const Token& x) { return x.text == ";"; });
+        if (semicolons > 1 || std::any_of(t_.begin() + long(f_.last), t_.begin() + long(g.first),
+                                          [](const Token& x) { return x.text == "{" || x.text == "}"; }))
+            break;  // past the declaration, or the one after it
         const std::string theirs = value(g);
-        if (theirs.empty() || theirs == mine || g.type != f_.type || t_[g.first - 3].text != "," ||
-            line_of(text_, t_[g.first].begin) != line_of(text_, t_[f_.first].begin))
-            continue;
+        const int g_line = line_of(text_, t_[g.first].begin);
+        const bool declarator = semicolons == 0 && t_[g.first - 3].text == "," && g_line == line;
+        const bool next_line = semicolons == 1 && g_line == line + 1 && g.last - g.first == f_.last - f_.first;
+        if (theirs.empty() || theirs == mine || g.type != f_.type || (!declarator && !next_line)) continue;
         Joint m;
         m.edit = {t_[f_.first].begin, t_[f_.last - 1].end, theirs, "two values swapped"};
         m.target = at;
@@ -2942,6 +2960,18 @@ void add_joint(Mutants& m, int& id, const std::string& text, const Editor::Joint
         v.moved_first = line_of(text, from);
         v.moved_last = line_of(text, to - 1);
     }
+    // Two declarations' values swapped across lines: both lines said, as they were and as edited.
+    if (v.kind == "two values swapped")
+        for (const Variant::Span& o : v.also)
+            if (line_of(text, o.begin) != v.line) {
+                std::string other = trimmed_line(text, o.begin);
+                const std::string value = text.substr(o.begin, o.end - o.begin);
+                v.original_line += " " + other;
+                if (const auto at = other.find(value); at != std::string::npos)
+                    other.replace(at, value.size(), o.replacement);
+                v.edited_line += " " + other;
+                v.lines_last = line_of(text, o.begin);
+            }
     v.context = "in " + parser.found[joint.target].function;
     m.variants.push_back(std::move(v));
 }

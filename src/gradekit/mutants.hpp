@@ -52,6 +52,7 @@ struct Variant {
     };
     std::vector<Span> also;
     int moved_first = 0, moved_last = 0;  // the lines of the statements moved
+    int lines_last = 0;                   // an edit of two lines (two values swapped): the second
 };
 
 struct Region {

@@ -394,8 +394,9 @@ std::string edit_words(const Variant& v, bool and_ = false, std::string_view lea
                            : and_        ? "and without"
                                          : "without",
                            v.line, v.original_line, where);
-    return fmt::format("{} `{}` in place of your line {} (`{}`{})", word, v.edited_line, v.line, v.original_line,
-                       where);
+    const std::string lines =
+        v.lines_last > v.line ? fmt::format("lines {}-{}", v.line, v.lines_last) : fmt::format("line {}", v.line);
+    return fmt::format("{} `{}` in place of your {} (`{}`{})", word, v.edited_line, lines, v.original_line, where);
 }
 
 // "the check \"...\"", "the 3 failing checks of softmax_last_axis", "2 of the failing checks (\"...\", ...)".
