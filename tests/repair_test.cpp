@@ -926,7 +926,7 @@ TEST_CASE("repair: the tenth trial's slips -- a math call's parenthesis moved, a
 }
 )";
     const Mutants twins = generate_own_mutants(heads);
-    CHECK(has_edit(twins, 5, "made like its twin", "const float* vals = v_cache + g * n;"));
+    CHECK(has_edit(twins, 5, "a name like its twin's", "const float* vals = v_cache + g * n;"));
     // A flag nothing ever raises is raised after a statement before the line that reads it.
     const std::string flag = R"(void rows(const float* s, float* w, std::size_t n, std::size_t rows) {
     for (std::size_t i = 0; i < rows; ++i) {

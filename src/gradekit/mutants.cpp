@@ -2694,7 +2694,7 @@ private:
                 at = t_[q].end;
             }
             edited += text_.substr(at, t_[f_.last - 1].end - at);
-            if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
+            if (edited != line) add(f_.first, f_.last, edited, "a name like its twin's");
         }
     }
 
