@@ -174,13 +174,11 @@ std::optional<RepairBuild> compile_schemata(const Subject& s, const RepairSetup&
             // A second compile's errors take their whole region: a region whose edits fail one kind
             // at a time (exercise 6's `my_out[N] = ...`, then `my_out[c] += ...`, on an emulator's
             // reference type) would need a compile per kind, and each compile is a second or more.
-            if (attempt > 0) {
-                const std::size_t region = std::ranges::find(m.variants, found->second, &Variant::id)->region;
+            const Variant& v = *std::ranges::find(m.variants, found->second, &Variant::id);
+            if (attempt > 0)
                 for (const Variant& other : m.variants)
-                    if (other.region == region) refused.insert(other.id);
-            }
+                    if (other.region == v.region) refused.insert(other.id);
             if (line.find("operands to") != std::string::npos || (instantiated && attempt > 0)) {
-                const auto& v = *std::ranges::find(m.variants, found->second, &Variant::id);
                 for (const Variant& other : m.variants)
                     if (other.region == v.region && other.kind == v.kind &&
                         (v.kind == "member swap" || v.kind == "variable swap" || instantiated))
