@@ -1062,3 +1062,139 @@ TEST_CASE("repair: a file that keeps state between calls has its edits graded ea
         holds_mutable_statics("namespace {\nstatic std::size_t index(std::size_t b, std::size_t i,\n"
                               "                         std::size_t n) {\n    return b * n + i;\n}\n}"));
 }
+
+TEST_CASE("repair: statements are not moved above the declaration just before them that they read") {
+    const std::string file = R"(namespace x {
+void softmax(Tensor2& result, const Tensor2& scores, std::size_t rows, std::size_t cols) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float biggest = scores(r, 0);
+        for (std::size_t c = 1; c < cols; ++c) biggest = std::max(biggest, scores(r, c));
+        float total = 0.0f;
+        for (std::size_t c = 0; c < cols; ++c) {
+            result(r, c) = std::exp(scores(r, c) - biggest);
+            total += result(r, c);
+        }
+        for (std::size_t c = 0; c < cols; ++c) result(r, c) /= total;
+    }
+}
+}
+)";
+    // `total` is in scope from line 7 on: the loops that add to it and divide by it stay below it
+    // (line 5 reads the row `r` they pass to `result`, but `total` is not declared there yet).
+    const Mutants m = generate_own_mutants(file);
+    CHECK_FALSE(std::ranges::any_of(m.variants, [](const Variant& v) {
+        return v.kind == "statements moved earlier" && v.moved_first == 7 && v.line < 7;
+    }));
+}
+
+TEST_CASE("repair: statements that jump (continue, break) are not moved") {
+    const std::string file = R"(namespace x {
+void rows(Tensor2& out, const std::vector<char>& seen, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        float top = out(i, 0);
+        out(i, 1) = top;
+        if (!seen[i]) {
+            for (std::size_t c = 0; c < n; ++c) out(i, c) = 0.0f;
+            continue;
+        }
+    }
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    CHECK_FALSE(std::ranges::any_of(m.variants, [](const Variant& v) {
+        return v.kind == "statements moved earlier" && v.replacement.find("continue") != std::string::npos;
+    }));
+}
+
+TEST_CASE("repair: no edit of a learner's line leaves a bracket unclosed or adds an assignment") {
+    const std::string file = R"(namespace x {
+std::uint64_t flops(std::uint64_t d, std::uint64_t n) {
+    const std::uint64_t projections = 4 * 2 * d * d;
+    const std::uint64_t mixing = 2 * (2 * n * d);
+    return projections + mixing;
+}
+void grads(Tensor2& dv, const Tensor2& d_out, const Tensor2& v, const float* P, std::size_t i, std::size_t j) {
+    float d = 0.0f;
+    for (std::size_t c = 0; c < 8; ++c) {
+        dv(j, c) += P[j] * d_out(i, c);
+        d += d_out(i, c) * v(j, c);
+    }
+    use(d);
+}
+}
+)";
+    // The twins `4 * 2 * d * d` and `2 * (2 * n * d)` differ by a parenthesis: taken one at a time,
+    // `4 * (2 * d * d` did not parse; the twin `+=` put in made `d += d_out(i, c) += ...`.
+    const auto balanced = [](const std::string& line) {
+        return std::ranges::count(line, '(') == std::ranges::count(line, ')');
+    };
+    // Two of `=`, `+=` in one line (the file's lines have one each).
+    const auto assignments = [](const std::string& line) {
+        return line.find("+=") != line.rfind("+=") ||
+               (line.find("+=") != std::string::npos && line.find(" = ") != std::string::npos);
+    };
+    const Mutants m = generate_own_mutants(file);
+    for (const Variant& v : m.variants) {
+        INFO(v.kind << ": " << v.edited_line);
+        CHECK(balanced(v.edited_line));
+        if (v.line == 10 || v.line == 11) CHECK_FALSE(assignments(v.edited_line));
+    }
+}
+
+TEST_CASE("repair: a twin's name that stands for two of the line's names is not put in for either") {
+    const std::string file = R"(namespace x {
+void store(Cache& cache, const Tensor2& k_rot, const Tensor2& v, std::size_t t) {
+    for (std::size_t c = 0; c < 8; ++c) {
+        cache.k(t, c) = k_rot(t, c);
+        cache.v(t, c) = v(t, c);
+    }
+}
+}
+)";
+    // `v` is the member `k` and the name `k_rot` of line 4: `cache.k_rot(t, c)` names no member.
+    const Mutants m = generate_own_mutants(file, {{"Cache", {{"k", "Tensor2"}, {"v", "Tensor2"}}}});
+    CHECK_FALSE(std::ranges::any_of(
+        m.variants, [](const Variant& v) { return v.edited_line.find("cache.k_rot") != std::string::npos; }));
+}
+
+TEST_CASE(
+    "repair: edits that do not type-check are not made: a vector<bool>'s +=, a void call's term, "
+    "a pointer's offset, a tensor's member") {
+    const std::string file = R"(namespace x {
+void mask(std::vector<bool>& hidden, const Mask2& m, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) {
+        hidden[j] = m(0, j) || m(1, j);
+    }
+}
+__global__ void kernel(const float* q, float* o, int n) {
+    const int my_end = n - 1;
+    o[0] = q[0];
+    __syncthreads();
+    o[1] = q[1];
+}
+void dequantize(const BlockQ4_1* blocks, std::size_t count, float* out) {
+    for (std::size_t blk = 0; blk < count; ++blk) {
+        const BlockQ4_1& block = blocks[blk];
+        float* dst = out + blk * 32;
+        dst[0] = block.d;
+    }
+}
+Tensor2 linear(const Tensor2& w, const Tensor2& x) {
+    Tensor2 y = x;
+    y(0, 0) = x(0, 0);
+    return y;
+}
+float norm(const Weights& w, float x) { return x * w.gamma; }
+}
+)";
+    const Mutants m = generate_own_mutants(
+        file, {{"Weights", {{"gamma", "float"}, {"eps", "float"}}}, {"BlockQ4_1", {{"d", "float"}}}});
+    for (const Variant& v : m.variants) {
+        INFO(v.kind << ": " << v.edited_line);
+        CHECK(v.edited_line.find("hidden[j] +=") == std::string::npos);             // a proxy reference: no +=
+        CHECK(v.edited_line.find("__syncthreads() +") == std::string::npos);        // void
+        CHECK(v.edited_line.find("blocks[out + blk]") == std::string::npos);        // a float* is no row count
+        if (v.line == 22) CHECK(v.edited_line.find("w.eps") == std::string::npos);  // linear's w is a Tensor2
+    }
+}

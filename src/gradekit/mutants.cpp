@@ -73,6 +73,41 @@ std::vector<Token> tokenize(const std::string& text, std::size_t from, std::size
     return out;
 }
 
+// The assignment operators of `code` outside brackets (`=`, `+=`, ...; not `==`, `<=`, `>=`, `!=`).
+int assignments(const std::string& code) {
+    int count = 0, depth = 0;
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        const char c = code[i];
+        depth += (c == '(' || c == '[' || c == '{') ? 1 : (c == ')' || c == ']' || c == '}') ? -1 : 0;
+        if (c != '=' || depth != 0 || (i + 1 < code.size() && code[i + 1] == '=')) continue;
+        const char before = i > 0 ? code[i - 1] : ' ';
+        if (before == '=' || before == '!' || ((before == '<' || before == '>') && !(i > 1 && code[i - 2] == before)))
+            continue;
+        ++count;
+    }
+    return count;
+}
+
+// Do the (), [] and {} of `code` (no comments; string and character literals skipped) close in order?
+bool brackets_balanced(const std::string& code) {
+    std::string open;
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        const char c = code[i];
+        if (c == '"' || c == '\'') {
+            for (++i; i < code.size() && code[i] != c; ++i)
+                if (code[i] == '\\') ++i;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{') open += c;
+        if (c == ')' || c == ']' || c == '}') {
+            const char want = c == ')' ? '(' : c == ']' ? '[' : '{';
+            if (open.empty() || open.back() != want) return false;
+            open.pop_back();
+        }
+    }
+    return open.empty();
+}
+
 struct Var {
     std::string name, type;
     std::size_t from, to;   // token indices where it is in scope
@@ -1141,6 +1176,10 @@ private:
             std::erase(type, '*');
             for (const HeaderStruct& h : structs_)
                 if (h.name == type) return structs_of_[object] = {&h};
+            // Declared here as something else (`const Tensor2& w` in a helper, where another
+            // function's `w` is the layer's weights): none of the file's structs.
+            if (type != "auto" && !type.empty() && v.from <= f_.first && f_.first < v.to)
+                return structs_of_[object] = {};
         }
         std::set<std::string> used;
         const auto& f = file_tokens();
@@ -1287,7 +1326,10 @@ private:
         if (own_ && binary && s == "*") multiplied_in_part(k);
         static const std::map<std::string, std::string> assign = {
             {"+=", "="}, {"-=", "+="}, {"*=", "/="}, {"/=", "*="}, {"=", "+="}};
-        if (f_.statement && f_.droppable && assign.count(s)) add(k, assign.at(s), s + " for " + assign.at(s));
+        // (Not into an element of a std::vector<bool>: its proxy reference has no `+=`.)
+        const Var* target = t_[f_.first].kind == Tok::ident ? var_at(f_.first) : nullptr;
+        const bool bits = target != nullptr && target->type.find("vector<bool>") != std::string::npos;
+        if (f_.statement && f_.droppable && assign.count(s) && !bits) add(k, assign.at(s), s + " for " + assign.at(s));
     }
 
     // A learner's division that truncates or binds too little: `double(h) / double(pow2)` for
@@ -1467,6 +1509,9 @@ private:
                 const std::size_t end = operand_end(k);
                 if (end <= k || end > f_.last || (end < f_.last && assigned.contains(t_[end].text))) continue;
                 if (end < f_.last && t_[end].text == "<") continue;  // a template's name (`std::array<...>`)
+                // A whole statement's value is dropped (and a call's may be void: `__syncthreads() + my_end`).
+                if (f_.statement && k == f_.first && (end == f_.last || (end + 1 == f_.last && t_[end].text == ";")))
+                    continue;
                 const std::string x = text_.substr(t_[k].begin, t_[end - 1].end - t_[k].begin);
                 if (count) {
                     add(k, end, x + " + " + u.name, "an unused value put back");
@@ -1973,7 +2018,9 @@ private:
             for (const auto& [offset, name] : offsets)
                 if (name == t_[k].text && offset != name &&
                     std::ranges::any_of(vars_, [&, &offset = offset](const Var& v) {
-                        return v.name == offset && !v.loop && v.from <= k && k < v.to;
+                        // A number of rows, not a pointer or a value (`out + blk` indexes nothing).
+                        return v.name == offset && !v.loop && v.from <= k && k < v.to &&
+                               v.type.find('*') == std::string::npos && v.type != "float" && v.type != "double";
                     }))
                     add(k, offset + " + " + name, "an offset put back");
         }
@@ -2588,6 +2635,7 @@ private:
         close_piece();
         // A piece of one name against one name is what sets the lines apart: the twin's name -> this one's.
         std::map<std::string, std::string> names;
+        bool one_to_one = true;  // no twin's name stands for two of this line's (`v` for `k` and `k_rot`)
         std::vector<Piece> differences;
         // A function's name: one called that is no variable nor member (`accumulate`, not `cache.v(t, c)`).
         const auto function_at = [&](std::size_t q) {
@@ -2601,9 +2649,10 @@ private:
                 if (function_at(q)) return;
             for (std::size_t q = p.b; q < p.b_end; ++q)
                 if (function_at(q)) return;
-            if (p.a_end == p.a + 1 && p.b_end == p.b + 1 && t_[p.a].kind == Tok::ident && t_[p.b].kind == Tok::ident)
-                names[t_[p.b].text] = t_[p.a].text;
-            else
+            if (p.a_end == p.a + 1 && p.b_end == p.b + 1 && t_[p.a].kind == Tok::ident && t_[p.b].kind == Tok::ident) {
+                const auto [was, added] = names.insert({t_[p.b].text, t_[p.a].text});
+                one_to_one = one_to_one && (added || was->second == t_[p.a].text);
+            } else
                 differences.push_back(p);
         }
         // Alike: 60 % of the longer line's tokens match, a name that sets them apart counted as one
@@ -2659,8 +2708,11 @@ private:
             }
             std::string edited = line;
             edited.replace(from - t_[f_.first].begin, to - from, with);
-            if (edited != line) add(f_.first, f_.last, edited, "made like its twin");
+            // Nor a second assignment put in (`d += d_out(...) += p * v(...)`: the twin's `+=`).
+            if (edited != line && assignments(edited) == assignments(line))
+                add(f_.first, f_.last, edited, "made like its twin");
         }
+        if (!one_to_one) return;  // the twin's whole line, renamed, would read `cache.k_rot(...)`
         if (!names.empty() && names_alike(names, twin) && in_scope(b0, twin.last)) {
             const std::string whole = renamed(b0, twin.last);
             if (whole != line) add(f_.first, f_.last, whole, "made like its twin");
@@ -2789,19 +2841,22 @@ std::vector<Editor::Joint> Editor::moves(const std::vector<Parser::Found>& all, 
         if (!region && word != "for" && word != "while" && word != "if" && word != "{") return {};
         if (emptied.size() == before) return {};
     }
+    // Nor a jump: a `continue` moved above its loop's first statement may land outside the loop.
     if (std::any_of(t_.begin() + long(first), t_.begin() + long(last),
-                    [](const Token& x) { return x.text == "return"; }))
+                    [](const Token& x) { return x.text == "return" || x.text == "continue" || x.text == "break"; }))
         return {};
     const bool expressions = std::ranges::all_of(mine, stop, [&](const auto& x) {
         return std::ranges::any_of(emptied,
                                    [&](std::size_t r) { return all[r].first == x.first && all[r].last == x.second; });
     });
     // What the run writes (a variable not const, declared before it: assigned, or passed to a call),
-    // and what it reads from before it.
+    // and what it reads from before it. A variable is in scope from the token after its declaration:
+    // one declared by the statement just before the run is in scope from the run's first token on
+    // (`float total = 0.0f;` before the loop that adds to it: the run moved above it did not compile).
     std::set<const Var*> written, used;
     for (std::size_t k = first; k < last; ++k) {
         const Var* v = t_[k].kind == Tok::ident ? var_at(k) : nullptr;
-        if (v == nullptr || v->from >= first) continue;
+        if (v == nullptr || v->from > first) continue;
         used.insert(v);
         std::size_t end = k;  // the end of `cache.length`
         while (end + 2 < last && (t_[end + 1].text == "." || t_[end + 1].text == "->") &&
@@ -2999,6 +3054,16 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
         std::set<std::pair<std::size_t, std::string>> seen;
         for (const Edit& e : editor.edits()) {
             if (!seen.insert({e.begin, e.with + "@" + std::to_string(e.end)}).second) continue;
+            // A learner's region whose edit leaves a bracket unclosed does not parse (a twin's
+            // `2 * (2 * n * d)` taken token by token: `4 * (2 * d * d`): every such edit cost the
+            // schemata a compile of its own to be refused.
+            if (parser.own()) {
+                const Region& whole = m.regions[r];
+                std::string edited = code.substr(whole.begin, whole.end - whole.begin);
+                if (e.begin >= whole.begin && e.end <= whole.end)
+                    edited.replace(e.begin - whole.begin, e.end - e.begin, e.with);
+                if (!brackets_balanced(edited)) continue;
+            }
             Variant v;
             v.id = ++id;
             v.region = r;

@@ -464,9 +464,13 @@ public:
 
     // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
     // code did, and it says which edits those checks reach.
+    // Its limit is three seconds at least: one run, where a probe stopped at a second on a loaded
+    // machine ran only part of its checks and ended the step (the tenth trial's
+    // ex08_length_not_counted, its 0.3 s of checks, found in one regrade, lost in the next). Not
+    // more than an edit's where that is longer: a probe that slow leaves the screens no time.
     bool probe(const fs::path& only) {
-        const RepairRun probe =
-            run_selection(s_, built_.executable, dir_, "-1", only, timeout_s_, dir_ / "reached.txt", fill_byte_);
+        const RepairRun probe = run_selection(s_, built_.executable, dir_, "-1", only, std::max(timeout_s_, 3),
+                                              dir_ / "reached.txt", fill_byte_);
         if (!probe.ran || probe.failing != failing_) {
             if (std::getenv("HEADWISE_GRADE_DEBUG") != nullptr)
                 fmt::print(stderr, "repair: the probe {} ({} of {} failing checks the learner's)\n",
