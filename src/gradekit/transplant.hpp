@@ -61,6 +61,7 @@ struct TransplantSetup {
     int max_hunks = 4;
     int max_hunk_lines = 8;
     int max_region_lines = 24;  // a rewrite: neighbouring pieces (or one long one) put back together
+    int jobs = 2;               // tries compiled and run at once
 };
 
 // After a failed run (s.report written by run_step): tries each hunk, and writes what it found
