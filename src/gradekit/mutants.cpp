@@ -73,37 +73,28 @@ std::vector<Token> tokenize(const std::string& text, std::size_t from, std::size
     return out;
 }
 
-// The assignment operators of `code` outside brackets (`=`, `+=`, ...; not `==`, `<=`, `>=`, `!=`).
+// The assignment operators among `code`'s tokens outside brackets (`=`, `+=`, `<<=`, ...).
 int assignments(const std::string& code) {
+    static const std::set<std::string> assign = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="};
     int count = 0, depth = 0;
-    for (std::size_t i = 0; i < code.size(); ++i) {
-        const char c = code[i];
-        depth += (c == '(' || c == '[' || c == '{') ? 1 : (c == ')' || c == ']' || c == '}') ? -1 : 0;
-        if (c != '=' || depth != 0 || (i + 1 < code.size() && code[i + 1] == '=')) continue;
-        const char before = i > 0 ? code[i - 1] : ' ';
-        if (before == '=' || before == '!' || ((before == '<' || before == '>') && !(i > 1 && code[i - 2] == before)))
-            continue;
-        ++count;
+    for (const Token& t : tokenize(code, 0, code.size())) {
+        if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
+        if (t.text == ")" || t.text == "]" || t.text == "}") --depth;
+        count += depth == 0 && assign.contains(t.text);
     }
     return count;
 }
 
-// Do the (), [] and {} of `code` (no comments; string and character literals skipped) close in order?
+// Do the (), [] and {} among `code`'s tokens close in order?
 bool brackets_balanced(const std::string& code) {
-    std::string open;
-    for (std::size_t i = 0; i < code.size(); ++i) {
-        const char c = code[i];
-        if (c == '"' || c == '\'') {
-            for (++i; i < code.size() && code[i] != c; ++i)
-                if (code[i] == '\\') ++i;
-            continue;
-        }
-        if (c == '(' || c == '[' || c == '{') open += c;
-        if (c == ')' || c == ']' || c == '}') {
-            const char want = c == ')' ? '(' : c == ']' ? '[' : '{';
-            if (open.empty() || open.back() != want) return false;
-            open.pop_back();
-        }
+    static const std::map<std::string, std::string> opener = {{")", "("}, {"]", "["}, {"}", "{"}};
+    std::vector<std::string> open;
+    for (const Token& t : tokenize(code, 0, code.size())) {
+        if (t.text == "(" || t.text == "[" || t.text == "{") open.push_back(t.text);
+        const auto closes = opener.find(t.text);
+        if (closes == opener.end()) continue;
+        if (open.empty() || open.back() != closes->second) return false;
+        open.pop_back();
     }
     return open.empty();
 }

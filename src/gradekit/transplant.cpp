@@ -574,7 +574,7 @@ Try best_try(const Subject& s, const TransplantSetup& t, const Recipe& recipe, c
     // Two tries at a time, one a core (each a compile of the learner's file: exercise 3's four took
     // 10 s one after another, cold), weighed in their order: the one after a try that passes
     // everything, or a pair's after one that passed more, is compiled for nothing but not counted.
-    const std::size_t jobs = std::clamp<std::size_t>(t.jobs, 1, 4);
+    const auto jobs = static_cast<std::size_t>(std::max(1, t.jobs));
     for (std::size_t first = 0; first < tries.size() && !best.all_passed; first += jobs) {
         if (tries[first].size() == 2 && best.passed >= 0) break;
         if (progress)
