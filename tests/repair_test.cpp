@@ -1198,3 +1198,49 @@ float norm(const Weights& w, float x) { return x * w.gamma; }
         if (v.line == 22) CHECK(v.edited_line.find("w.eps") == std::string::npos);  // linear's w is a Tensor2
     }
 }
+
+TEST_CASE(
+    "repair: a class's initializer is converted to the class in each schemata alternative; no count is "
+    "added to a type's braced value or a tensor's whole initializer") {
+    const std::string file = R"(namespace x {
+Tensor3 layer(const Tensor3& x, const Tensor3& attended, std::size_t B, std::size_t H, std::size_t dh) {
+    const std::size_t heads = H;
+    const std::uint64_t bytes = std::uint64_t{4} * B;
+    Tensor4 out = Tensor4::from_shape({B, H, 1, dh});
+    const Tensor3 h = x + attended;
+    const Tensor3& same = h;
+    unsigned long count = B * H;
+    return h + same;
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    for (const Variant& v : m.variants) {
+        INFO(v.kind << ": " << v.edited_line);
+        CHECK(v.edited_line.find("std::uint64_t + heads") == std::string::npos);
+        CHECK(v.edited_line.find("}) + heads") == std::string::npos);
+    }
+    std::vector<int> all;
+    for (const Variant& v : m.variants) all.push_back(v.id);
+    const auto s = make_schemata(file, m, all);
+    // `x + attended` and `x - attended` are two expression templates: both made a Tensor3.
+    CHECK(s.text.find("? Tensor3(x - attended) :") != std::string::npos);
+    CHECK(s.text.find(":\nTensor3(x + attended))") != std::string::npos);  // the learner's own, last
+    // A reference binds to the alternative itself; a built-in number needs no conversion.
+    CHECK(s.text.find("Tensor3(h)") == std::string::npos);
+    CHECK(s.text.find("unsigned long(") == std::string::npos);
+    CHECK(s.text.find("long(B") == std::string::npos);
+}
+
+TEST_CASE("repair: a file that writes through raw pointers is told from one that indexes checked containers") {
+    using headwise::gradekit::writes_raw_memory;
+    CHECK(writes_raw_memory("float* row = out.data() + i * d;"));
+    CHECK(writes_raw_memory("std::memcpy(dst, src, n * sizeof(float));"));
+    CHECK(writes_raw_memory("std::copy(a.begin(), a.end(), b.begin());"));
+    CHECK(writes_raw_memory("const float *q = &x(b, i, 0);"));
+    CHECK(writes_raw_memory("std::uint8_t* bytes = buffer;"));
+    // xtensor expressions and indexing, references, products of names, logical and.
+    CHECK_FALSE(
+        writes_raw_memory("const Tensor3 h = x + attended;\nconst Tensor3& same = h;\nout(b, i, j) = double(B * N);\n"
+                          "if (a && b(0)) return;\nauto f = [&](std::size_t i) { return x(i); };"));
+}

@@ -106,6 +106,12 @@ struct Var {
     bool constant = false;  // declared const (not through a pointer): never written
 };
 
+// A built-in number's type, as the file spells it.
+bool number_type(const std::string& t) {
+    return t == "std::size_t" || t == "int" || t == "std::uint64_t" || t == "long" || t == "unsigned" || t == "float" ||
+           t == "double" || t == "std::int32_t" || t == "std::int64_t" || t == "std::uint32_t";
+}
+
 // A variable's type from its declaration's tokens [first, last), joined: no `const`, `&` or
 // `static` of its own, but a const inside template arguments stays (`global_ptr<const float>` is no
 // `global_ptr<float>`: an emulator's input swapped for its output does not compile).
@@ -197,6 +203,7 @@ public:
         // A learner's place for a statement left out, not a region of their text: the end of an if's
         // block inside a loop, that block ending in no jump (first: its `}`; `block_of`: the `if`).
         std::size_t block_of = 0;
+        std::string value_type{};  // a declarator's initializer: a class's type as spelled (class_spelled)
     };
     std::vector<Found> found;
     const std::vector<Var>& vars() const { return vars_; }
@@ -436,6 +443,27 @@ private:
         return c;
     }
 
+    // A declaration's type [first, last) as the file spells it (`std::vector<float>`, `Tensor3`), with
+    // no const or static of its own, where it names a class held by value; else "" (a reference, a
+    // pointer, `auto`, a built-in number such as `unsigned long`).
+    std::string class_spelled(std::size_t first, std::size_t last) const {
+        static const std::set<std::string> builtin = {"auto", "unsigned", "signed", "long", "short", "int",
+                                                      "char", "float",    "double", "bool", "void"};
+        std::string type;
+        int angle = 0;
+        for (std::size_t q = first; q < last; ++q) {
+            const std::string& s = t_[q].text;
+            if (angle == 0 && (s == "&" || s == "&&" || s == "*" || builtin.contains(s))) return "";
+            angle += s == "<" ? 1 : s == ">" ? -1 : 0;
+            if (angle == 0 && (s == "const" || s == "static" || s == "inline" || s == "thread_local")) continue;
+            const bool word = t_[q].kind == Tok::ident || t_[q].kind == Tok::number;
+            if (word && q > first && (t_[q - 1].kind == Tok::ident || t_[q - 1].kind == Tok::number) && !type.empty())
+                type += ' ';
+            type += s;
+        }
+        return number_type(type) ? "" : type;
+    }
+
     std::string type_of(std::size_t first, std::size_t last) const {
         const std::string type = type_words(t_, first, last);
         const auto alias = aliases_.find(type);
@@ -473,7 +501,10 @@ private:
                                                           [](const Token& x) { return x.text == "constexpr"; });
             if (is(q + 1, "=") && !lambda && !compile_time) {
                 region(q + 2, comma, false, false);
-                if (!found.empty() && found.back().first == q + 2) found.back().type = type;
+                if (!found.empty() && found.back().first == q + 2) {
+                    found.back().type = type;
+                    found.back().value_type = class_spelled(p, stop - 1);
+                }
             }
             // A learner's `const Strides3 o{N * D, dh};` or `std::vector<float> scores(pos);`: each
             // argument is an expression of its own (a braced list is no operand of ?:).
@@ -914,10 +945,6 @@ private:
         if (own_ && captured_name(k)) return;
         // The one operand of a cast to a number (`std::size_t(n)`, `static_cast<double>(n)`): any
         // number of another type may stand there too (`std::size_t(t)`, t an int target).
-        const auto number_type = [](const std::string& t) {
-            return t == "std::size_t" || t == "int" || t == "std::uint64_t" || t == "long" || t == "unsigned" ||
-                   t == "float" || t == "double" || t == "std::int32_t" || t == "std::int64_t" || t == "std::uint32_t";
-        };
         const bool cast_operand = own_ && k >= 2 && t_[k - 1].text == "(" && k + 1 < t_.size() &&
                                   t_[k + 1].text == ")" &&
                                   (t_[k - 2].text == ">" || t_[k - 2].text == "size_t" || t_[k - 2].text == "int" ||
@@ -1499,7 +1526,11 @@ private:
                     continue;
                 const std::size_t end = operand_end(k);
                 if (end <= k || end > f_.last || (end < f_.last && assigned.contains(t_[end].text))) continue;
-                if (end < f_.last && t_[end].text == "<") continue;  // a template's name (`std::array<...>`)
+                // A template's name (`std::array<...>`), a type's braced value (`std::uint64_t{4}`).
+                if (end < f_.last && (t_[end].text == "<" || t_[end].text == "{")) continue;
+                // The whole initializer of something not a number (`Tensor4 out = Tensor4::from_shape(...)`).
+                if (k == f_.first && end == f_.last && !f_.type.empty() && f_.type != "auto" && !number_type(f_.type))
+                    continue;
                 // A whole statement's value is dropped (and a call's may be void: `__syncthreads() + my_end`).
                 if (f_.statement && k == f_.first && (end == f_.last || (end + 1 == f_.last && t_[end].text == ";")))
                     continue;
@@ -3040,8 +3071,12 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
         const std::vector<Token>& tokens = parser.tokens();
         if (f.block_of != 0)  // a place for a statement: empty
             m.regions.push_back({tokens[f.first].begin, tokens[f.first].begin, true});
-        else
-            m.regions.push_back({tokens[f.first].begin, tokens[f.last - 1].end, f.statement});
+        else {
+            // An initializer of a class: each alternative made that class in the schemata (`Tensor3(x - a)`),
+            // since two expression templates' types have no common type for `?:`.
+            m.regions.push_back(
+                {tokens[f.first].begin, tokens[f.last - 1].end, f.statement, f.statement ? "" : f.value_type});
+        }
         std::set<std::pair<std::size_t, std::string>> seen;
         for (const Edit& e : editor.edits()) {
             if (!seen.insert({e.begin, e.with + "@" + std::to_string(e.end)}).second) continue;
@@ -3302,16 +3337,17 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
         const int region_line = line_at(region.begin);
         emit(solution.substr(copied, region.begin - copied), 0, line_at(copied));
         const std::string original = code.substr(region.begin, region.end - region.begin);
+        const std::string open = region.convert_to + "(";
         emit(region.statement ? "\n" : "(\n", 0, region_line);
         for (const auto& [v, span] : variants) {
             std::string edited = original;
             edited.replace(span.begin - region.begin, span.end - span.begin, span.replacement);
             std::replace(edited.begin(), edited.end(), '\n', ' ');
             emit(region.statement ? fmt::format("if (HW_M({})) {{ {} }} else\n", v->id, edited)
-                                  : fmt::format("HW_M({}) ? ({}) :\n", v->id, edited),
+                                  : fmt::format("HW_M({}) ? {}{}) :\n", v->id, open, edited),
                  v->id, region_line);
         }
-        emit(region.statement ? "{ " + original + " }" : "(" + original + "))", 0, region_line);
+        emit(region.statement ? "{ " + original + " }" : open + original + "))", 0, region_line);
         copied = region.end;
     }
     emit(solution.substr(copied), 0, line_at(copied));

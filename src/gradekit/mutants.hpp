@@ -58,6 +58,9 @@ struct Variant {
 struct Region {
     std::size_t begin = 0, end = 0;
     bool statement = false;  // an expression statement or return (else: an expression)
+    // An initializer of a class (`const Tensor3 h = x + a;`): that class, each alternative converted
+    // to it in the schemata, so that `?:` has one type (xtensor's `x + a` and `x - a` are two).
+    std::string convert_to{};
 };
 
 struct Mutants {

@@ -222,6 +222,14 @@ bool holds_mutable_statics(const std::string& text) {
     return std::regex_search(text, variable);
 }
 
+// (repair.hpp)
+bool writes_raw_memory(const std::string& text) {
+    static const std::regex raw(
+        R"(\.data\s*\(\s*\)|\b(?:memcpy|memset|memmove)\b|\bstd::(?:copy|copy_n|fill|fill_n|transform|generate|iota)\b|)"
+        R"([^&]&\s*\w+\s*[\[(]|\b(?:float|double|int|char|unsigned|auto|size_t|\w+_t)\s*\*\s*(?:const\s+)?\w+\s*[=;,)])");
+    return std::regex_search(text, raw);
+}
+
 std::vector<std::string> never_cleared(const std::string& text, const std::vector<Variant>& variants, bool made_only) {
     static const std::regex added(R"(([A-Za-z_]\w*)\s*(?:\[[^\]]*\]|\([^()]*(?:\([^()]*\)[^()]*)*\))+\s*\+=)");
     std::vector<std::string> lines;
@@ -459,8 +467,12 @@ public:
           check_s_(std::move(check_s)),
           deadline_(deadline),
           edit_ms_(edit_limit_ms(timeout_s, probe_s, check_s_)),
-          // Without the sanitizers a stray write of one edit could show in the next ones' runs.
-          per_child_(built_.sanitized && !holds_mutable_statics(read_text(s.files.front())) ? 0 : 1) {}
+          // Without the sanitizers a stray write of one edit could show in the next ones' runs:
+          // one edit a child unless every write is bound-checked (writes_raw_memory).
+          per_child_(holds_mutable_statics(read_text(s.files.front())) ||
+                             (!built_.sanitized && writes_raw_memory(read_text(s.files.front())))
+                         ? 1
+                         : 0) {}
 
     // The probe: nothing switched on, the failing checks alone; it must fail them as the learner's
     // code did, and it says which edits those checks reach.

@@ -148,6 +148,14 @@ std::optional<std::string> never_filled(const std::string& text, const std::stri
 // the next one's start.
 bool holds_mutable_statics(const std::string& text);
 
+// Whether a learner's file writes memory through something no bound check watches: a raw pointer
+// (`float* row = ...`, `.data()`, `&x(i, 0)`), memcpy or memset, a std algorithm's output iterator.
+// Built without the sanitizers (exercise 7's schemata), such a file's edits are graded each in a
+// fresh child, since a stray write of one edit could change the next one's run; a file that indexes
+// only xtensor's containers (bound-checked there) and std::vector's (_GLIBCXX_ASSERTIONS) grades
+// its edits one after another in one child.
+bool writes_raw_memory(const std::string& text);
+
 // The structs (header_structs) a learner's file sees through its quoted includes, two levels deep,
 // each looked up beside the file, in src/, in exercises/common and at the top of the repository,
 // and the file's own.

@@ -75,9 +75,9 @@ struct EachOptions {
 // outlives its limit ends the child, and the grader forks another for the rest; the edit's report
 // says it did not finish (as it would alone). gradekit/repair.cpp sets the number: one each for a
 // learner's file with mutable static storage (what one edit left there would be the next one's
-// start: a kernel's __shared__ arrays, exercise 6) or without the sanitizers (a stray write), no
-// limit otherwise: nothing an edit does then outlives its run but the heap, which the sanitizers
-// watch.
+// start: a kernel's __shared__ arrays, exercise 6) or, without the sanitizers, writing through raw
+// pointers (a stray write); no limit otherwise: nothing an edit does then outlives its run but the
+// heap, which the sanitizers watch, or bound checks do (xtensor's, std::vector's).
 [[noreturn]] void each_child(Shared& shared, const std::vector<std::string>& ids, const EachOptions& o, pid_t grader,
                              headwise::test::CatchRuns& runs) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);   // stopped with the grader (run_each's deadline)
