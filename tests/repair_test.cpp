@@ -1051,7 +1051,9 @@ TEST_CASE("repair: a file that keeps state between calls has its edits graded ea
     CHECK(holds_mutable_statics("int count() { static int calls = 0; return ++calls; }"));
     CHECK(holds_mutable_statics("thread_local std::array<float, 8> lanes{};"));
     CHECK(holds_mutable_statics("static float cache[16];"));
-    CHECK(holds_mutable_statics("__global__ void k() {\n    __shared__ shared_tile<float, 16, 16> tile;\n}"));
+    CHECK(holds_mutable_statics("__global__ void k() {\n    extern __shared__ float dynamic[];\n}"));
+    // A kernel's __shared__ arrays are zeroed between edits instead (with_shared_kept).
+    CHECK_FALSE(holds_mutable_statics("__global__ void k() {\n    __shared__ shared_tile<float, 16, 16> tile;\n}"));
     // Nothing kept: constants, functions, casts and assertions.
     CHECK_FALSE(holds_mutable_statics("static const float kScale = 0.5f;\nstatic constexpr int kLanes = 32;"));
     CHECK_FALSE(
@@ -1243,4 +1245,29 @@ TEST_CASE("repair: a file that writes through raw pointers is told from one that
     CHECK_FALSE(
         writes_raw_memory("const Tensor3 h = x + attended;\nconst Tensor3& same = h;\nout(b, i, j) = double(B * N);\n"
                           "if (a && b(0)) return;\nauto f = [&](std::size_t i) { return x(i); };"));
+}
+
+TEST_CASE("repair: each __shared__ array a kernel declares is noted in the schemata, to be zeroed between edits") {
+    using headwise::gradekit::with_shared_kept;
+    const std::string kernel = R"(// __shared__ memory, staged a tile at a time
+template <int D>
+__global__ void tiled(global_ptr<const float> k) {
+    __shared__ shared_tile<float, 16, D> k_tile;  // (16, D)
+    __shared__ float m[64], l[64];
+    k_tile(0, 0) = k[0];
+}
+)";
+    const auto kept = with_shared_kept(kernel);
+    REQUIRE(kept);
+    // The lines stay where they were (the schemata's line map), comments are not read.
+    CHECK(std::ranges::count(*kept, '\n') == std::ranges::count(kernel, '\n'));
+    CHECK(kept->find("// __shared__ memory, staged a tile at a time\n") == 0);
+    CHECK(kept->find("__shared__ shared_tile<float, 16, D> k_tile; "
+                     "hw_keep_shared(__builtin_addressof(k_tile), sizeof(k_tile));  // (16, D)") != std::string::npos);
+    CHECK(kept->find("__shared__ float m[64], l[64]; hw_keep_shared(__builtin_addressof(m), sizeof(m)); "
+                     "hw_keep_shared(__builtin_addressof(l), sizeof(l));") != std::string::npos);
+    // What the reader cannot place: each edit gets a child of its own.
+    CHECK_FALSE(with_shared_kept("extern __shared__ float dynamic[];"));
+    CHECK_FALSE(with_shared_kept("#define TILE __shared__ float t[16]\nvoid f() { TILE; }"));
+    CHECK(with_shared_kept("float no_kernels = 0;") == "float no_kernels = 0;");
 }

@@ -3306,6 +3306,51 @@ Mutants generate_own_mutants(const std::string& file, const std::vector<HeaderSt
     return m;
 }
 
+std::optional<std::string> with_shared_kept(const std::string& text) {
+    static const std::string word = "__shared__";
+    const std::string code = without_comments(text);
+    const auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+    std::string out;
+    std::size_t copied = 0;
+    for (std::size_t at = code.find(word); at != std::string::npos; at = code.find(word, at + word.size())) {
+        if ((at > 0 && ident(code[at - 1])) || ident(code[at + word.size()])) continue;  // part of a longer name
+        const std::size_t semi = code.find(';', at);
+        if (semi == std::string::npos) return std::nullopt;
+        const std::string declaration = code.substr(at + word.size(), semi - at - word.size());
+        if (declaration.find_first_of("(){}=#") != std::string::npos || declaration.find('\n') != std::string::npos)
+            return std::nullopt;
+        std::size_t before = at;
+        while (before > 0 && std::isspace(static_cast<unsigned char>(code[before - 1])) != 0) --before;
+        if (before >= 6 && code.compare(before - 6, 6, "extern") == 0) return std::nullopt;
+        // The declarators, split at the commas outside <> and []: the first one's name is the last
+        // word before its [] (`shared_tile<float, 16, 64> k_tile`), a later one's its first word.
+        std::vector<std::string> names;
+        int depth = 0;
+        std::size_t piece = 0;
+        for (std::size_t q = 0; q <= declaration.size(); ++q) {
+            const char c = q < declaration.size() ? declaration[q] : ',';
+            depth += (c == '<' || c == '[') ? 1 : (c == '>' || c == ']') ? -1 : 0;
+            if (c != ',' || depth != 0) continue;
+            std::string d = declaration.substr(piece, q - piece);
+            d = d.substr(0, std::min(d.find('['), d.size()));
+            std::size_t end = d.size();
+            while (end > 0 && !ident(d[end - 1])) --end;
+            std::size_t begin = end;
+            while (begin > 0 && ident(d[begin - 1])) --begin;
+            if (begin == end || std::isdigit(static_cast<unsigned char>(d[begin])) != 0) return std::nullopt;
+            if (!names.empty() && d.substr(0, begin).find_first_not_of(" \t*&") != std::string::npos)
+                return std::nullopt;  // a later declarator's name is its first word
+            names.push_back(d.substr(begin, end - begin));
+            piece = q + 1;
+        }
+        out += text.substr(copied, semi + 1 - copied);
+        for (const std::string& n : names)
+            out += fmt::format(" hw_keep_shared(__builtin_addressof({0}), sizeof({0}));", n);
+        copied = semi + 1;
+    }
+    return out + text.substr(copied);
+}
+
 Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep) {
     const std::string code = without_comments(solution);
     const std::set<int> kept(keep.begin(), keep.end());

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,14 @@ struct Schemata {
     std::map<int, int> line_to_source;   // every line of the text -> the solution's line it comes from
 };
 Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep);
+
+// `text` (a schemata) with a call after each declaration of a kernel's __shared__ array
+// (`__shared__ shared_tile<float, 16, 64> k_tile; hw_keep_shared(...);`): the selector's prelude
+// (schemata.cpp) notes where each one is, and zeroes them all before the next edit a child of the
+// grader grades, as a child forked for that edit alone would hold them (the emulator's __shared__
+// is `static`). nullopt where a __shared__ is no plain declaration the reader knows (`extern
+// __shared__`, one inside a macro): each edit then gets a child of its own.
+std::optional<std::string> with_shared_kept(const std::string& text);
 
 // 64-bit FNV-1a, as 16 hex digits: the staleness stamps of the data file.
 std::string fnv_hex(const std::string& text);

@@ -216,7 +216,8 @@ bool holds_mutable_statics(const std::string& text) {
     // constructor's `(...)` followed by `;`. Comments are read too: a false yes only costs time.
     // A kernel's __shared__ arrays are static on the emulator (exercise 6): what a launch left there
     // is the next launch's start, and a kernel that reads before it writes passed on one edit's leftovers.
-    if (text.find("__shared__") != std::string::npos) return true;
+    // They are zeroed between edits where the reader can find each (with_shared_kept).
+    if (text.find("__shared__") != std::string::npos && !with_shared_kept(text)) return true;
     static const std::regex variable(
         R"(\b(?:static|thread_local)\s+(?!const\b|constexpr\b|constinit\b|inline\b|void\b)[\w:<>,\s*&]*?\b\w+\s*(?:[;=\[{]|\([^()]*\)\s*;))");
     return std::regex_search(text, variable);
@@ -576,8 +577,9 @@ public:
                             batch.push_back({edit_of(id), std::move(fixes), {}, false});
                 }
                 std::stable_sort(batch.begin(), batch.end(), most_fixes);
-                phase(fmt::format("group {}, round {}: {} edits screened, {} got further, {} fix something", g + 1,
-                                  round + 1, screen.size(), promising.size(), batch.size()));
+                phase(fmt::format(
+                    "group {}, round {}: {} edits screened ({} a child), {} got further, {} fix something", g + 1,
+                    round + 1, screen.size(), per_child_ == 0 ? "all" : "one", promising.size(), batch.size()));
                 for (Effect& e : batch) {
                     if (!e.confirmed && e.fixes != failing_ && confirmed >= 4) continue;
                     ++confirmed;

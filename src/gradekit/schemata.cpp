@@ -66,8 +66,25 @@ std::string selector_prelude(int max_id) {
         "#include <cstdio>\n"
         "#include <cstdlib>\n"
         "#include <cstring>\n"
+        "#include <mutex>\n"
         "namespace {{\n"
         "unsigned char hw_state[{0} + 1] = {{}};  // 1: switched on, 2: the probe has not seen it yet\n"
+        "// Each kernel's __shared__ array (the emulator's static), noted when its declaration runs\n"
+        "// (mutants.hpp's with_shared_kept): zeroed again before the next edit a child grades.\n"
+        "struct HwShared {{\n"
+        "    void* at;\n"
+        "    unsigned long size;\n"
+        "}};\n"
+        "HwShared hw_shared[4096];\n"
+        "int hw_shared_count = 0;\n"
+        "std::mutex hw_shared_lock;  // the emulator's threads schedule\n"
+        "[[gnu::noinline]] void hw_keep_shared(void* at, unsigned long size) {{\n"
+        "    const std::lock_guard<std::mutex> hold(hw_shared_lock);\n"
+        "    for (int i = 0; i < hw_shared_count; ++i)\n"
+        "        if (hw_shared[i].at == at) return;\n"
+        "    if (hw_shared_count == 4096) std::abort();  // one that could not be zeroed: no run to trust\n"
+        "    hw_shared[hw_shared_count++] = {{at, size}};\n"
+        "}}\n"
         "std::FILE* hw_reached = nullptr;\n"
         "[[gnu::noinline]] bool hw_hit(int id) {{\n"
         "    if (hw_state[id] == 1) return true;\n"
@@ -81,6 +98,7 @@ std::string selector_prelude(int max_id) {
         "}}  // namespace\n"
         "extern \"C\" void headwise_repair_select() {{\n"
         "    std::memset(hw_state, 0, sizeof hw_state);\n"
+        "    for (int i = 0; i < hw_shared_count; ++i) std::memset(hw_shared[i].at, 0, hw_shared[i].size);\n"
         "    bool probe = false;\n"
         "    const char* s = std::getenv(\"HEADWISE_REPAIR\");\n"
         "    for (char* end = nullptr; s != nullptr && *s != 0; s = *end == ',' || *end == '+' ? end + 1 : end) {{\n"
@@ -146,7 +164,7 @@ std::optional<RepairBuild> compile_schemata(const Subject& s, const RepairSetup&
          ++attempt) {
         const auto began = std::chrono::steady_clock::now();
         const Schemata schemata = make_schemata(text, m, {b.kept.begin(), b.kept.end()});
-        write_if_changed(file.string(), prelude + schemata.text);
+        write_if_changed(file.string(), prelude + with_shared_kept(schemata.text).value_or(schemata.text));
         std::string log;
         const auto left =
             t.slowest_compile_s -
