@@ -112,6 +112,7 @@ struct EachHow {
     int child_timeout_s = 0;                         // (not 0) each selection's own limit, for the default's
     int fill_byte = 190;  // fresh heap memory's byte (0: the runs of a fill left out, zeroed_slip)
     int per_child = 0;    // edits a child of the grader grades one after another (grade_main.cpp; 0: no limit)
+    long cpu_ms = 0;      // (not 0) each selection's limit in CPU time, below its limit in time (edit_cpu_limit_ms)
 };
 
 // Where run_each's children write their reports: a fresh folder in memory (/dev/shm) where there is
@@ -179,7 +180,7 @@ std::map<std::string, EachRun> run_each(const Subject& s, const RepairSetup& t, 
          "HEADWISE_REPAIR_REPORTS=" + reports.path.string(), fmt::format("HEADWISE_REPAIR_TIMEOUT_MS={}", timeout_ms),
          fmt::format("HEADWISE_REPAIR_JOBS={}", t.jobs), fmt::format("HEADWISE_REPAIR_STOP={}", how.stop ? 1 : 0),
          fmt::format("HEADWISE_REPAIR_WITH={}", how.with), fmt::format("HEADWISE_REPAIR_PER_CHILD={}", how.per_child),
-         asan});
+         fmt::format("HEADWISE_REPAIR_CPU_MS={}", how.cpu_ms), asan});
     for (const auto& id : ids) {
         const auto report = read_report(reports.path / ("run_" + id + ".json"));
         if (!report || !report->compiled || !report->finished) continue;
@@ -448,13 +449,27 @@ long edit_limit_ms(int timeout_s, double probe_s, const std::map<std::string, do
     return std::min(1000L, std::max(300L, std::lround(10000 * checks) + 200));
 }
 
+// An edit's limit in CPU time: four times what the learner's failing checks took (their inputs and
+// references made, their code run to the end; a repair's runs the same), a tenth of a second at
+// least. An edit that loops (`D = x.shape()[6]`, a size read past the shape) is stopped when it has
+// spent that, not at the limit in time, which must leave room for a loaded machine: the tenth
+// trial's ex09_two_sign_b_slope_step screened its second slip's 214 edits in 5.2 s, 20 of them
+// looping for 300 ms each, the other 194 in 0.1 s. Time waiting for a core is not CPU time, so a
+// busy machine stops no repair early.
+long edit_cpu_limit_ms(long edit_ms, const std::map<std::string, double>& check_s) {
+    if (check_s.empty()) return 0;
+    double checks = 0;
+    for (const auto& [name, seconds] : check_s) checks += seconds;
+    return std::min(edit_ms, std::max(100L, std::lround(4000 * checks) + 50));
+}
+
 // One repair, its state from the compiled schemata on: the edits the failing checks reach, how
 // each is screened, run and confirmed, and the two searches (a first slip, a second beside it).
 class Repair {
 public:
     Repair(const Subject& s, const RepairSetup& t, const Report& report, const Mutants& m, RepairBuild built,
            fs::path dir, int timeout_s, double probe_s, std::map<std::string, double> check_s,
-           std::chrono::steady_clock::time_point deadline)
+           std::chrono::steady_clock::time_point deadline, bool stopped_at_once)
         : s_(s),
           t_(t),
           report_(report),
@@ -468,6 +483,8 @@ public:
           check_s_(std::move(check_s)),
           deadline_(deadline),
           edit_ms_(edit_limit_ms(timeout_s, probe_s, check_s_)),
+          // Their checks' times say nothing of a repair's where they stopped at once (a throw).
+          edit_cpu_ms_(stopped_at_once ? 0 : edit_cpu_limit_ms(edit_ms_, check_s_)),
           // Without the sanitizers a stray write of one edit could show in the next ones' runs:
           // one edit a child unless every write is bound-checked (writes_raw_memory).
           per_child_(holds_mutable_statics(read_text(s.files.front())) ||
@@ -1206,6 +1223,7 @@ private:
                                 const std::vector<int>& ids, EachHow how) const {
         how.fill_byte = fill_byte_;
         how.per_child = per_child_;
+        if (how.child_timeout_s == 0) how.cpu_ms = edit_cpu_ms_;
         std::vector<std::string> selections;
         for (const int id : ids) selections.push_back(std::to_string(id));
         std::map<int, EachRun> out;
@@ -1270,7 +1288,7 @@ private:
         for (int round = 0; !order.empty() && !late(); ++round) {
             const auto screen =
                 run_each(s_, t_, built_.executable, dir_, fmt::format("{}_screen{}_{}", tag, g, round), checks, order,
-                         edit_ms_, {true, true, 0, deadline_, 0, fill_byte_, per_child_});
+                         edit_ms_, {true, true, 0, deadline_, 0, fill_byte_, per_child_, edit_cpu_ms_});
             std::erase_if(order, [&](const std::string& p) { return screen.contains(p); });
             phase(fmt::format("{}s, group {}, round {}: {} screened", tag, g + 1, round + 1, screen.size()));
             if (screen.empty()) break;
@@ -1388,8 +1406,9 @@ private:
     double probe_s_;                         // the learner's run of every failing check, in seconds
     std::map<std::string, double> check_s_;  // each failing check's own time in that run
     std::chrono::steady_clock::time_point deadline_;
-    long edit_ms_;   // an edit's limit in run_each's screens (edit_limit_ms)
-    int per_child_;  // EachHow::per_child
+    long edit_ms_;      // an edit's limit in run_each's screens (edit_limit_ms)
+    long edit_cpu_ms_;  // and in CPU time (edit_cpu_limit_ms)
+    int per_child_;     // EachHow::per_child
     std::vector<int> ids_;
     // What first_slip's screens said, group by group: the pair search ranks its edits by them.
     struct Screened {
@@ -1582,7 +1601,7 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
     const double floor_s = stopped_at_once ? 3.0 : 1.0;
     const int timeout_s = static_cast<int>(std::max(floor_s, std::ceil(2 * probe_s)));
     const auto deadline = began + std::chrono::seconds(budget_s) + waited;
-    Repair repair(s, t, *report, m, *built, dir, timeout_s, probe_s, theirs.seconds, deadline);
+    Repair repair(s, t, *report, m, *built, dir, timeout_s, probe_s, theirs.seconds, deadline, stopped_at_once);
     if (!repair.probe(only)) return {};
     phase("probe run");
     if (progress) progress("repairing: trying edits of your lines");
@@ -1601,8 +1620,9 @@ std::string repair_step(const Subject& s, const RepairSetup& t, const std::funct
     // Not where the failing checks take a second or more (a real model's decode steps): every edit
     // would be screened on them once more, past the budget (exercise 12: 8 s for nothing).
     if (const std::string fill = repair.fill_left_out(); sentence.empty() && !fill.empty() && probe_s < 1.0)
-        sentence = zeroed_slip(Repair(s, t, *report, m, *built, dir, timeout_s, probe_s, theirs.seconds, deadline),
-                               fill, phase);
+        sentence = zeroed_slip(
+            Repair(s, t, *report, m, *built, dir, timeout_s, probe_s, theirs.seconds, deadline, stopped_at_once), fill,
+            phase);
     bool partly = false;
     if (sentence.empty()) sentence = repair.partial(parts), partly = !sentence.empty();
     if (sentence.empty()) sentence = repair.only_never_cleared(), partly = !sentence.empty();

@@ -53,6 +53,16 @@ void arm(long ms) {
     setitimer(ITIMER_REAL, &t, nullptr);
 }
 
+// SIGPROF (which ends the process too) once it has spent `ms` milliseconds of CPU time; 0 disarms
+// it. Tighter than arm()'s limit in time: an edit that loops is stopped at ten times the learner's
+// checks' CPU time, and a machine so busy that the edit waits for a core stops nothing early.
+void arm_cpu(long ms) {
+    itimerval t{};
+    t.it_value.tv_sec = ms / 1000;
+    t.it_value.tv_usec = (ms % 1000) * 1000;
+    setitimer(ITIMER_PROF, &t, nullptr);
+}
+
 // What the children of one HEADWISE_REPAIR_EACH share: the next edit of the list to take, and
 // whether one has passed every check it ran (HEADWISE_REPAIR_STOP). In memory shared across fork.
 struct Shared {
@@ -66,6 +76,7 @@ struct EachOptions {
     long timeout_ms = 10000;  // per edit
     bool stop = false;        // no more edits once one passes
     long per_child = 0;       // edits a child grades one after another (HEADWISE_REPAIR_PER_CHILD; 0: no limit)
+    long cpu_ms = 0;          // per edit, in CPU time (HEADWISE_REPAIR_CPU_MS; 0: none)
 };
 
 // One child: takes the list's next edit, switches it on, runs the checks, and so on until the list
@@ -94,7 +105,9 @@ struct EachOptions {
         if (headwise_repair_select != nullptr) headwise_repair_select();  // the schemata reads it again
         setenv("HEADWISE_GRADE_REPORT", (o.dir + "/run_" + ids[k] + ".json").c_str(), 1);
         arm(o.timeout_ms);
+        arm_cpu(o.cpu_ms);
         const int code = runs.run();
+        arm_cpu(0);
         arm(0);
         if (o.stop && code == 0) shared.repaired = true;
     }
@@ -124,6 +137,7 @@ int repair_each(std::string_view list, int argc, char** argv) {
     o.timeout_ms = env_int("HEADWISE_REPAIR_TIMEOUT_MS", 10000);
     o.stop = env_int("HEADWISE_REPAIR_STOP", 0) == 1;
     o.per_child = env_int("HEADWISE_REPAIR_PER_CHILD", 0);
+    o.cpu_ms = env_int("HEADWISE_REPAIR_CPU_MS", 0);
     const int jobs = env_int("HEADWISE_REPAIR_JOBS", 2);
     void* memory = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return 1;
