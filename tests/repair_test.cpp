@@ -1271,3 +1271,33 @@ __global__ void tiled(global_ptr<const float> k) {
     CHECK_FALSE(with_shared_kept("#define TILE __shared__ float t[16]\nvoid f() { TILE; }"));
     CHECK(with_shared_kept("float no_kernels = 0;") == "float no_kernels = 0;");
 }
+
+TEST_CASE("repair: a guarded schemata tests each region once, the learner's own text last where it was") {
+    const std::string file = R"(namespace x {
+float f(const float* a, std::size_t n) {
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < n; ++i)
+        sum += a[i] *
+               a[i];
+    return sum;
+}
+}
+)";
+    const Mutants m = generate_own_mutants(file);
+    std::vector<int> all;
+    for (const Variant& v : m.variants) all.push_back(v.id);
+    const auto plain = make_schemata(file, m, all);
+    const auto guarded = make_schemata(file, m, all, true);
+    CHECK(plain.text.find("HW_R(") == std::string::npos);
+    // The statement's alternatives behind one test of its region, its own text on one line in that
+    // branch, and as written (its two lines) in the other.
+    CHECK(guarded.text.find("if (HW_R(") != std::string::npos);
+    CHECK(guarded.text.find("{ sum += a[i] *                a[i]; } } else\n{ sum += a[i] *\n               a[i]; }") !=
+          std::string::npos);
+    // An expression's the same way: `(HW_R(r) ? (HW_M(a) ? ... : (own)) : (own))`.
+    CHECK(guarded.text.find("(HW_R(") != std::string::npos);
+    // Every alternative keeps a line of its own, and the learner's lines stay at their numbers.
+    CHECK(guarded.line_to_variant.size() == plain.line_to_variant.size());
+    const int last = plain.line_to_source.rbegin()->first;
+    CHECK(guarded.line_to_source.rbegin()->second == plain.line_to_source.at(last));
+}

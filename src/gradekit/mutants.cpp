@@ -3351,7 +3351,7 @@ std::optional<std::string> with_shared_kept(const std::string& text) {
     return out + text.substr(copied);
 }
 
-Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep) {
+Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep, bool guarded) {
     const std::string code = without_comments(solution);
     const std::set<int> kept(keep.begin(), keep.end());
     // Each region's alternatives: (variant, the span it replaces there).
@@ -3383,7 +3383,13 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
         emit(solution.substr(copied, region.begin - copied), 0, line_at(copied));
         const std::string original = code.substr(region.begin, region.end - region.begin);
         const std::string open = region.convert_to + "(";
-        emit(region.statement ? "\n" : "(\n", 0, region_line);
+        std::string squashed = original;  // the learner's text on one line, in the guarded branch
+        std::replace(squashed.begin(), squashed.end(), '\n', ' ');
+        if (guarded)
+            emit(region.statement ? fmt::format("\nif (HW_R({})) {{\n", r) : fmt::format("(HW_R({}) ? (\n", r), 0,
+                 region_line);
+        else
+            emit(region.statement ? "\n" : "(\n", 0, region_line);
         for (const auto& [v, span] : variants) {
             std::string edited = original;
             edited.replace(span.begin - region.begin, span.end - span.begin, span.replacement);
@@ -3392,6 +3398,8 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
                                   : fmt::format("HW_M({}) ? {}{}) :\n", v->id, open, edited),
                  v->id, region_line);
         }
+        if (guarded)  // the learner's own text last, its lines where they were
+            emit(region.statement ? "{ " + squashed + " } } else\n" : open + squashed + ")) :\n", 0, region_line);
         emit(region.statement ? "{ " + original + " }" : open + original + "))", 0, region_line);
         copied = region.end;
     }

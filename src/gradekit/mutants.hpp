@@ -108,7 +108,12 @@ struct Schemata {
     std::map<int, int> line_to_variant;  // a variant's line of the text -> its id
     std::map<int, int> line_to_source;   // every line of the text -> the solution's line it comes from
 };
-Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep);
+// `guarded`: each region's alternatives behind one test of the region (HW_R(r), the repair's
+// selector: is any edit of region r on?), its own text in the other branch -- one load and branch
+// where nothing there is switched on, not one per alternative (a kernel's inner loop at -O0 tested
+// each of a region's dozens of edits on every pass).
+Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep,
+                       bool guarded = false);
 
 // `text` (a schemata) with a call after each declaration of a kernel's __shared__ array
 // (`__shared__ shared_tile<float, 16, 64> k_tile; hw_keep_shared(...);`): the selector's prelude

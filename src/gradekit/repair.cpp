@@ -1359,8 +1359,7 @@ private:
         fs::create_directories(sub, ec);
         const fs::path source = s_.files.front();
         const fs::path file = sub / source.filename();
-        write_if_changed(file.string(),
-                         selector_prelude(m_.variants.back().id) + make_schemata(read_text(source), m_, ids).text);
+        write_if_changed(file.string(), selector_prelude(m_) + make_schemata(read_text(source), m_, ids).text);
         const bool built = build_variant(t_.build_dir, built_.recipe, source, file, sub / "grader",
                                          {.timeout_s = t_.slowest_compile_s});
         return sanitized_[selection] = built ? sub / "grader" : fs::path();

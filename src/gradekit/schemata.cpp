@@ -53,7 +53,14 @@ Recipe unsanitized(const Recipe& r, const fs::path& source, const std::string& o
 // switched on (or joined by '+': a pair the pair search grades as one entry of
 // HEADWISE_REPAIR_EACH's list), or -1 (the probe: nothing switched on, every site reached written to
 // HEADWISE_REPAIR_PROBE). Self-contained: the learner's grader links nothing else for it.
-std::string selector_prelude(int max_id) {
+std::string selector_prelude(const Mutants& m) {
+    const int max_id = m.variants.empty() ? 0 : m.variants.back().id;
+    // Each edit's regions (HW_R): an edit of two regions (a statement moved) switches both on.
+    std::string regions_of;
+    for (const Variant& v : m.variants) {
+        regions_of += fmt::format("{{{}, {}}},", v.id, v.region);
+        for (const Variant::Span& also : v.also) regions_of += fmt::format("{{{}, {}}},", v.id, also.region);
+    }
     // One byte per edit, read inline: HW_M sits in the learner's hottest loops (a decoder's matmul),
     // where a call per use would slow them several times; an edit switched on, or a site the probe
     // has not seen yet, takes the call. Each site is a load and a branch: the three-way test it was
@@ -69,6 +76,9 @@ std::string selector_prelude(int max_id) {
         "#include <mutex>\n"
         "namespace {{\n"
         "unsigned char hw_state[{0} + 1] = {{}};  // 1: switched on, 2: the probe has not seen it yet\n"
+        "unsigned char hw_any[{1} + 1] = {{}};    // a region: 1 where one of its edits is on, or the probe runs\n"
+        "const int hw_regions[][2] = {{{2}{{0, 0}}}};  // (edit, a region it changes)\n"
+        "unsigned short hw_unseen[{1} + 1] = {{}};  // the probe: a region's edits not reached yet\n"
         "// Each kernel's __shared__ array (the emulator's static), noted when its declaration runs\n"
         "// (mutants.hpp's with_shared_kept): zeroed again before the next edit a child grades.\n"
         "struct HwShared {{\n"
@@ -92,12 +102,16 @@ std::string selector_prelude(int max_id) {
         "    if (hw_reached != nullptr) {{\n"
         "        std::fprintf(hw_reached, \"%d\\n\", id);\n"
         "        std::fflush(hw_reached);\n"
+        "        // A region whose every edit the probe has seen runs its own text alone from now on.\n"
+        "        for (const auto& edit : hw_regions)\n"
+        "            if (edit[0] == id && hw_unseen[edit[1]] > 0 && --hw_unseen[edit[1]] == 0) hw_any[edit[1]] = 0;\n"
         "    }}\n"
         "    return false;\n"
         "}}\n"
         "}}  // namespace\n"
         "extern \"C\" void headwise_repair_select() {{\n"
         "    std::memset(hw_state, 0, sizeof hw_state);\n"
+        "    std::memset(hw_any, 0, sizeof hw_any);\n"
         "    for (int i = 0; i < hw_shared_count; ++i) std::memset(hw_shared[i].at, 0, hw_shared[i].size);\n"
         "    bool probe = false;\n"
         "    const char* s = std::getenv(\"HEADWISE_REPAIR\");\n"
@@ -106,17 +120,23 @@ std::string selector_prelude(int max_id) {
         "        if (end == s) break;\n"
         "        if (n < 0) probe = true;\n"
         "        if (n > 0 && n <= {0}) hw_state[n] = 1;\n"
+        "        for (const auto& edit : hw_regions)\n"
+        "            if (n > 0 && edit[0] == n) hw_any[edit[1]] = 1;\n"
         "    }}\n"
         "    if (const char* p = std::getenv(\"HEADWISE_REPAIR_PROBE\"); probe && p != nullptr) {{\n"
         "        std::memset(hw_state, 2, sizeof hw_state);\n"
+        "        std::memset(hw_any, 1, sizeof hw_any);\n"
+        "        for (const auto& edit : hw_regions)\n"
+        "            if (edit[0] > 0) ++hw_unseen[edit[1]];\n"
         "        hw_reached = std::fopen(p, \"w\");\n"
         "    }}\n"
         "}}\n"
         "namespace {{\n"
         "[[gnu::constructor]] void hw_select_at_start() {{ headwise_repair_select(); }}\n"
         "}}  // namespace\n"
-        "#define HW_M(id) (hw_state[id] != 0 && hw_hit(id))\n",
-        max_id);
+        "#define HW_M(id) (hw_state[id] != 0 && hw_hit(id))\n"
+        "#define HW_R(region) (hw_any[region] != 0)\n",
+        max_id, m.regions.size(), regions_of);
 }
 
 RepairPlan repair_plan(const Subject& s) {
@@ -153,7 +173,7 @@ std::optional<RepairBuild> compile_schemata(const Subject& s, const RepairSetup&
                               ? with_options(grader_recipe, source, fewer_collections + " " + lighter_checks + options)
                               : unsanitized(grader_recipe, source, options);
     for (const Variant& v : m.variants) b.kept.insert(v.id);
-    const std::string prelude = selector_prelude(m.variants.back().id);
+    const std::string prelude = selector_prelude(m);
     const int offset = static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));
     const std::regex error("^" + std::regex_replace(file.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
                            R"(:([0-9]+):[0-9]+: (?!warning))");  // an error, a note, "required from here"
@@ -163,7 +183,7 @@ std::optional<RepairBuild> compile_schemata(const Subject& s, const RepairSetup&
                           std::chrono::steady_clock::now() - started + last < std::chrono::seconds(t.slowest_compile_s);
          ++attempt) {
         const auto began = std::chrono::steady_clock::now();
-        const Schemata schemata = make_schemata(text, m, {b.kept.begin(), b.kept.end()});
+        const Schemata schemata = make_schemata(text, m, {b.kept.begin(), b.kept.end()}, true);
         write_if_changed(file.string(), prelude + with_shared_kept(schemata.text).value_or(schemata.text));
         std::string log;
         const auto left =

@@ -36,7 +36,7 @@ struct RepairPlan {
 RepairPlan repair_plan(const Subject& s);
 
 // The selector the schemata's HW_M reads (the code put before the learner's file).
-std::string selector_prelude(int max_id);
+std::string selector_prelude(const Mutants& m);
 
 struct RepairBuild {
     fs::path executable;
