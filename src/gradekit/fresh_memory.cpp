@@ -39,21 +39,27 @@ bool names_something(const Report& r) {
 
 }  // namespace
 
-std::string fresh_memory_step(const Subject& s, const std::filesystem::path& grader) {
+std::optional<Report> zero_filled_run(const Subject& s, const std::filesystem::path& grader) {
+    Subject zeroed = s;
+    zeroed.report = s.report.parent_path() / (s.report.stem().string() + ".zero-filled.json");
+    // Which checks pass is all it reads: no search, no catalogued mistake run beside them.
+    run_step(zeroed, grader, {}, {}, 90,
+             {asan_options(0), "HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off"});
+    auto other = read_report(zeroed.report);
+    std::error_code ec;
+    std::filesystem::remove(zeroed.report, ec);
+    return other;
+}
+
+std::string fresh_memory_step(const Subject& s, const std::filesystem::path& grader,
+                              std::future<std::optional<Report>>* begun) {
     auto report = read_report(s.report);
     if (!report || !report->compiled || !report->finished || report->all_passed() || !names_something(*report))
         return {};
     // A repair of their line that passes every check ran on the same pattern-filled memory: what
     // their code reads there did not decide a check (exercise 6: a second run of the kernels, 1.5 s).
     if (!report->repaired.empty() && !report->repaired_partly && report->still_failing.empty()) return {};
-    Subject zeroed = s;
-    zeroed.report = s.report.parent_path() / (s.report.stem().string() + ".zero-filled.json");
-    // Which checks pass is all it reads: no search, no catalogued mistake run beside them.
-    run_step(zeroed, grader, {}, {}, 90,
-             {asan_options(0), "HEADWISE_GRADE_SEARCH=off", "HEADWISE_GRADE_CATALOGUE=off"});
-    const auto other = read_report(zeroed.report);
-    std::error_code ec;
-    std::filesystem::remove(zeroed.report, ec);
+    const auto other = begun != nullptr && begun->valid() ? begun->get() : zero_filled_run(s, grader);
     if (!other || !other->finished ||
         (other->passed == report->passed && failing_tests(*other) == failing_tests(*report)))
         return {};

@@ -8,9 +8,12 @@
 // are the learner reading what they never wrote, and that is what the grade then says.
 #pragma once
 
+#include "gradekit/report.hpp"
 #include "gradekit/steps.hpp"
 
 #include <filesystem>
+#include <future>
+#include <optional>
 #include <string>
 
 namespace headwise::gradekit {
@@ -21,6 +24,14 @@ namespace headwise::gradekit {
 // the catalogued names are dropped from s.report, and the search's edit unless it is the
 // learner's own line; its `located` sentence says what changed (the transplant's sentence, if
 // any, after it). Returns that sentence, or empty.
-std::string fresh_memory_step(const Subject& s, const std::filesystem::path& grader);
+//
+// `begun` (may be null): that run, begun beside the steps before this one (zero_filled_run).
+std::string fresh_memory_step(const Subject& s, const std::filesystem::path& grader,
+                              std::future<std::optional<Report>>* begun = nullptr);
+
+// The run fresh_memory_step reads: `grader` on fresh memory filled with 0, its report. Begun by `headwise grade` as soon as
+// the learner's run has failed, on the core the repair step's compile leaves idle, so that its
+// second or two (exercise 6's kernels) is not waited for after the repair.
+std::optional<Report> zero_filled_run(const Subject& s, const std::filesystem::path& grader);
 
 }  // namespace headwise::gradekit

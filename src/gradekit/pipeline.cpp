@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <future>
+#include <optional>
 
 namespace headwise::gradekit {
 
@@ -47,6 +49,11 @@ Findings after_failed_run(const Subject& s, const AfterRun& a, const std::functi
                           Begun* begun) {
     const StepClock clock("after the run");
     Findings f;
+    // The fresh-memory step's run, on the core the repair's compile leaves idle: read at the end
+    // if that step needs it (and waited for here, on the way out, if not).
+    std::future<std::optional<Report>> zero_filled;
+    if (const auto r = read_report(s.report); r && r->compiled && r->finished && !r->all_passed())
+        zero_filled = std::async(std::launch::async, [&] { return zero_filled_run(s, a.grader); });
     f.repaired = repair_step(s, repair_setup(a), progress, begun != nullptr ? begun->schemata.get() : nullptr);
     TransplantSetup transplant;
     transplant.build_dir = a.build_dir;
@@ -55,7 +62,7 @@ Findings after_failed_run(const Subject& s, const AfterRun& a, const std::functi
     clock.ended("repair");
     f.located = transplant_step(s, transplant, progress);  // nothing when repaired (not when partly)
     clock.ended("transplant");
-    f.fresh = fresh_memory_step(s, a.grader);
+    f.fresh = fresh_memory_step(s, a.grader, &zero_filled);
     clock.ended("fresh memory");
     f.unread = unread_value_step(s);  // nothing named: a value their failing function never reads
     return f;
