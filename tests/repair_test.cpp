@@ -1289,13 +1289,13 @@ float f(const float* a, std::size_t n) {
     const auto plain = make_schemata(file, m, all);
     const auto guarded = make_schemata(file, m, all, true);
     CHECK(plain.text.find("HW_R(") == std::string::npos);
-    // The statement's alternatives behind one test of its region, its own text on one line in that
-    // branch, and as written (its two lines) in the other.
-    CHECK(guarded.text.find("if (HW_R(") != std::string::npos);
-    CHECK(guarded.text.find("{ sum += a[i] *                a[i]; } } else\n{ sum += a[i] *\n               a[i]; }") !=
-          std::string::npos);
-    // An expression's the same way: `(HW_R(r) ? (HW_M(a) ? ... : (own)) : (own))`.
-    CHECK(guarded.text.find("(HW_R(") != std::string::npos);
+    // The statement's own text first, as written (its two lines), while no edit of its region is on;
+    // its alternatives after it, then its text again on one line.
+    CHECK(guarded.text.find("if (!HW_R(") != std::string::npos);
+    CHECK(guarded.text.find(")) { sum += a[i] *\n               a[i]; } else\nif (HW_M(") != std::string::npos);
+    CHECK(guarded.text.find("{ sum += a[i] *                a[i]; }") != std::string::npos);
+    // An expression's the same way, one flat chain: `(!HW_R(r) ? (own) : HW_M(a) ? (...) : (own))`.
+    CHECK(guarded.text.find("(!HW_R(") != std::string::npos);
     // Every alternative keeps a line of its own, and the learner's lines stay at their numbers.
     CHECK(guarded.line_to_variant.size() == plain.line_to_variant.size());
     const int last = plain.line_to_source.rbegin()->first;

@@ -3074,8 +3074,8 @@ void add_variants(Mutants& m, int& id, const std::string& text, const std::strin
         else {
             // An initializer of a class: each alternative made that class in the schemata (`Tensor3(x - a)`),
             // since two expression templates' types have no common type for `?:`.
-            m.regions.push_back(
-                {tokens[f.first].begin, tokens[f.last - 1].end, f.statement, f.statement ? "" : f.value_type});
+            m.regions.push_back({tokens[f.first].begin, tokens[f.last - 1].end, f.statement,
+                                 f.statement || !parser.own() ? "" : f.value_type});
         }
         std::set<std::pair<std::size_t, std::string>> seen;
         for (const Edit& e : editor.edits()) {
@@ -3383,12 +3383,17 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
         emit(solution.substr(copied, region.begin - copied), 0, line_at(copied));
         const std::string original = code.substr(region.begin, region.end - region.begin);
         const std::string open = region.convert_to + "(";
-        std::string squashed = original;  // the learner's text on one line, in the guarded branch
+        // Guarded: the learner's own text first, where its lines were, taken while no edit of the
+        // region is on -- one flat chain, so that a compiler error stays at the alternative that
+        // makes it (a nested ?: took them to the region's first line); on one line at the end.
+        std::string squashed = original;
         std::replace(squashed.begin(), squashed.end(), '\n', ' ');
-        if (guarded)
-            emit(region.statement ? fmt::format("\nif (HW_R({})) {{\n", r) : fmt::format("(HW_R({}) ? (\n", r), 0,
-                 region_line);
-        else
+        if (guarded) {
+            if (!variants.empty()) s.guard_to_variant[line] = variants.front().first->id;
+            emit(region.statement ? fmt::format("if (!HW_R({})) {{ {} }} else\n", r, original)
+                                  : fmt::format("(!HW_R({}) ? {}{}) :\n", r, open, original),
+                 0, region_line);
+        } else
             emit(region.statement ? "\n" : "(\n", 0, region_line);
         for (const auto& [v, span] : variants) {
             std::string edited = original;
@@ -3398,9 +3403,10 @@ Schemata make_schemata(const std::string& solution, const Mutants& m, const std:
                                   : fmt::format("HW_M({}) ? {}{}) :\n", v->id, open, edited),
                  v->id, region_line);
         }
-        if (guarded)  // the learner's own text last, its lines where they were
-            emit(region.statement ? "{ " + squashed + " } } else\n" : open + squashed + ")) :\n", 0, region_line);
-        emit(region.statement ? "{ " + original + " }" : open + original + "))", 0, region_line);
+        if (guarded)
+            emit(region.statement ? "{ " + squashed + " }" : open + squashed + "))", 0, region_line);
+        else
+            emit(region.statement ? "{ " + original + " }" : open + original + "))", 0, region_line);
         copied = region.end;
     }
     emit(solution.substr(copied), 0, line_at(copied));

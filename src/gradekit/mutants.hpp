@@ -107,11 +107,14 @@ struct Schemata {
     std::string text;
     std::map<int, int> line_to_variant;  // a variant's line of the text -> its id
     std::map<int, int> line_to_source;   // every line of the text -> the solution's line it comes from
+    // A guarded region's first line (its own text, the chain's first operand) -> its first
+    // alternative's id: a compiler error about the whole chain's type is reported there, and the
+    // first alternative is what an unguarded chain would have had at that place.
+    std::map<int, int> guard_to_variant;
 };
-// `guarded`: each region's alternatives behind one test of the region (HW_R(r), the repair's
-// selector: is any edit of region r on?), its own text in the other branch -- one load and branch
-// where nothing there is switched on, not one per alternative (a kernel's inner loop at -O0 tested
-// each of a region's dozens of edits on every pass).
+// `guarded`: each region's own text first, taken while no edit of the region is on (HW_R(r), the
+// repair's selector) -- one load and branch there, not one per alternative (a kernel's inner loop at
+// -O0 tested each of a region's dozens of edits on every pass).
 Schemata make_schemata(const std::string& solution, const Mutants& m, const std::vector<int>& keep,
                        bool guarded = false);
 

@@ -204,6 +204,11 @@ std::optional<RepairBuild> compile_schemata(const Subject& s, const RepairSetup&
             // before it, whose type the chain could not convert it to (`xt::zeros(...) / scale`, an
             // xfunction, beside xt::zeros's xbroadcast: exercise 8's whole schemata was dropped).
             if (found == schemata.line_to_variant.end()) found = schemata.line_to_variant.find(at - 1);
+            // An error about a guarded chain's whole type, at its first line: its first alternative.
+            if (const auto guard = schemata.guard_to_variant.find(at);
+                found == schemata.line_to_variant.end() && guard != schemata.guard_to_variant.end())
+                found = std::ranges::find_if(schemata.line_to_variant,
+                                             [&](const auto& line) { return line.second == guard->second; });
             if (found == schemata.line_to_variant.end()) continue;
             refused.insert(found->second);
             // A chain of ?: reports one mismatched type at a time (the innermost): every member of
